@@ -1,0 +1,202 @@
+"""Settings: one table of (name, default, type, help).
+
+Precedence, lowest first: defaults < ``funes.toml`` < ``FUNES_*`` environment
+variables < explicit arguments. The home directory is the platform data
+directory (``~/.local/share/funes`` on Linux) unless ``FUNES_HOME`` says
+otherwise; never ``/tmp``. The config file is ``$FUNES_HOME/funes.toml``, or
+the path in ``FUNES_CONFIG``.
+
+Every setting is registered in this module, in its section, so that
+``funes config`` and the docs always see all of them; ``docs/settings.md``
+documents every one and a test checks that.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its name, default, type and help text."""
+
+    name: str
+    default: Any
+    type: type
+    help: str
+
+    @property
+    def env(self) -> str:
+        """The environment variable that overrides this setting."""
+        return "FUNES_" + self.name.upper()
+
+
+SETTINGS: dict[str, Setting] = {}
+
+
+def register(name: str, default: Any, type_: type, help: str) -> Setting:
+    """Add a setting to the table (idempotent for the same name)."""
+    setting = Setting(name, default, type_, help)
+    SETTINGS[name] = setting
+    return setting
+
+
+# -- storage ---------------------------------------------------------------
+register("db_path", "", str, "Path of the SQLite store. Empty means $FUNES_HOME/funes.db.")
+register("busy_timeout_ms", 15000, int, "How long a writer waits for another process's write lock, in milliseconds.")
+register("max_content_bytes", 1_000_000, int, "Largest content accepted for one memory, in bytes (UTF-8).")
+# -- identity defaults -------------------------------------------------------
+register("tenant", "default", str, "Tenant (team or user space) used when a call names none.")
+register("user", "", str, "User id within the tenant used when a call names none. Empty means tenant-wide.")
+register("project", "", str, "Current project id used when a call names none. Empty means no project.")
+# -- embeddings --------------------------------------------------------------
+register("embedder", "local", str, "Embedding backend: 'local' (bundled all-MiniLM-L6-v2) or 'openai' (any OpenAI-compatible server).")
+register("embed_model", "text-embedding-3-small", str, "Model name sent to an OpenAI-compatible embedding server.")
+register("embed_base_url", "https://api.openai.com/v1", str, "Base URL of the OpenAI-compatible embedding server (Ollama: http://localhost:11434/v1).")
+register("embed_api_key_env", "OPENAI_API_KEY", str, "Name of the environment variable holding the embedding server's API key.")
+register("embed_dimensions", 0, int, "Vector size requested from an OpenAI-compatible server; 0 means the model's own.")
+register("embed_batch_size", 32, int, "Texts per embedding batch.")
+register("embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.")
+register("query_threads", 1, int, "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine.")
+register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.")
+# -- retrieval ---------------------------------------------------------------
+register("search_limit", 10, int, "Hits returned by a search when no limit is given.")
+register("rrf_k", 60, int, "The k constant of reciprocal rank fusion.")
+register("candidates", 50, int, "Candidates taken from each of the keyword and vector legs before fusion.")
+register("keyword_scan_cap", 2000, int, "Most recent keyword matches ranked by BM25 per query; keeps common-word queries fast on big stores.")
+register("boost_project", 1.5, float, "Score multiplier for records of the current project.")
+register("boost_team", 1.3, float, "Score multiplier for team-scope records.")
+register("importance_weight", 0.5, float, "How much importance moves the score: multiplier 1 + w*(importance-0.5).")
+register("recency_weight", 0.2, float, "How much recency moves the score: multiplier 1 + w*2^(-age/half_life).")
+register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.")
+register("auto_min_similarity", 0.4, float, "Minimum cosine similarity for automatic context retrieval.")
+register("strong_keyword_rank", 3, int, "Keyword hits ranked this high are kept even when their cosine is under the threshold.")
+# -- ingestion -----------------------------------------------------------------
+# -- conversations and context ---------------------------------------------------
+# -- agent tools and MCP -----------------------------------------------------------
+
+
+def home() -> Path:
+    """The Funes home directory (created on demand by callers that write)."""
+    env = os.environ.get("FUNES_HOME")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("funes", appauthor=False))
+
+
+def config_path() -> Path:
+    """Where ``funes.toml`` lives."""
+    env = os.environ.get("FUNES_CONFIG")
+    return Path(env).expanduser() if env else home() / "funes.toml"
+
+
+def _coerce(setting: Setting, value: Any, origin: str) -> Any:
+    if isinstance(value, setting.type) and not (setting.type is int and isinstance(value, bool)):
+        return value
+    try:
+        if setting.type is bool:
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered in ("1", "true", "yes", "on"):
+                    return True
+                if lowered in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if setting.type is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        return setting.type(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"Setting {setting.name!r} from {origin} must be a {setting.type.__name__}, got {value!r}.",
+            hint=f"Fix it in {origin}; `funes config` lists every setting.",
+        ) from exc
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(
+            f"The config file {path} is not valid TOML: {exc}.",
+            hint="Fix the file or remove it; `funes config` shows the defaults.",
+        ) from exc
+    section = data.get("funes", data)
+    return dict(section)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Effective settings with the origin of each value."""
+
+    values: dict[str, Any]
+    origins: dict[str, str]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def db_file(self) -> Path:
+        """The database path, resolved against the home directory."""
+        raw = self.values.get("db_path") or ""
+        return Path(raw).expanduser() if raw else home() / "funes.db"
+
+
+def load(**overrides: Any) -> Config:
+    """Resolve every setting: defaults < funes.toml < FUNES_* env < overrides."""
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    path = config_path()
+    file_values = _read_toml(path)
+    unknown = sorted(set(file_values) - set(SETTINGS))
+    if unknown:
+        raise InvalidInput(
+            f"Unknown setting(s) in {path}: {', '.join(unknown)}.",
+            hint="Remove them; `funes config` lists every setting.",
+        )
+    for name, setting in SETTINGS.items():
+        value, origin = setting.default, "default"
+        if name in file_values:
+            value, origin = _coerce(setting, file_values[name], str(path)), str(path)
+        if setting.env in os.environ:
+            value, origin = _coerce(setting, os.environ[setting.env], setting.env), "env"
+        if overrides.get(name) is not None:
+            value, origin = _coerce(setting, overrides[name], "arguments"), "argument"
+        values[name] = value
+        origins[name] = origin
+    extra = sorted(k for k, v in overrides.items() if k not in SETTINGS and v is not None)
+    if extra:
+        raise InvalidInput(
+            f"Unknown setting(s): {', '.join(extra)}.",
+            hint="`funes config` lists every setting.",
+        )
+    return Config(values, origins)
+
+
+def write_setting(name: str, value: str) -> Path:
+    """Set one setting in funes.toml, keeping the others."""
+    import tomli_w
+
+    if name not in SETTINGS:
+        raise InvalidInput(f"Unknown setting {name!r}.", hint="`funes config` lists every setting.")
+    path = config_path()
+    data = _read_toml(path)
+    data[name] = _coerce(SETTINGS[name], value, "the command line")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomli_w.dumps(data), encoding="utf-8")
+    return path

@@ -1,0 +1,97 @@
+"""Embedder protocol and implementations.
+
+An embedder has an identity (``model_id``, ``dimensions``), a token limit
+(``max_tokens``, in its own tokenizer's units, special tokens excluded), a
+``count_tokens`` method for token-aware chunking, and one required method,
+``embed_batch``. The service owns batching, caching and normalisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors."""
+
+    model_id: str
+    dimensions: int
+    max_tokens: int
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """One row per text, float32, shape (len(texts), dimensions)."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """How many of the model's tokens the text takes (special tokens excluded)."""
+        ...
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words embedder for tests and demos: no model, no network.
+
+    Words are hashed into buckets, so texts sharing words are similar. It has
+    no notion of meaning; retrieval quality is tested with the real model.
+    """
+
+    def __init__(self, dimensions: int = 64, max_tokens: int = 256) -> None:
+        self.dimensions = dimensions
+        self.max_tokens = max_tokens
+        self.model_id = f"funes-hash-{dimensions}"
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """Hashed word counts, L2-normalised."""
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self.dimensions
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[i, bucket] += sign
+            norm = np.linalg.norm(out[i])
+            if norm == 0:
+                out[i, 0] = 1.0
+            else:
+                out[i] /= norm
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        """Words and punctuation marks, roughly a word-piece count."""
+        return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+def create_embedder(config: Config) -> Embedder:
+    """The embedder the settings ask for."""
+    from ..errors import InvalidInput
+
+    name = config.embedder
+    if name == "local":
+        from .local import LocalEmbedder
+
+        return LocalEmbedder(batch_threads=config.embed_threads, query_threads=config.query_threads)
+    if name == "openai":
+        from .openai import OpenAIEmbedder
+
+        return OpenAIEmbedder.from_config(config)
+    if name.startswith("hash"):
+        dims = int(name.split(":", 1)[1]) if ":" in name else 64
+        return HashEmbedder(dims)
+    raise InvalidInput(
+        f"Unknown embedder {name!r}.",
+        hint="Set embedder to 'local' or 'openai' (funes config set embedder local).",
+    )
+
+
+__all__ = ["Embedder", "HashEmbedder", "create_embedder"]

@@ -1,0 +1,82 @@
+"""One exception hierarchy for Funes.
+
+Every message says what to do next. Shells translate these at the edge: the CLI
+maps them to exit codes, REST to ``{"error": {"code", "message", "hint"}}`` and
+MCP to an ``isError`` tool result.
+"""
+
+from __future__ import annotations
+
+
+class FunesError(Exception):
+    """Base class of every error Funes raises on purpose."""
+
+    code = "funes_error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} {self.hint}"
+        return self.message
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The error as the one JSON shape all shells share."""
+        return {"code": self.code, "message": self.message, "hint": self.hint}
+
+
+class InvalidInput(FunesError):
+    """The caller passed something Funes cannot accept."""
+
+    code = "invalid_input"
+
+
+class NotFound(FunesError):
+    """No record, source or session with that id is visible to the caller."""
+
+    code = "not_found"
+
+
+class Conflict(FunesError):
+    """The write collides with the current state of the store."""
+
+    code = "conflict"
+
+
+class EmbedderMismatch(FunesError):
+    """The store was built with another embedding model."""
+
+    code = "embedder_mismatch"
+
+
+class DependencyMissing(FunesError):
+    """An optional dependency is not installed."""
+
+    code = "dependency_missing"
+
+
+class BackendUnavailable(FunesError):
+    """The storage or embedding backend cannot be reached or opened."""
+
+    code = "backend_unavailable"
+
+
+class StoreCorrupt(BackendUnavailable):
+    """The database file is damaged or is not a Funes store."""
+
+    code = "store_corrupt"
+
+
+__all__ = [
+    "BackendUnavailable",
+    "Conflict",
+    "DependencyMissing",
+    "EmbedderMismatch",
+    "FunesError",
+    "InvalidInput",
+    "NotFound",
+    "StoreCorrupt",
+]

@@ -1,0 +1,126 @@
+"""Token-aware text splitting.
+
+Chunks are measured with the embedder's own tokenizer (``count_tokens``), so
+no chunk ever exceeds the model's limit and nothing is silently truncated.
+Text is split at paragraph, then sentence, then word boundaries, and only
+mid-word when a single word is longer than a chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+CountTokens = Callable[[str], int]
+
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])[\"')\]]*\s+(?=\S)")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph (keeps their punctuation)."""
+    parts = [p.strip() for p in _SENTENCE.split(text)]
+    return [p for p in parts if p]
+
+
+def _units(text: str) -> list[str]:
+    """Paragraphs split into sentences, in order; paragraph ends are kept as '\n\n' joins."""
+    units: list[str] = []
+    for para in _PARAGRAPH.split(text):
+        para = para.strip()
+        if not para:
+            continue
+        sentences = split_sentences(para)
+        if sentences:
+            sentences[-1] = sentences[-1] + "\n\n"
+        units.extend(sentences)
+    return units
+
+
+def _split_long(unit: str, count: CountTokens, limit: int) -> list[str]:
+    """Split one over-long sentence at word boundaries (mid-word only for giant words)."""
+    words = unit.split()
+    pieces: list[str] = []
+    current: list[str] = []
+    for word in words:
+        candidate = " ".join([*current, word])
+        if current and count(candidate) > limit:
+            pieces.append(" ".join(current))
+            current = [word]
+        else:
+            current.append(word)
+        while count(" ".join(current)) > limit and len(current) == 1:
+            # A single "word" longer than the limit (a URL, base64): cut by characters.
+            w = current[0]
+            lo, hi = 1, len(w)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if count(w[:mid]) <= limit:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            pieces.append(w[:lo])
+            current = [w[lo:]] if w[lo:] else []
+            if not current:
+                break
+    if current:
+        pieces.append(" ".join(current))
+    return [p for p in pieces if p.strip()]
+
+
+def split_text(text: str, count: CountTokens, max_tokens: int, overlap: int = 0) -> list[str]:
+    """Split text into chunks of at most ``max_tokens``, carrying ``overlap`` tokens of context.
+
+    Boundaries fall between paragraphs or sentences whenever one exists; the
+    overlap repeats whole trailing sentences of the previous chunk.
+    """
+    if max_tokens <= 0:
+        raise ValueError("max_tokens must be positive")
+    overlap = max(0, min(overlap, max_tokens // 2))
+    text = text.strip()
+    if not text:
+        return []
+    if count(text) <= max_tokens:
+        return [text]
+    units: list[tuple[str, int]] = []
+    for unit in _units(text):
+        n = count(unit)
+        if n > max_tokens:
+            units.extend((p, count(p)) for p in _split_long(unit, count, max_tokens))
+        else:
+            units.append((unit, n))
+    chunks: list[str] = []
+    current: list[tuple[str, int]] = []
+    size = 0
+    for unit, n in units:
+        if current and size + n > max_tokens:
+            chunks.append(_join(current))
+            carry: list[tuple[str, int]] = []
+            carried = 0
+            for prev in reversed(current):
+                if carried + prev[1] > overlap or carried + prev[1] + n > max_tokens:
+                    break
+                carry.insert(0, prev)
+                carried += prev[1]
+            current, size = carry, carried
+        current.append((unit, n))
+        size += n
+    if current:
+        chunks.append(_join(current))
+    # Joining can add a token or two at boundaries: re-check and split further.
+    out: list[str] = []
+    for chunk in chunks:
+        if count(chunk) > max_tokens:
+            out.extend(_split_long(chunk, count, max_tokens))
+        else:
+            out.append(chunk)
+    return out
+
+
+def _join(units: list[tuple[str, int]]) -> str:
+    text = ""
+    for unit, _ in units:
+        if text and not text.endswith("\n\n"):
+            text += " "
+        text += unit
+    return text.strip()

@@ -1,0 +1,137 @@
+"""Ranking as pure functions: query terms, fusion, boosts, thresholds.
+
+Everything here works on plain data (ids, scores, records), so it is tested
+exhaustively without a database. The service gathers the two candidate
+lists (keyword BM25 and vector KNN) from the store and calls :func:`rank`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .models import Explanation, Memory, SearchHit
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves""".split()
+)
+_TERM = re.compile(r"\w+", re.UNICODE)
+MAX_TERMS = 16
+
+
+def query_terms(query: str) -> list[str]:
+    """Keyword terms of a query: words, lowercased, stopwords dropped (unless nothing is left).
+
+    Only word characters survive, so FTS syntax in user text (quotes, ``*``,
+    ``-x``, ``AND OR NOT``) is never interpreted.
+    """
+    words = list(dict.fromkeys(w.lower() for w in _TERM.findall(query)))
+    kept = [w for w in words if w not in STOPWORDS]
+    return (kept or words)[:MAX_TERMS]
+
+
+def fuse_rrf(lists: Sequence[Sequence[str]], k: int = 60) -> dict[str, float]:
+    """Reciprocal rank fusion: sum over lists of 1 / (k + rank), rank starting at 1."""
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    scores: dict[str, float] = {}
+    for ranked in lists:
+        for rank, item in enumerate(ranked, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+@dataclass(frozen=True)
+class RankSettings:
+    """Knobs of :func:`rank`."""
+
+    rrf_k: int = 60
+    boost_project: float = 1.5
+    boost_team: float = 1.3
+    importance_weight: float = 0.5
+    recency_weight: float = 0.2
+    recency_half_life_days: float = 30.0
+    min_similarity: float | None = None
+    strong_keyword_rank: int = 3
+    current_project: str | None = None
+
+
+def boosts_for(memory: Memory, settings: RankSettings, now: datetime) -> dict[str, float]:
+    """The multiplicative boosts a record earns: scope, importance, recency."""
+    boosts: dict[str, float] = {}
+    if memory.scope == "project" and settings.current_project and memory.project_id == settings.current_project:
+        boosts["project"] = settings.boost_project
+    elif memory.scope == "team":
+        boosts["team"] = settings.boost_team
+    boosts["importance"] = 1.0 + settings.importance_weight * (memory.importance - 0.5)
+    age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400.0)
+    half_life = max(settings.recency_half_life_days, 1e-9)
+    boosts["recency"] = 1.0 + settings.recency_weight * math.pow(2.0, -age_days / half_life)
+    return boosts
+
+
+def rank(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    similarities: Mapping[str, float],
+    records: Mapping[str, Memory],
+    settings: RankSettings,
+    now: datetime,
+    limit: int,
+) -> list[SearchHit]:
+    """Fuse the keyword and vector lists, boost, threshold and cut to ``limit``.
+
+    ``similarities`` gives the cosine similarity of every candidate (also
+    those found only by keyword). A candidate under ``min_similarity`` is
+    dropped unless it is a strong keyword match (ranked within
+    ``strong_keyword_rank`` by BM25): an exact term match stays findable
+    even when the embedding disagrees. Expired records never pass.
+    """
+    kw_ids = [i for i, _ in keyword]
+    vec_ids = [i for i, _ in vector]
+    fused = fuse_rrf([kw_ids, vec_ids], k=settings.rrf_k)
+    kw_rank = {i: r for r, i in enumerate(kw_ids, start=1)}
+    kw_score = dict(keyword)
+    vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
+    hits: list[SearchHit] = []
+    for memory_id, base in fused.items():
+        memory = records.get(memory_id)
+        if memory is None or memory.is_expired(now):
+            continue
+        sim = similarities.get(memory_id)
+        strong = kw_rank.get(memory_id, 10**9) <= settings.strong_keyword_rank
+        if settings.min_similarity is not None and not strong and (sim is None or sim < settings.min_similarity):
+            continue
+        boosts = boosts_for(memory, settings, now)
+        score = base
+        for factor in boosts.values():
+            score *= factor
+        hits.append(
+            SearchHit(
+                memory=memory,
+                score=score,
+                explanation=Explanation(
+                    keyword_rank=kw_rank.get(memory_id),
+                    keyword_score=kw_score.get(memory_id),
+                    vector_rank=vec_rank.get(memory_id),
+                    vector_similarity=sim,
+                    fused=base,
+                    boosts=boosts,
+                    score=score,
+                ),
+            )
+        )
+    hits.sort(key=lambda h: (-h.score, h.memory.id))
+    return hits[:limit]
+
+
+__all__ = ["RankSettings", "boosts_for", "fuse_rrf", "query_terms", "rank"]

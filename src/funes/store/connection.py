@@ -1,0 +1,208 @@
+"""SQLite connections that can load sqlite-vec.
+
+Many Python builds (this machine's, python.org's macOS installer) ship a
+``sqlite3`` module without ``enable_load_extension``. We use the standard
+library when it can load extensions, else ``pysqlite3`` (the
+``pysqlite3-binary`` wheel), else fail with an error that says what to install.
+
+Connections are opened in autocommit mode; :class:`Database` runs explicit
+``BEGIN IMMEDIATE`` transactions for writes, behind one writer lock per
+process, and keeps one read connection per thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
+
+_DRIVER: ModuleType | None = None
+
+
+def _can_load_extensions(module: ModuleType) -> bool:
+    try:
+        conn = module.connect(":memory:")
+    except Exception:
+        return False
+    try:
+        return hasattr(conn, "enable_load_extension")
+    finally:
+        conn.close()
+
+
+def driver() -> ModuleType:
+    """The DB-API module used for SQLite: stdlib if it loads extensions, else pysqlite3."""
+    global _DRIVER
+    if _DRIVER is not None:
+        return _DRIVER
+    import sqlite3
+
+    if _can_load_extensions(sqlite3):
+        _DRIVER = sqlite3
+        return sqlite3
+    try:
+        from pysqlite3 import dbapi2  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise DependencyMissing(
+            "This Python's sqlite3 module cannot load extensions, so sqlite-vec cannot be loaded.",
+            hint="Run `pip install pysqlite3-binary` (Linux x86-64), or use a Python built with "
+            "--enable-loadable-sqlite-extensions (e.g. Homebrew's or uv's on macOS).",
+        ) from exc
+    _DRIVER = dbapi2
+    return dbapi2
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether an exception is SQLite's 'database is locked/busy'."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _translate(path: str, exc: Exception) -> Exception:
+    text = str(exc).lower()
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StoreCorrupt(
+            f"The store {path} is damaged or is not a Funes database ({exc}).",
+            hint="Move the file away and restore a backup with `funes import BACKUP.jsonl`; "
+            "`funes doctor` checks a store's integrity.",
+        )
+    if "unable to open" in text or "readonly" in text or "read-only" in text:
+        return BackendUnavailable(
+            f"Cannot open the store {path} ({exc}).",
+            hint="Check that the directory exists and is writable, or set FUNES_HOME / --db.",
+        )
+    return exc
+
+
+class Database:
+    """A SQLite file with sqlite-vec loaded: one writer behind a lock, readers per thread."""
+
+    def __init__(self, path: str, *, busy_timeout_ms: int = 15000) -> None:
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._all: list[Any] = []
+        self._all_lock = threading.Lock()
+        self._depth = 0
+        if path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self._writer = self._open()
+
+    def _open(self) -> Any:
+        module = driver()
+        try:
+            conn = module.connect(self.path, isolation_level=None, check_same_thread=False)
+        except module.Error as exc:
+            raise _translate(self.path, exc) from exc
+        try:
+            conn.enable_load_extension(True)
+            import sqlite_vec
+
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+        except ImportError as exc:
+            raise DependencyMissing(
+                "The sqlite-vec package is missing.", hint="Run `pip install sqlite-vec`."
+            ) from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if mode and str(mode[0]).lower() not in ("wal", "memory"):
+                raise BackendUnavailable(
+                    f"Could not switch {self.path} to WAL mode (got {mode[0]}).",
+                    hint="Put the store on a local disk that supports shared memory.",
+                )
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except module.Error as exc:
+            conn.close()
+            raise _translate(self.path, exc) from exc
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    @property
+    def error(self) -> type[Exception]:
+        """The driver's base exception class."""
+        return driver().Error  # type: ignore[no-any-return]
+
+    def reader(self) -> Any:
+        """This thread's read connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._open()
+            self._local.conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Any]:
+        """A write transaction (BEGIN IMMEDIATE); nested calls use savepoints."""
+        with self._lock:
+            conn = self._writer
+            if self._depth:
+                name = f"sp{self._depth}"
+                conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    conn.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
+                return
+            self._begin(conn)
+            self._depth = 1
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+            finally:
+                self._depth = 0
+
+    def _begin(self, conn: Any) -> None:
+        # busy_timeout covers most waits; a few retries cover the rare case
+        # where SQLite returns BUSY at once (a WAL checkpoint racing us).
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000 * 4
+        delay = 0.01
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except self.error as exc:
+                if not is_locked(exc) or time.monotonic() > deadline:
+                    if is_locked(exc):
+                        raise BackendUnavailable(
+                            f"Another process has held the write lock on {self.path} for too long.",
+                            hint="Retry; if it persists, find the process holding the store "
+                            "open, or raise the busy_timeout_ms setting.",
+                        ) from exc
+                    raise _translate(self.path, exc) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    def translate(self, exc: Exception) -> Exception:
+        """A driver error as a Funes error where one fits."""
+        return _translate(self.path, exc)
+
+    def close(self) -> None:
+        """Close every connection this object opened."""
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._local = threading.local()

@@ -1,0 +1,761 @@
+"""The default store: one SQLite file with FTS5 and sqlite-vec.
+
+Layout (see ``sql/001_core.sql``):
+
+* ``memories`` holds every record; ``memories_fts`` is an external-content
+  FTS5 index over it, kept in sync by triggers.
+* ``vec_memories`` is a ``vec0`` table (cosine distance) partitioned by
+  tenant, with the filter columns (visibility, user, kind, type, source,
+  created_at, expires_at) as vec0 metadata, so every filter runs inside the
+  KNN scan. Long records have several vectors; ``memory_vectors`` maps them.
+* A record's row, its FTS entry and its vectors are written in ONE
+  transaction, so a crash never leaves half a record.
+
+Migrations are the numbered files in ``sql/``, recorded in ``migrations``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import EmbedderMismatch, InvalidInput
+from ..models import (
+    NO_EXPIRY,
+    EmbedderIdentity,
+    Memory,
+    Page,
+    PreviousVersion,
+    Reference,
+    SearchFilters,
+    SourceRef,
+    format_time,
+    from_epoch,
+    parse_time,
+    to_epoch,
+)
+from . import AccessEvent, Visibility, vis_key
+from .connection import Database
+from .sqlite_documents import DocumentTables
+from .sqlite_sessions import SessionTables
+
+_COLUMNS = (
+    "id, tenant, user_id, scope, session_id, project_id, vis, kind, memory_type, entity_type, "
+    "entity_id, topic, title, content, source_type, source_uri, source_id, locator, importance, "
+    "pinned, expires_at, access_count, last_accessed, version, content_hash, previous_versions, "
+    "created_at, updated_at, metadata, refs, tags"
+)
+_PLACEHOLDERS = ", ".join("?" for _ in _COLUMNS.split(","))
+
+
+def tenant_token(tenant: str) -> str:
+    """The FTS token standing for a tenant (hashed so any id tokenizes as one word)."""
+    return "t" + hashlib.sha1(tenant.encode("utf-8")).hexdigest()[:16]
+
+
+def _serialize(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _deserialize(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def _row_values(m: Memory) -> tuple[Any, ...]:
+    src = m.source
+    return (
+        m.id,
+        m.tenant,
+        m.user_id or "",
+        m.scope,
+        m.session_id,
+        m.project_id,
+        vis_key(m.scope, m.project_id, m.session_id),
+        m.kind,
+        m.memory_type,
+        m.entity_type,
+        m.entity_id,
+        m.topic,
+        m.title,
+        m.content,
+        src.type if src else "",
+        src.uri if src else None,
+        (src.source_id or "") if src else "",
+        json.dumps(src.locator if src else {}, sort_keys=True, ensure_ascii=False),
+        m.importance,
+        int(m.pinned),
+        to_epoch(m.expires_at),
+        m.access_count,
+        to_epoch(m.last_accessed),
+        m.version,
+        m.content_hash,
+        json.dumps(
+            [
+                {
+                    "version": v.version,
+                    "content": v.content,
+                    "content_hash": v.content_hash,
+                    "importance": v.importance,
+                    "updated_at": format_time(v.updated_at),
+                }
+                for v in m.previous_versions
+            ],
+            ensure_ascii=False,
+        ),
+        to_epoch(m.created_at),
+        to_epoch(m.updated_at),
+        json.dumps(m.metadata, sort_keys=True, ensure_ascii=False),
+        json.dumps([{"type": r.type, "id": r.id} for r in m.references], ensure_ascii=False),
+        tenant_token(m.tenant),
+    )
+
+
+def _to_memory(row: Sequence[Any]) -> Memory:
+    (
+        id_, tenant, user_id, scope, session_id, project_id, _vis, kind, memory_type, entity_type,
+        entity_id, topic, title, content, source_type, source_uri, source_id, locator, importance,
+        pinned, expires_at, access_count, last_accessed, version, chash, previous, created_at,
+        updated_at, metadata, refs, _tags,
+    ) = row
+    source = None
+    if source_type:
+        source = SourceRef(
+            type=source_type, uri=source_uri, source_id=source_id or None, locator=json.loads(locator)
+        )
+    return Memory(
+        id=id_,
+        content=content,
+        tenant=tenant,
+        user_id=user_id or None,
+        scope=scope,
+        session_id=session_id,
+        project_id=project_id,
+        kind=kind,
+        memory_type=memory_type,
+        entity_type=entity_type,
+        entity_id=entity_id,
+        topic=topic,
+        title=title,
+        source=source,
+        importance=importance,
+        pinned=bool(pinned),
+        expires_at=from_epoch(expires_at),
+        access_count=access_count,
+        last_accessed=from_epoch(last_accessed),
+        version=version,
+        content_hash=chash,
+        previous_versions=tuple(
+            PreviousVersion(
+                version=v["version"],
+                content=v["content"],
+                content_hash=v["content_hash"],
+                importance=v["importance"],
+                updated_at=parse_time(v["updated_at"]),  # type: ignore[arg-type]
+            )
+            for v in json.loads(previous)
+        ),
+        created_at=from_epoch(created_at),  # type: ignore[arg-type]
+        updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
+        metadata=json.loads(metadata),
+        references=tuple(Reference(type=r["type"], id=r["id"]) for r in json.loads(refs)),
+    )
+
+
+def _in(column: str, values: Sequence[Any], params: list[Any]) -> str:
+    params.extend(values)
+    return f"{column} IN ({', '.join('?' for _ in values)})"
+
+
+def _record_filters(
+    filters: SearchFilters, vis_clause: tuple[str, tuple[str, ...]] | None, params: list[Any], prefix: str
+) -> list[str]:
+    """WHERE terms shared by the memories table and the vec0 metadata columns."""
+    where: list[str] = []
+    if vis_clause is not None:
+        column, values = vis_clause
+        where.append(_in(prefix + column, values, params))
+    if filters.user_id:
+        where.append(_in(prefix + "user_id", ("", filters.user_id), params))
+    if filters.kinds:
+        where.append(_in(prefix + "kind", filters.kinds, params))
+    if filters.memory_types:
+        where.append(_in(prefix + "memory_type", filters.memory_types, params))
+    if filters.source_types:
+        where.append(_in(prefix + "source_type", filters.source_types, params))
+    if filters.source_ids:
+        where.append(_in(prefix + "source_id", filters.source_ids, params))
+    if filters.created_after is not None:
+        where.append(f"{prefix}created_at >= ?")
+        params.append(to_epoch(filters.created_after))
+    if filters.created_before is not None:
+        where.append(f"{prefix}created_at <= ?")
+        params.append(to_epoch(filters.created_before))
+    return where
+
+
+class SqliteStore(DocumentTables, SessionTables):
+    """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 15000) -> None:
+        self.path = str(Path(path).expanduser()) if str(path) != ":memory:" else ":memory:"
+        self.db = Database(self.path, busy_timeout_ms=busy_timeout_ms)
+        try:
+            self._migrate()
+        except Exception as exc:
+            self.db.close()
+            if isinstance(exc, self.db.error):
+                raise self.db.translate(exc) from exc
+            raise
+        self._dims: int | None = None
+        ident = self.identity()
+        if ident is not None:
+            self._dims = ident.dimensions
+
+    # -- schema ------------------------------------------------------------
+    def _migrate(self) -> None:
+        files = sorted(
+            (p for p in resources.files("funes.store").joinpath("sql").iterdir() if p.name.endswith(".sql")),
+            key=lambda p: p.name,
+        )
+        with self.db.write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                "applied_at TEXT NOT NULL DEFAULT (datetime('now')))"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM migrations")}
+            for file in files:
+                match = re.match(r"(\d+)_", file.name)
+                if not match:
+                    continue
+                version = int(match.group(1))
+                if version in done:
+                    continue
+                for statement in _split_sql(file.read_text(encoding="utf-8")):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO migrations (version, name) VALUES (?, ?)", (version, file.name))
+
+    def migrations(self) -> list[tuple[int, str]]:
+        """Applied migrations, in order."""
+        rows = self.db.reader().execute("SELECT version, name FROM migrations ORDER BY version")
+        return [(int(v), str(n)) for v, n in rows]
+
+    def identity(self) -> EmbedderIdentity | None:
+        """The embedder identity recorded in the store, if any."""
+        rows = dict(
+            self.db.reader().execute(
+                "SELECT key, value FROM meta WHERE key IN ('embedder_model', 'embedder_dimensions')"
+            )
+        )
+        if "embedder_model" not in rows:
+            return None
+        return EmbedderIdentity(rows["embedder_model"], int(rows["embedder_dimensions"]))
+
+    def set_identity(self, identity: EmbedderIdentity, *, reset: bool = False) -> None:
+        """Record the embedder identity, creating (or with ``reset``, recreating) the vector table."""
+        current = self.identity()
+        if current is not None and current != identity and not reset:
+            raise EmbedderMismatch(
+                f"This store's vectors were made by {current.model_id} ({current.dimensions} dims), "
+                f"not {identity.model_id} ({identity.dimensions} dims).",
+                hint="Run `funes reindex` to re-embed everything with the configured model.",
+            )
+        with self.db.write() as conn:
+            if reset:
+                conn.execute("DROP TABLE IF EXISTS vec_memories")
+                conn.execute("DELETE FROM memory_vectors")
+            conn.execute(
+                f"""CREATE VIRTUAL TABLE IF NOT EXISTS vec_memories USING vec0(
+                    vector_id INTEGER PRIMARY KEY,
+                    embedding float[{int(identity.dimensions)}] distance_metric=cosine,
+                    tenant TEXT PARTITION KEY,
+                    scope TEXT, vis TEXT, user_id TEXT, kind TEXT, memory_type TEXT,
+                    source_type TEXT, source_id TEXT, created_at FLOAT, expires_at FLOAT
+                )"""
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder_model', ?), ('embedder_dimensions', ?)",
+                (identity.model_id, str(identity.dimensions)),
+            )
+        self._dims = identity.dimensions
+
+    # -- writes ------------------------------------------------------------
+    def put(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
+        """Insert or replace a record with its vectors, atomically."""
+        with self.db.write() as conn:
+            self._put(conn, memory, vectors)
+        return memory
+
+    def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
+        """Insert or replace many records in one transaction."""
+        count = 0
+        with self.db.write() as conn:
+            for memory, vectors in items:
+                self._put(conn, memory, vectors)
+                count += 1
+        return count
+
+    def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None:
+        row = conn.execute("SELECT rowid FROM memories WHERE id = ?", (m.id,)).fetchone()
+        values = _row_values(m)
+        if row is None:
+            cur = conn.execute(f"INSERT INTO memories ({_COLUMNS}) VALUES ({_PLACEHOLDERS})", values)
+            rowid = cur.lastrowid
+        else:
+            rowid = row[0]
+            sets = ", ".join(f"{c.strip()} = ?" for c in _COLUMNS.split(","))
+            conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
+        if vectors is None:
+            # Metadata may have changed (scope, expiry): keep vec0's copy in step.
+            self._sync_vector_metadata(conn, rowid, m)
+            return
+        self._delete_vectors(conn, [rowid])
+        if not vectors:
+            return
+        if self._dims is None:
+            raise InvalidInput(
+                "The store has no embedder identity yet, so it cannot take vectors.",
+                hint="Open it through funes.open(), which records the embedder.",
+            )
+        meta = self._vector_metadata(m)
+        for part, vector in enumerate(vectors):
+            if len(vector) != self._dims:
+                raise EmbedderMismatch(
+                    f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
+                    hint="Run `funes reindex` after changing the embedding model.",
+                )
+            cur = conn.execute(
+                "INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part)
+            )
+            conn.execute(
+                "INSERT INTO vec_memories (vector_id, embedding, tenant, scope, vis, user_id, kind, "
+                "memory_type, source_type, source_id, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (cur.lastrowid, _serialize(vector), *meta),
+            )
+
+    @staticmethod
+    def _vector_metadata(m: Memory) -> tuple[Any, ...]:
+        return (
+            m.tenant,
+            m.scope,
+            vis_key(m.scope, m.project_id, m.session_id),
+            m.user_id or "",
+            m.kind,
+            m.memory_type,
+            m.source.type if m.source else "",
+            (m.source.source_id or "") if m.source else "",
+            to_epoch(m.created_at),
+            to_epoch(m.expires_at) or NO_EXPIRY,
+        )
+
+    def _sync_vector_metadata(self, conn: Any, rowid: int, m: Memory) -> None:
+        if self._dims is None:
+            return
+        ids = [r[0] for r in conn.execute("SELECT vector_id FROM memory_vectors WHERE memory_rowid = ?", (rowid,))]
+        if not ids:
+            return
+        tenant, scope, vis, user, kind, mtype, stype, sid, created, expires = self._vector_metadata(m)
+        current = conn.execute(
+            "SELECT tenant, embedding FROM vec_memories WHERE vector_id = ?", (ids[0],)
+        ).fetchone()
+        if current is not None and current[0] != tenant:
+            # The partition key cannot be updated in place: rewrite the vectors.
+            blobs = [
+                conn.execute("SELECT embedding FROM vec_memories WHERE vector_id = ?", (i,)).fetchone()[0]
+                for i in ids
+            ]
+            self._delete_vectors(conn, [rowid])
+            self._put_vectors(conn, rowid, m, [_deserialize(b) for b in blobs])
+            return
+        for vector_id in ids:
+            conn.execute(
+                "UPDATE vec_memories SET scope = ?, vis = ?, user_id = ?, kind = ?, memory_type = ?, "
+                "source_type = ?, source_id = ?, created_at = ?, expires_at = ? WHERE vector_id = ?",
+                (scope, vis, user, kind, mtype, stype, sid, created, expires, vector_id),
+            )
+
+    def _put_vectors(self, conn: Any, rowid: int, m: Memory, vectors: Sequence[np.ndarray]) -> None:
+        meta = self._vector_metadata(m)
+        for part, vector in enumerate(vectors):
+            cur = conn.execute("INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part))
+            conn.execute(
+                "INSERT INTO vec_memories (vector_id, embedding, tenant, scope, vis, user_id, kind, "
+                "memory_type, source_type, source_id, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (cur.lastrowid, _serialize(vector), *meta),
+            )
+
+    def _delete_vectors(self, conn: Any, rowids: Sequence[int]) -> None:
+        for rowid in rowids:
+            ids = [r[0] for r in conn.execute("SELECT vector_id FROM memory_vectors WHERE memory_rowid = ?", (rowid,))]
+            if ids and self._dims is not None:
+                conn.execute(
+                    f"DELETE FROM vec_memories WHERE vector_id IN ({', '.join('?' for _ in ids)})", ids
+                )
+            conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
+
+    def delete(self, memory_ids: Sequence[str]) -> int:
+        """Delete records, their vectors and keyword entries, atomically."""
+        if not memory_ids:
+            return 0
+        with self.db.write() as conn:
+            return self._delete(conn, memory_ids)
+
+    def _delete(self, conn: Any, memory_ids: Sequence[str]) -> int:
+        count = 0
+        for start in range(0, len(memory_ids), 500):
+            chunk = list(memory_ids[start : start + 500])
+            marks = ", ".join("?" for _ in chunk)
+            rowids = [r[0] for r in conn.execute(f"SELECT rowid FROM memories WHERE id IN ({marks})", chunk)]
+            self._delete_vectors(conn, rowids)
+            count += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk).rowcount
+        return count
+
+    # -- reads -------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None:
+        """A record by id."""
+        row = self.db.reader().execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else _to_memory(row)
+
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Records by id."""
+        out: dict[str, Memory] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        conn = self.db.reader()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
+                out[row[0]] = _to_memory(row)
+        return out
+
+    def find_by_hash(self, tenant: str, vis: str, content_hash: str, kind: str) -> Memory | None:
+        """The record with exactly this content in this tenant, visibility and kind."""
+        row = (
+            self.db.reader()
+            .execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND vis = ? AND content_hash = ? AND kind = ? "
+                "ORDER BY rowid LIMIT 1",
+                (tenant, vis, content_hash, kind),
+            )
+            .fetchone()
+        )
+        return None if row is None else _to_memory(row)
+
+    def _where(
+        self, filters: SearchFilters, now: datetime | None, params: list[Any], include_expired: bool = False
+    ) -> list[str]:
+        where = ["m.tenant = ?"]
+        params.append(filters.tenant)
+        clauses = Visibility.from_filters(filters).clauses()
+        if len(clauses) == 1:
+            where += _record_filters(filters, clauses[0], params, "m.")
+        else:
+            alt: list[str] = []
+            for clause in clauses:
+                alt.append(_in("m." + clause[0], clause[1], params))
+            where.append("(" + " OR ".join(alt) + ")")
+            where += _record_filters(filters, None, params, "m.")
+        if not include_expired and now is not None:
+            where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
+            params.append(to_epoch(now))
+        return where
+
+    def list(
+        self,
+        filters: SearchFilters,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        include_expired: bool = False,
+        pinned: bool | None = None,
+        now: datetime | None = None,
+    ) -> Page:
+        """Records newest first; pass the returned cursor to get the next page."""
+        params: list[Any] = []
+        where = self._where(filters, now, params, include_expired)
+        if pinned is not None:
+            where.append("m.pinned = ?")
+            params.append(int(pinned))
+        if cursor:
+            where.append("m.id < ?")
+            params.append(cursor)
+        sql = f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
+        params.append(limit + 1)
+        rows = self.db.reader().execute(sql, params).fetchall()
+        items = tuple(_to_memory(r) for r in rows[:limit])
+        next_cursor = items[-1].id if len(rows) > limit and items else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    def keyword_search(
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int = 2000,
+        now: datetime | None = None,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the newest ``scan_cap`` matches, best ``limit`` first.
+
+        Terms are quoted, so no user text is ever parsed as FTS syntax. The
+        tenant is a token in the same MATCH, and the other filters run in the
+        same statement, so the scan never returns fewer hits than exist
+        within the cap. Ranking every match of a common word is what makes
+        naive FTS slow on a large store; the newest-first cap bounds it.
+        """
+        if not terms:
+            return []
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        match = f'tags : "{tenant_token(filters.tenant)}" AND {{title content topic}} : ({quoted})'
+        params: list[Any] = [match]
+        where = ["memories_fts MATCH ?"] + self._where(filters, now, params)
+        sql = (
+            "SELECT m.id, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
+            "JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?"
+        )
+        params.append(scan_cap)
+        rows = self.db.reader().execute(sql, params).fetchall()
+        rows.sort(key=lambda r: r[1])
+        return [(r[0], -float(r[1])) for r in rows[:limit]]
+
+    def vector_search(
+        self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None
+    ) -> list[tuple[str, float]]:
+        """Exact cosine KNN with the filters inside the vec0 scan."""
+        if self._dims is None or k <= 0:
+            return []
+        blob = _serialize(vector)
+        conn = self.db.reader()
+        found: dict[int, float] = {}
+        clauses = Visibility.from_filters(filters).clauses() or [None]
+        for clause in clauses:
+            params: list[Any] = [blob, k, filters.tenant, to_epoch(now) if now else 0.0]
+            where = ["embedding MATCH ?", "k = ?", "tenant = ?", "expires_at > ?"]
+            where += _record_filters(filters, clause, params, "")
+            sql = f"SELECT vector_id, distance FROM vec_memories WHERE {' AND '.join(where)}"
+            for vector_id, distance in conn.execute(sql, params):
+                found[vector_id] = 1.0 - float(distance)
+        if not found:
+            return []
+        ids = list(found)
+        marks = ", ".join("?" for _ in ids)
+        best: dict[str, float] = {}
+        for vector_id, memory_id in conn.execute(
+            f"SELECT v.vector_id, m.id FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid "
+            f"WHERE v.vector_id IN ({marks})",
+            ids,
+        ):
+            sim = found[vector_id]
+            if sim > best.get(memory_id, -2.0):
+                best[memory_id] = sim
+        return sorted(best.items(), key=lambda kv: kv[1], reverse=True)
+
+    def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
+        """Stored vectors of the given records, by record id."""
+        out: dict[str, list[np.ndarray]] = {}
+        if self._dims is None or not memory_ids:
+            return out
+        conn = self.db.reader()
+        marks = ", ".join("?" for _ in memory_ids)
+        pairs = conn.execute(
+            f"SELECT v.vector_id, m.id FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid "
+            f"WHERE m.id IN ({marks}) ORDER BY v.memory_rowid, v.part",
+            list(memory_ids),
+        ).fetchall()
+        for vector_id, memory_id in pairs:
+            row = conn.execute("SELECT embedding FROM vec_memories WHERE vector_id = ?", (vector_id,)).fetchone()
+            if row is not None:
+                out.setdefault(memory_id, []).append(_deserialize(row[0]))
+        return out
+
+    def record_access(self, events: Sequence[AccessEvent], at: datetime) -> None:
+        """Bump access counters and append access-log rows, in one transaction."""
+        if not events:
+            return
+        stamp = to_epoch(at)
+        with self.db.write() as conn:
+            conn.executemany(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
+                [(stamp, e.memory_id) for e in events],
+            )
+            conn.executemany(
+                "INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, agent_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(stamp, e.tenant, e.memory_id, e.action, e.query, e.score, e.session_id, e.agent_id) for e in events],
+            )
+
+    def access_log(self, memory_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest access-log rows, optionally of one record."""
+        sql = "SELECT at, tenant, memory_id, action, query, score, session_id, agent_id FROM access_log"
+        params: list[Any] = []
+        if memory_id:
+            sql += " WHERE memory_id = ?"
+            params.append(memory_id)
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit)
+        keys = ("at", "tenant", "memory_id", "action", "query", "score", "session_id", "agent_id")
+        rows = []
+        for row in self.db.reader().execute(sql, params):
+            item = dict(zip(keys, row, strict=True))
+            item["at"] = format_time(from_epoch(item["at"]))
+            rows.append(item)
+        return rows
+
+    # -- embedding cache -----------------------------------------------------
+    def cache_get(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Cached embeddings by text hash."""
+        out: dict[str, np.ndarray] = {}
+        conn = self.db.reader()
+        hashes = list(dict.fromkeys(text_hashes))
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for h, blob in conn.execute(
+                f"SELECT text_hash, vector FROM embedding_cache WHERE model_id = ? AND text_hash IN ({marks})",
+                [model_id, *chunk],
+            ):
+                out[h] = _deserialize(blob)
+        return out
+
+    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Store embeddings in the cache."""
+        if not items:
+            return
+        with self.db.write() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector) VALUES (?, ?, ?)",
+                [(model_id, h, _serialize(v)) for h, v in items],
+            )
+
+    # -- bulk, stats, integrity ---------------------------------------------
+    def iter_records(self, tenant: str | None = None) -> Iterator[Memory]:
+        """Every record, oldest first (streamed in batches)."""
+        last = 0
+        conn = self.db.reader()
+        while True:
+            sql = f"SELECT rowid, {_COLUMNS} FROM memories WHERE rowid > ?"
+            params: list[Any] = [last]
+            if tenant is not None:
+                sql += " AND tenant = ?"
+                params.append(tenant)
+            rows = conn.execute(sql + " ORDER BY rowid LIMIT 500", params).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _to_memory(row[1:])
+            last = rows[-1][0]
+
+    def stats(self, tenant: str | None = None) -> dict[str, Any]:
+        """Counts by kind, type and scope, plus file sizes."""
+        conn = self.db.reader()
+        cond, params = ("WHERE tenant = ?", [tenant]) if tenant is not None else ("", [])
+
+        def grouped(column: str) -> dict[str, int]:
+            return {
+                str(k): int(n)
+                for k, n in conn.execute(f"SELECT {column}, COUNT(*) FROM memories {cond} GROUP BY {column}", params)
+            }
+
+        total = conn.execute(f"SELECT COUNT(*) FROM memories {cond}", params).fetchone()[0]
+        vectors = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
+        cached = conn.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0]
+        size = 0
+        if self.path != ":memory:":
+            for suffix in ("", "-wal"):
+                p = Path(self.path + suffix)
+                if p.exists():
+                    size += p.stat().st_size
+        ident = self.identity()
+        return {
+            "path": self.path,
+            "records": int(total),
+            "by_kind": grouped("kind"),
+            "by_type": grouped("memory_type"),
+            "by_scope": grouped("scope"),
+            "pinned": int(conn.execute(f"SELECT COUNT(*) FROM memories {cond} {'AND' if cond else 'WHERE'} pinned = 1", params).fetchone()[0]),
+            "vectors": int(vectors),
+            "cached_embeddings": int(cached),
+            "access_log_rows": int(conn.execute("SELECT COUNT(*) FROM access_log").fetchone()[0]),
+            "size_bytes": size,
+            "embedder": None if ident is None else {"model_id": ident.model_id, "dimensions": ident.dimensions},
+        }
+
+    def check(self) -> list[str]:
+        """Integrity problems: SQLite's own check, and rows, FTS entries and vectors agreeing."""
+        problems: list[str] = []
+        conn = self.db.reader()
+        try:
+            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        except self.db.error as exc:
+            return [f"SQLite integrity check failed: {exc}"]
+        if result != ["ok"]:
+            problems += [f"SQLite: {r}" for r in result[:20]]
+        try:
+            with self.db.write() as w:
+                w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+        except self.db.error as exc:
+            problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
+        rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+        fts_rows = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
+        if rows != fts_rows:
+            problems.append(f"{rows} records but {fts_rows} keyword entries; run `funes reindex`.")
+        without = conn.execute(
+            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
+        ).fetchone()[0]
+        if without:
+            problems.append(f"{without} records have no vector; run `funes reindex`.")
+        orphans = conn.execute(
+            "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rowid = v.memory_rowid)"
+        ).fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} vectors belong to no record; run `funes reindex`.")
+        if self._dims is not None:
+            vec_rows = conn.execute("SELECT COUNT(*) FROM vec_memories").fetchone()[0]
+            mapped = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
+            if vec_rows != mapped:
+                problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
+        return problems
+
+    def rebuild_keyword_index(self) -> None:
+        """Rebuild the FTS5 index from the records."""
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+
+    def close(self) -> None:
+        """Close every connection."""
+        self.db.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buf: list[str] = []
+    in_trigger = False
+    for line in script.splitlines():
+        stripped = line.strip()
+        if not buf and (not stripped or stripped.startswith("--")):
+            continue
+        buf.append(line)
+        upper = stripped.upper()
+        if upper.startswith("CREATE TRIGGER"):
+            in_trigger = True
+        if in_trigger:
+            if upper == "END;":
+                statements.append("\n".join(buf))
+                buf, in_trigger = [], False
+        elif stripped.endswith(";"):
+            statements.append("\n".join(buf))
+            buf = []
+    if buf and "".join(buf).strip():
+        statements.append("\n".join(buf))
+    return statements
