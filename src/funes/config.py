@@ -76,9 +76,27 @@ register("recency_weight", 0.2, float, "How much recency moves the score: multip
 register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.")
 register("auto_min_similarity", 0.4, float, "Minimum cosine similarity for automatic context retrieval.")
 register("strong_keyword_rank", 3, int, "Keyword hits ranked this high are kept even when their cosine is under the threshold.")
+register("vector_floor", 0.15, float, "Vector neighbours under this cosine are not counted as matches (keyword matches are unaffected); -1 disables.")
 # -- ingestion -----------------------------------------------------------------
 # -- conversations and context ---------------------------------------------------
+register("context_window", 200_000, int, "Default model context window, in tokens, when a context build names none.")
+register("context_system_tokens", 2000, int, "Cap on the base and memory instructions in the system message (for a 128k window; scaled down for smaller windows).")
+register("context_snapshot_tokens", 3000, int, "Cap on <current_context> plus <recent_changes> (128k window; scaled down for smaller ones).")
+register("context_conversation_tokens", 10_000, int, "Cap on history plus the current user message (128k window; scaled down for smaller ones).")
+register("context_retrieved_tokens", 5000, int, "Cap on <relevant_history>, <project_facts> and <retrieved_context> together (128k window; scaled down).")
+register("context_response_tokens", 10_000, int, "Tokens kept free for the model's response (128k window; scaled down for smaller ones).")
+register("context_retrieved_chunks", 5, int, "Most retrieved memories injected per section (3 at a 32k window).")
+register("context_chunk_tokens", 1000, int, "Longest retrieved memory injected, in tokens; longer ones are truncated (256 at a 32k window).")
+register("context_fact_importance", 0.8, float, "Importance from which project memories appear in <project_facts> (pinned ones always do).")
+register("session_retention_days", 30, int, "Days after a session's last activity before `funes sessions prune` clears its records (pinned survive); 0 keeps sessions forever.")
+register("promote_importance", 0.8, float, "The default promotion policy promotes records with at least this importance.")
+register("promote_access_count", 3, int, "The default promotion policy promotes records retrieved at least this many times.")
+register("prompts_dir", "", str, "Directory searched first for prompt overrides (<name>.md); $FUNES_HOME/prompts is always searched.")
 # -- agent tools and MCP -----------------------------------------------------------
+register("tool_similar_threshold", 0.95, float, "Cosine similarity at which create_memory reports an existing memory as a near duplicate.")
+register("tool_min_similarity", 0.0, float, "Minimum cosine for agent-tool search results (strong keyword hits stay); 0 keeps every ranked hit.")
+register("tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters.")
+register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).")
 
 
 def home() -> Path:
@@ -110,6 +128,9 @@ def _coerce(setting: Setting, value: Any, origin: str) -> Any:
                     return False
                 raise ValueError(value)
             return bool(value)
+        if isinstance(value, bool):
+            # int(True) is 1: a TOML `true` for a number is a mistake, not a 1.
+            raise ValueError(value)
         if setting.type is int and isinstance(value, float) and not value.is_integer():
             raise ValueError(value)
         return setting.type(value)

@@ -62,6 +62,7 @@ class RankSettings:
     recency_half_life_days: float = 30.0
     min_similarity: float | None = None
     strong_keyword_rank: int = 3
+    vector_floor: float | None = 0.15
     current_project: str | None = None
 
 
@@ -91,13 +92,17 @@ def rank(
     """Fuse the keyword and vector lists, boost, threshold and cut to ``limit``.
 
     ``similarities`` gives the cosine similarity of every candidate (also
-    those found only by keyword). A candidate under ``min_similarity`` is
+    those found only by keyword). Vector candidates under ``vector_floor``
+    are not matches and do not enter the fusion. A candidate under ``min_similarity`` is
     dropped unless it is a strong keyword match (ranked within
     ``strong_keyword_rank`` by BM25): an exact term match stays findable
     even when the embedding disagrees. Expired records never pass.
     """
     kw_ids = [i for i, _ in keyword]
-    vec_ids = [i for i, _ in vector]
+    # Nearest neighbours always exist; below the floor they are not matches,
+    # and letting them into the fusion would let boosts lift noise over signal.
+    floor = settings.vector_floor
+    vec_ids = [i for i, sim in vector if floor is None or sim >= floor]
     fused = fuse_rrf([kw_ids, vec_ids], k=settings.rrf_k)
     kw_rank = {i: r for r, i in enumerate(kw_ids, start=1)}
     kw_score = dict(keyword)

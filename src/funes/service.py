@@ -44,6 +44,7 @@ from .models import (
     parse_time,
     utcnow,
 )
+from .context import flag_instruction_like
 from .retrieval import RankSettings, query_terms, rank
 from .store import AccessEvent, Store, open_store, vis_key
 from .documents import DocumentsMixin
@@ -249,7 +250,13 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             raise InvalidInput(f"Content must be text, got {type(content).__name__}.", hint="Pass a string.")
         if not content.strip():
             raise InvalidInput("Content is empty.", hint="Pass the text to remember.")
-        size = len(content.encode("utf-8"))
+        try:
+            size = len(content.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(
+                "Content is not valid Unicode text (it has a lone surrogate).",
+                hint="Decode the text properly (e.g. with errors='replace') before remembering it.",
+            ) from exc
         if size > self.config.max_content_bytes:
             raise InvalidInput(
                 f"Content is {size:,} bytes, over the limit of {self.config.max_content_bytes:,}.",
@@ -316,7 +323,11 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             references=references,
         )
         existing = self.store.find_by_hash(
-            memory.tenant, vis_key(memory.scope, memory.project_id, memory.session_id), memory.content_hash, memory.kind
+            memory.tenant,
+            vis_key(memory.scope, memory.project_id, memory.session_id),
+            memory.content_hash,
+            memory.kind,
+            memory.user_id,
         )
         if existing is not None and not existing.is_expired():
             return existing
@@ -383,7 +394,7 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             content_hash=content_hash(text),
             created_at=now,
             updated_at=now,
-            metadata=dict(metadata or {}),
+            metadata=flag_instruction_like(text, metadata),  # memory-poisoning defence (issue 4)
             references=refs,
         )
 
@@ -564,6 +575,13 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(
+                "The search query is not valid Unicode text (it has a lone surrogate).",
+                hint="Decode the text properly before searching.",
+            ) from exc
         limit = self.config.search_limit if limit is None else int(limit)
         if not 1 <= limit <= 1000:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
@@ -621,6 +639,7 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             recency_half_life_days=self.config.recency_half_life_days,
             min_similarity=min_similarity,
             strong_keyword_rank=self.config.strong_keyword_rank,
+            vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
             current_project=project,
         )
         return rank(keyword, nearest, sims, records, settings, now, limit)
@@ -682,11 +701,18 @@ def _as_reference(value: Reference | tuple[str, str] | dict[str, str]) -> Refere
 def open(  # noqa: A001 - the public entry point is funes.open()
     path: str | None = None,
     *,
-    embedder: Embedder | None = None,
+    embedder: Embedder | str | None = None,
     check_embedder: bool = True,
     **settings: Any,
 ) -> Funes:
-    """Open (or create) a Funes store. ``path`` defaults to ``$FUNES_HOME/funes.db``."""
+    """Open (or create) a Funes store. ``path`` defaults to ``$FUNES_HOME/funes.db``.
+
+    ``embedder`` is an :class:`Embedder` instance, or the name of a backend
+    (the ``embedder`` setting: ``local``, ``openai``, ``hash``).
+    """
+    if isinstance(embedder, str):
+        # The CLI's --embedder names a backend; it is the setting, not an instance.
+        settings["embedder"], embedder = embedder, None
     config = config_mod.load(db_path=path, **settings)
     store = open_store(config.db_file, busy_timeout_ms=config.busy_timeout_ms)
     try:

@@ -148,6 +148,30 @@ class FunesCommandError(click.ClickException):
             click.echo(f"Hint: {self.error.hint}", err=True)
 
 
+def _store_error(exc: Exception) -> Any:
+    """A SQLite driver error as a FunesError with a hint, or None for anything else.
+
+    A store damaged after it was opened fails in the middle of a command; the
+    user gets one line and what to do, not a traceback.
+    """
+    if not type(exc).__module__.startswith(("sqlite3", "pysqlite3")):
+        return None
+    from ..errors import BackendUnavailable, StoreCorrupt
+
+    text = str(exc).lower()
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return StoreCorrupt(
+            f"The store is damaged ({exc}).",
+            hint="Run `funes doctor` to see the damage; save what is readable with `funes export FILE`, "
+            "then restore into a new store with `funes --db NEW.db import FILE`.",
+        )
+    if "locked" in text or "busy" in text:
+        return BackendUnavailable(
+            f"The store is busy ({exc}).", hint="Retry; another process is holding the write lock."
+        )
+    return BackendUnavailable(f"The store failed: {exc}.", hint="Run `funes doctor` to check the store.")
+
+
 class FunesGroup(click.Group):
     """A click group that turns Funes errors into exit code 1 with a hint."""
 
@@ -158,6 +182,11 @@ class FunesGroup(click.Group):
             return super().invoke(ctx)
         except FunesError as exc:
             raise FunesCommandError(exc) from exc
+        except Exception as exc:
+            translated = _store_error(exc)
+            if translated is None:
+                raise
+            raise FunesCommandError(translated) from exc
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(0)
@@ -191,6 +220,7 @@ def main(
 @click.option("--importance", type=float, help="0 to 1; defaults by type (preference 0.9 ... conversation 0.3).")
 @click.option("--scope", type=click.Choice(SCOPES), help="Default: project if --project is set, else team.")
 @click.option("--session", help="Session id (for session scope).")
+@click.option("--project", "project", help="Project id (overrides the global --project).")
 @click.option("--title", help="Short title.")
 @click.option("--topic", help="Topic label.")
 @click.option("--pin", is_flag=True, help="Pin the memory.")
@@ -206,6 +236,7 @@ def add(
     importance: float | None,
     scope: str | None,
     session: str | None,
+    project: str | None,
     title: str | None,
     topic: str | None,
     pin: bool,
@@ -233,7 +264,7 @@ def add(
         type=type_,
         importance=importance,
         scope=scope,
-        project=state.project,
+        project=project or state.project,
         session=session,
         title=title,
         topic=topic,
@@ -252,6 +283,7 @@ def add(
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (memory, document_chunk, message, markdown, ...).")
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Only these scopes.")
 @click.option("--session", help="Restrict session-scope records to this session.")
+@click.option("--project", "project", help="Current project: restricts and boosts its records (overrides --project).")
 @click.option("--source-type", "source_types", multiple=True, help="Only records from these source types.")
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
@@ -268,6 +300,7 @@ def search(
     kinds: tuple[str, ...],
     scopes: tuple[str, ...],
     session: str | None,
+    project: str | None,
     source_types: tuple[str, ...],
     source_ids: tuple[str, ...],
     since: str | None,
@@ -284,7 +317,7 @@ def search(
         types=types or None,
         kinds=kinds or None,
         scopes=scopes or None,
-        project=state.project,
+        project=project or state.project,
         session=session,
         source_types=source_types or None,
         source_ids=source_ids or None,
@@ -321,6 +354,7 @@ def get(state: State, memory_id: str, as_json: bool) -> None:
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds.")
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Only these scopes.")
 @click.option("--session", help="Restrict session-scope records to this session.")
+@click.option("--project", "project", help="Restrict project-scope records to this project (overrides --project).")
 @click.option("--pinned/--unpinned", default=None, help="Only pinned (or unpinned) records.")
 @click.option("--expired", is_flag=True, help="Include expired records.")
 @click.option("--limit", "-n", type=int, default=50, show_default=True, help="Records per page.")
@@ -333,6 +367,7 @@ def list_(
     kinds: tuple[str, ...],
     scopes: tuple[str, ...],
     session: str | None,
+    project: str | None,
     pinned: bool | None,
     expired: bool,
     limit: int,
@@ -344,7 +379,7 @@ def list_(
         types=types or None,
         kinds=kinds or None,
         scopes=scopes or None,
-        project=state.project,
+        project=project or state.project,
         session=session,
         pinned=pinned,
         include_expired=expired,
@@ -584,6 +619,49 @@ def config(action: str, name: str | None, value: str | None, as_json: bool) -> N
             + [f"{r['name']} = {r['value']!r}  ({r['origin']})  # {r['help']}" for r in rows]
         ),
     )
+
+
+DEMO_MEMORIES = (
+    ("I prefer US-based vendors with at least 90% energy efficiency", "preference"),
+    ("Our fiscal year starts in April; budget reviews happen every March", "fact"),
+    ("We decided to ship the mobile app before the desktop app", "decision"),
+    ("The team is currently migrating the billing service to PostgreSQL", "context"),
+    ("Alice asked for weekly status summaries on Fridays", "preference"),
+)
+
+
+@main.command()
+@click.option("--query", default="which suppliers does the user like?", show_default=True, help="What to search for.")
+@json_option
+@pass_state
+def demo(state: State, query: str, as_json: bool) -> None:
+    """Remember a few sample memories in a demo store and answer a search.
+
+    Uses $FUNES_HOME/demo.db (or --db), so your own memories are untouched.
+    Running it again adds nothing: the same content in the same scope is
+    never stored twice.
+    """
+    from .. import config as cfg
+
+    if state.db is None:
+        state.db = str(cfg.home() / "demo.db")
+    f = state.funes()
+    stored = [f.remember(text, type=kind) for text, kind in DEMO_MEMORIES]
+    hits = f.search(query, limit=3)
+    data = {
+        "store": f.store.path,
+        "remembered": [m.id for m in stored],
+        "query": query,
+        "hits": [h.to_dict() for h in hits],
+    }
+
+    def text_out() -> str:
+        lines = [f"Demo store: {f.store.path}", f"Remembered {len(stored)} sample memories.", "", f"Search: {query!r}"]
+        lines += [hit_line(n, h) for n, h in enumerate(hits, 1)]
+        lines += ["", "Next: funes add \"...\" --type preference; funes search \"...\"; funes --help"]
+        return "\n".join(lines)
+
+    emit(as_json, data, text_out)
 
 
 def _register_extensions() -> None:
