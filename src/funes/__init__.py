@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     BackendUnavailable,
     Conflict,
@@ -29,7 +31,18 @@ from .models import (
     SearchHit,
     SourceRef,
 )
-from .service import Funes, open
+if TYPE_CHECKING:
+    from .service import Funes, open
+
+
+def __getattr__(name: str) -> Any:
+    """Load the service (numpy, SQLite, the store) on first use, so `funes --help` stays instant."""
+    if name in ("Funes", "open"):
+        from . import service
+
+        return getattr(service, name)
+    raise AttributeError(f"module 'funes' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 

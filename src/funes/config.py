@@ -76,8 +76,13 @@ register("recency_weight", 0.2, float, "How much recency moves the score: multip
 register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.")
 register("auto_min_similarity", 0.4, float, "Minimum cosine similarity for automatic context retrieval.")
 register("strong_keyword_rank", 3, int, "Keyword hits ranked this high are kept even when their cosine is under the threshold.")
-register("vector_floor", 0.15, float, "Vector neighbours under this cosine are not counted as matches (keyword matches are unaffected); -1 disables.")
+register("vector_floor", 0.15, float, "Vector neighbours under this cosine, beyond the nearest three, are not counted as matches (keyword matches are unaffected); -1 disables.")
 # -- ingestion -----------------------------------------------------------------
+register("chunk_tokens", 200, int, "Target size of an ingested chunk, in the embedder's tokens (capped at the model's limit).")
+register("chunk_overlap", 40, int, "Tokens of trailing sentences repeated at the start of the next chunk of a text.")
+register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.")
+register("long_cell_chars", 200, int, "A spreadsheet text cell longer than this many characters becomes its own chunk.")
+register("ingest_hidden_sheets", False, bool, "Also index hidden sheets of workbooks.")
 # -- conversations and context ---------------------------------------------------
 register("context_window", 200_000, int, "Default model context window, in tokens, when a context build names none.")
 register("context_system_tokens", 2000, int, "Cap on the base and memory instructions in the system message (for a 128k window; scaled down for smaller windows).")

@@ -1,7 +1,630 @@
-"""Managed document sources: ingest files into attributed records (issue: knowledge ingestion)."""
+"""Managed document sources: ingest files into attributed records.
+
+Each ingested file (or named blob of bytes) is a **document**: an id, its
+uri (the absolute path), a content hash of its bytes, a version, a status
+(``indexed``, or ``failed`` with the reason), its chunk count and when it
+was indexed. Its chunks are ordinary memory records whose
+``source.source_id`` is the document id, so search filters by source id and
+type work unchanged.
+
+Invariants:
+
+* Re-ingesting an unchanged file (same bytes, same chunking settings) does
+  nothing. A changed file is read and embedded first, then its old chunks
+  are swapped for the new ones and the version bumped in ONE transaction:
+  searches never see half a document, or two versions at once.
+* A file that cannot be read is recorded as ``failed`` with the reason and
+  indexes nothing; if an older version was indexed, it stays searchable.
+* Removing a document removes its chunks and their vectors.
+"""
 
 from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import numpy as np
+
+from .errors import FunesError, InvalidInput, NotFound
+from .ingest import EXTENSIONS, READER_VERSION, Parsed, ReadOptions, normalize_kind, read
+from .ingest.chunking import Chunker
+from .ingest.paths import InputFile, expand_paths
+from .ingest.results import Document, IngestProgress, IngestReport, IngestResult, ProgressCallback
+from .models import Memory, SourceRef, new_id, to_epoch, utcnow
+from .store import vis_key
+
+if TYPE_CHECKING:
+    from .service import Funes
+
+EMBED_SLICE = 256  # chunks embedded between progress reports
+
+
+class DocumentStore(Protocol):
+    """What documents need from a store, beyond the record operations."""
+
+    def get_document(self, doc_id: str) -> dict[str, Any] | None:
+        """A document row by id."""
+        ...
+
+    def find_document(self, tenant: str, user_id: str | None, vis: str, uri: str) -> dict[str, Any] | None:
+        """The document of a uri in a tenant, user space and visibility."""
+        ...
+
+    def find_documents_by_uri(self, tenant: str, uri: str) -> list[dict[str, Any]]:
+        """Every document of a uri in a tenant."""
+        ...
+
+    def list_documents(
+        self, tenant: str | None, *, user_id: str | None = None, status: str | None = None, kind: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Document rows ordered by uri."""
+        ...
+
+    def document_chunk_ids(self, doc_id: str) -> list[str]:
+        """Ids of a document's records."""
+        ...
+
+    def save_document(self, doc: dict[str, Any]) -> None:
+        """Insert or update a row without touching chunks."""
+        ...
+
+    def replace_document(self, doc: dict[str, Any], items: Sequence[tuple[Memory, Sequence[np.ndarray] | None]]) -> None:
+        """Swap a document's chunks and update its row in one transaction."""
+        ...
+
+    def delete_document(self, doc_id: str) -> int:
+        """Delete a document with its chunks; returns chunks removed."""
+        ...
 
 
 class DocumentsMixin:
     """Ingestion and document management, mixed into :class:`funes.service.Funes`."""
+
+    # -- helpers ---------------------------------------------------------------
+    def _doc_store(self: Funes) -> DocumentStore:  # type: ignore[misc]
+        return cast(DocumentStore, self.store)
+
+    def _chunker(self: Funes) -> Chunker:  # type: ignore[misc]
+        size = max(16, min(int(self.config.chunk_tokens), int(self.embedder.max_tokens)))
+        overlap = max(0, min(int(self.config.chunk_overlap), size // 2))
+        return Chunker(self.embedder.count_tokens, size, overlap)
+
+    def _pipeline(self: Funes, hidden: bool) -> str:  # type: ignore[misc]
+        c = self._chunker()
+        return (
+            f"r{READER_VERSION}:t{c.max_tokens}:o{c.overlap}:l{self.config.long_cell_chars}:"
+            f"h{int(hidden)}:{self.embedder.model_id}"
+        )
+
+    # -- ingest ------------------------------------------------------------------
+    def ingest(
+        self: Funes,  # type: ignore[misc]
+        source: str | os.PathLike[str] | bytes,
+        *,
+        kind: str | None = None,
+        name: str | None = None,
+        scope: str | None = None,
+        project: str | None = None,
+        session: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+        encoding: str | None = None,
+        password: str | None = None,
+        hidden_sheets: bool | None = None,
+        force: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> IngestResult:
+        """Ingest one file (a path) or bytes as a managed document.
+
+        Bytes need a ``name`` (it is the document's uri, so ingesting the
+        same name again updates that document). Raises the reason when the
+        input cannot be indexed; the failure is also recorded on the document.
+        """
+        if isinstance(source, (bytes, bytearray)):
+            label = name or "stdin"
+            item = InputFile(
+                uri=label, name=label, data=bytes(source), size=len(source), extension=Path(label).suffix.lower()
+            )
+        else:
+            items = expand_paths([source])
+            if len(items) != 1 or (items[0].path is None and items[0].error is None):
+                raise InvalidInput(
+                    f"{os.fspath(source)} names {len(items)} files.",
+                    hint="Use Funes.ingest_paths() (CLI: funes ingest PATH...) for folders and globs.",
+                )
+            item = items[0]
+            if name:
+                item.name = name
+        result, error = self._ingest_one(
+            item,
+            kind=kind,
+            scope=scope,
+            project=project,
+            session=session,
+            tenant=tenant,
+            user=user,
+            encoding=encoding,
+            password=password,
+            hidden_sheets=hidden_sheets,
+            force=force,
+            metadata=metadata,
+        )
+        if error is not None:
+            raise error
+        return result
+
+    def ingest_paths(
+        self: Funes,  # type: ignore[misc]
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        project: str | None = None,
+        session: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+        encoding: str | None = None,
+        password: str | None = None,
+        hidden_sheets: bool | None = None,
+        force: bool = False,
+        metadata: dict[str, Any] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> IngestReport:
+        """Ingest files, folders (recursively) and globs; each failure is reported and the rest carry on."""
+        items = expand_paths(paths)
+        return self._ingest_items(
+            items,
+            progress,
+            dict(
+                kind=kind,
+                scope=scope,
+                project=project,
+                session=session,
+                tenant=tenant,
+                user=user,
+                encoding=encoding,
+                password=password,
+                hidden_sheets=hidden_sheets,
+                force=force,
+                metadata=metadata,
+            ),
+        )
+
+    def _ingest_items(
+        self: Funes,  # type: ignore[misc]
+        items: list[InputFile],
+        progress: ProgressCallback | None,
+        options: dict[str, Any] | Callable[[InputFile], dict[str, Any]],
+    ) -> IngestReport:
+        started = time.monotonic()
+        total_bytes = sum(i.size for i in items)
+        results: list[IngestResult] = []
+        state = {"chunks": 0, "bytes": 0.0}
+
+        def report(current: str | None, extra_bytes: float = 0.0) -> None:
+            if progress is not None:
+                progress(
+                    IngestProgress(
+                        files_done=len(results),
+                        files_total=len(items),
+                        chunks_done=state["chunks"],
+                        bytes_done=state["bytes"] + extra_bytes,
+                        bytes_total=total_bytes,
+                        current=current,
+                        elapsed=time.monotonic() - started,
+                    )
+                )
+
+        for item in items:
+            report(item.name)
+            base_chunks = state["chunks"]
+
+            def on_chunks(done: int, total: int, item: InputFile = item, base: int = int(base_chunks)) -> None:
+                state["chunks"] = base + done
+                report(item.name, item.size * (done / total if total else 1.0))
+
+            kwargs = options(item) if callable(options) else options
+            result, _ = self._ingest_one(item, on_chunks=on_chunks, **kwargs)
+            results.append(result)
+            state["chunks"] = base_chunks + (result.chunks if result.status in ("indexed", "updated") else 0)
+            state["bytes"] += item.size
+            report(None)
+        return IngestReport(results=tuple(results), seconds=time.monotonic() - started)
+
+    def _ingest_one(
+        self: Funes,  # type: ignore[misc]
+        item: InputFile,
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        project: str | None = None,
+        session: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+        encoding: str | None = None,
+        password: str | None = None,
+        hidden_sheets: bool | None = None,
+        force: bool = False,
+        metadata: dict[str, Any] | None = None,
+        on_chunks: Callable[[int, int], None] | None = None,
+    ) -> tuple[IngestResult, FunesError | None]:
+        started = time.monotonic()
+        tenant_id = self._tenant(tenant)
+        user_id = self._user(user)
+        project_id = self._project(project)
+        scope_name = self._check_scope(scope, project_id, session)
+        vis = vis_key(scope_name, project_id, session)
+        store = self._doc_store()
+        existing = store.find_document(tenant_id, user_id, vis, item.uri)
+        hidden = bool(self.config.ingest_hidden_sheets if hidden_sheets is None else hidden_sheets)
+        pipeline = self._pipeline(hidden)
+        requested_kind = normalize_kind(kind)
+        data: bytes | None = None
+
+        def fail(error: FunesError) -> tuple[IngestResult, FunesError]:
+            doc = None
+            if existing is not None or (item.path is not None and item.path.exists()) or item.data is not None:
+                doc = self._record_failure(
+                    existing, item, error, tenant_id, user_id, scope_name, project_id, session, vis, data
+                )
+            return (
+                IngestResult(
+                    uri=item.uri,
+                    name=item.name,
+                    status="failed",
+                    document=doc,
+                    error=error.message,
+                    hint=error.hint,
+                    seconds=time.monotonic() - started,
+                ),
+                error,
+            )
+
+        if item.error is not None:
+            return fail(item.error)
+        try:
+            data = self._load_bytes(item)
+        except FunesError as exc:
+            return fail(exc)
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        if (
+            existing is not None
+            and not force
+            and existing["status"] == "indexed"
+            and existing["content_hash"] == digest
+            and existing["pipeline"] == pipeline
+        ):
+            doc = Document.from_row(existing)
+            return (
+                IngestResult(
+                    uri=item.uri,
+                    name=item.name,
+                    status="unchanged",
+                    document=doc,
+                    pages=doc.pages,
+                    warnings=doc.warnings,
+                    seconds=time.monotonic() - started,
+                ),
+                None,
+            )
+        options = ReadOptions(
+            name=item.name,
+            extension=item.extension,
+            encoding=encoding,
+            password=password,
+            hidden_sheets=hidden,
+            long_cell_chars=int(self.config.long_cell_chars),
+        )
+        try:
+            parsed = read(data, options, self._chunker(), requested_kind)
+            chunks = [c for c in parsed.chunks if c.text.strip()]
+            if not chunks:
+                raise InvalidInput(f"{item.name} has no text to index.", hint="Check the file's content.")
+            doc_id = existing["id"] if existing else new_id("doc")
+            version = int(existing["version"]) + 1 if existing else 1
+            records = self._chunk_records(
+                parsed, chunks, item, doc_id, version, tenant_id, user_id, scope_name, project_id, session, metadata
+            )
+            vectors: list[list[np.ndarray]] = []
+            texts = [self._embed_text(m) for m in records]
+            for start in range(0, len(texts), EMBED_SLICE):
+                vectors.extend(self.embed_records(texts[start : start + EMBED_SLICE]))
+                if on_chunks is not None:
+                    on_chunks(min(start + EMBED_SLICE, len(texts)), len(texts))
+            now = utcnow()
+            doc_metadata = dict(parsed.metadata)
+            doc_metadata["options"] = {k: v for k, v in (("kind", requested_kind), ("encoding", encoding)) if v}
+            if metadata:
+                doc_metadata["user"] = metadata
+            row = {
+                "id": doc_id,
+                "tenant": tenant_id,
+                "user_id": user_id or "",
+                "scope": scope_name,
+                "project_id": project_id,
+                "session_id": session,
+                "vis": vis,
+                "uri": item.uri,
+                "name": item.name,
+                "kind": parsed.source_type,
+                "content_hash": digest,
+                "size_bytes": len(data),
+                "version": version,
+                "status": "indexed",
+                "error": None,
+                "chunk_count": len(records),
+                "pages": parsed.pages,
+                "pipeline": pipeline,
+                "metadata": doc_metadata,
+                "warnings": parsed.warnings,
+                "created_at": existing["created_at"] if existing else to_epoch(now),
+                "updated_at": to_epoch(now),
+                "indexed_at": to_epoch(now),
+            }
+            store.replace_document(row, list(zip(records, vectors, strict=True)))
+        except FunesError as exc:
+            return fail(exc)
+        except Exception as exc:  # a reader bug on one odd file must not stop the others
+            error = InvalidInput(
+                f"{item.name} could not be read ({type(exc).__name__}: {exc}).",
+                hint="Nothing from it was indexed; please report this file's shape as a Funes bug.",
+            )
+            error.__cause__ = exc
+            return fail(error)
+        doc = Document.from_row(row)
+        return (
+            IngestResult(
+                uri=item.uri,
+                name=item.name,
+                status="updated" if existing and existing["version"] else "indexed",
+                document=doc,
+                chunks=len(records),
+                pages=parsed.pages,
+                warnings=tuple(parsed.warnings),
+                seconds=time.monotonic() - started,
+            ),
+            None,
+        )
+
+    def _load_bytes(self: Funes, item: InputFile) -> bytes:  # type: ignore[misc]
+        limit = int(self.config.max_file_mb) * 1024 * 1024
+        if item.data is not None:
+            data = item.data
+        else:
+            assert item.path is not None
+            try:
+                size = item.path.stat().st_size
+            except FileNotFoundError as exc:
+                raise InvalidInput(f"No such file: {item.name}.", hint="Check the path.") from exc
+            if size > limit:
+                raise InvalidInput(
+                    f"{item.name} is {size / 1024 / 1024:,.1f} MB, over the {self.config.max_file_mb} MB limit.",
+                    hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
+                )
+            try:
+                data = item.path.read_bytes()
+            except OSError as exc:
+                raise InvalidInput(f"Cannot read {item.name} ({exc.strerror}).", hint="Check its permissions.") from exc
+        if len(data) > limit:
+            raise InvalidInput(
+                f"{item.name} is {len(data) / 1024 / 1024:,.1f} MB, over the {self.config.max_file_mb} MB limit.",
+                hint="Split the input, or raise the limit: funes config set max_file_mb 500.",
+            )
+        if not data or data.isspace():
+            raise InvalidInput(f"{item.name} is empty.", hint="Add content to the file, or leave it out.")
+        return data
+
+    def _chunk_records(
+        self: Funes,  # type: ignore[misc]
+        parsed: Parsed,
+        chunks: list[Any],
+        item: InputFile,
+        doc_id: str,
+        version: int,
+        tenant: str,
+        user: str | None,
+        scope: str,
+        project: str | None,
+        session: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> list[Memory]:
+        records: list[Memory] = []
+        for index, chunk in enumerate(chunks):
+            # The short name keeps attributions readable (the uri is an absolute path).
+            locator = {**chunk.locator, "display_name": item.name}
+            chunk_meta = {**(metadata or {}), **chunk.metadata, "document_version": version, "chunk_index": index}
+            records.append(
+                self.prepare(
+                    chunk.text,
+                    type=chunk.memory_type,
+                    kind=chunk.kind,
+                    scope=scope,
+                    project=project,
+                    session=session,
+                    tenant=tenant,
+                    user=user,
+                    title=chunk.title,
+                    source=SourceRef(type=parsed.source_type, uri=item.uri, source_id=doc_id, locator=locator),
+                    metadata=chunk_meta,
+                )
+            )
+        return records
+
+    def _record_failure(
+        self: Funes,  # type: ignore[misc]
+        existing: dict[str, Any] | None,
+        item: InputFile,
+        error: FunesError,
+        tenant: str,
+        user: str | None,
+        scope: str,
+        project: str | None,
+        session: str | None,
+        vis: str,
+        data: bytes | None,
+    ) -> Document:
+        now = to_epoch(utcnow())
+        reason = error.message + (f" {error.hint}" if error.hint else "")
+        if existing is not None:
+            # An older indexed version stays searchable; the row says why the new one is not.
+            row = dict(existing, status="failed", error=reason, updated_at=now)
+        else:
+            row = {
+                "id": new_id("doc"),
+                "tenant": tenant,
+                "user_id": user or "",
+                "scope": scope,
+                "project_id": project,
+                "session_id": session,
+                "vis": vis,
+                "uri": item.uri,
+                "name": item.name,
+                "kind": EXTENSIONS.get(item.extension, "text"),
+                "content_hash": "sha256:" + hashlib.sha256(data).hexdigest() if data is not None else "",
+                "size_bytes": item.size,
+                "version": 0,
+                "status": "failed",
+                "error": reason,
+                "chunk_count": 0,
+                "pages": None,
+                "pipeline": "",
+                "metadata": {},
+                "warnings": [],
+                "created_at": now,
+                "updated_at": now,
+                "indexed_at": None,
+            }
+        self._doc_store().save_document(row)
+        return Document.from_row(row)
+
+    # -- management ----------------------------------------------------------------
+    def documents(
+        self: Funes,  # type: ignore[misc]
+        *,
+        tenant: str | None = None,
+        user: str | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+    ) -> list[Document]:
+        """Managed documents of the tenant, ordered by uri; filter by status or kind."""
+        if status is not None and status not in ("indexed", "failed"):
+            raise InvalidInput(f"Unknown status {status!r}.", hint="Use 'indexed' or 'failed'.")
+        rows = self._doc_store().list_documents(
+            self._tenant(tenant), user_id=self._user(user), status=status, kind=normalize_kind(kind)
+        )
+        return [Document.from_row(r) for r in rows]
+
+    def document(self: Funes, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:  # type: ignore[misc]
+        """A document by id, or by the path or name it was ingested from."""
+        tenant_id = self._tenant(tenant)
+        user_id = self._user(user)
+        store = self._doc_store()
+        row = store.get_document(ref)
+        candidates = [row] if row is not None else []
+        if not candidates:
+            uri = str(Path(ref).expanduser().resolve()) if not ref.startswith("stdin") else ref
+            candidates = store.find_documents_by_uri(tenant_id, uri) or store.find_documents_by_uri(tenant_id, ref)
+        visible = [
+            r
+            for r in candidates
+            if r["tenant"] == tenant_id and (not user_id or not r.get("user_id") or r["user_id"] == user_id)
+        ]
+        if not visible:
+            raise NotFound(f"No document {ref!r}.", hint="`funes docs list` shows document ids.")
+        if len(visible) > 1:
+            raise InvalidInput(
+                f"{ref!r} was ingested into {len(visible)} scopes.", hint="Pass the document id (see `funes docs list`)."
+            )
+        return Document.from_row(visible[0])
+
+    def document_chunks(self: Funes, ref: str, *, tenant: str | None = None, user: str | None = None) -> list[Memory]:  # type: ignore[misc]
+        """The records of a document, in reading order."""
+        doc = self.document(ref, tenant=tenant, user=user)
+        ids = self._doc_store().document_chunk_ids(doc.id)
+        found = self.store.get_many(ids)
+        return [found[i] for i in ids if i in found]
+
+    def remove_document(self: Funes, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:  # type: ignore[misc]
+        """Remove a document with its chunks and their vectors; returns what was removed."""
+        doc = self.document(ref, tenant=tenant, user=user)
+        removed = self._doc_store().delete_document(doc.id)
+        return replace(doc, chunk_count=removed)
+
+    def reindex_document(
+        self: Funes,  # type: ignore[misc]
+        ref: str,
+        *,
+        password: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+    ) -> IngestResult:
+        """Read a document's file again and rebuild its chunks (even when the file is unchanged)."""
+        doc = self.document(ref, tenant=tenant, user=user)
+        report = self.reindex_documents([doc.id], password=password, tenant=tenant, user=user)
+        result = report.results[0]
+        return result
+
+    def reindex_documents(
+        self: Funes,  # type: ignore[misc]
+        refs: Sequence[str] | None = None,
+        *,
+        password: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> IngestReport:
+        """Re-read and rebuild several documents (all of the tenant's when ``refs`` is None)."""
+        docs = (
+            [self.document(r, tenant=tenant, user=user) for r in refs]
+            if refs is not None
+            else self.documents(tenant=tenant, user=user)
+        )
+        items: list[InputFile] = []
+        by_uri: dict[int, Document] = {}
+        for doc in docs:
+            path = Path(doc.uri)
+            item = InputFile(uri=doc.uri, name=doc.name, path=path if path.is_absolute() else None, extension=path.suffix.lower())
+            if item.path is None or not item.path.is_file():
+                item.error = InvalidInput(
+                    f"{doc.name} can no longer be read from {doc.uri}.",
+                    hint=f"Ingest it again from where it is now, or drop it with `funes docs rm {doc.id}`.",
+                )
+            else:
+                item.size = item.path.stat().st_size
+            by_uri[id(item)] = doc
+            items.append(item)
+
+        def options(item: InputFile) -> dict[str, Any]:
+            doc = by_uri[id(item)]
+            saved = doc.metadata.get("options") or {}
+            return {
+                "kind": saved.get("kind"),
+                "encoding": saved.get("encoding"),
+                "scope": doc.scope,
+                "project": doc.project_id,
+                "session": doc.session_id,
+                "tenant": doc.tenant,
+                "user": doc.user_id,
+                "password": password,
+                "force": True,
+                "metadata": doc.metadata.get("user"),
+            }
+
+        return self._ingest_items(items, progress, options)
+
+
+__all__ = [
+    "Document",
+    "DocumentStore",
+    "DocumentsMixin",
+    "IngestProgress",
+    "IngestReport",
+    "IngestResult",
+    "ProgressCallback",
+    "expand_paths",
+]

@@ -169,7 +169,7 @@ def render_attribution(source: SourceRef | None) -> str:
         return " ".join(parts)
     if kind == "markdown":
         header = loc.get("header_path") or ""
-        return " ".join(p for p in (source.uri or name, header) if p)
+        return " ".join(p for p in (loc.get("display_name") or source.uri or name, header) if p)
     if kind == "text":
         parts = [name or "text"]
         if loc.get("part"):

@@ -63,6 +63,7 @@ class RankSettings:
     min_similarity: float | None = None
     strong_keyword_rank: int = 3
     vector_floor: float | None = 0.15
+    floor_exempt: int = 3
     current_project: str | None = None
 
 
@@ -93,16 +94,23 @@ def rank(
 
     ``similarities`` gives the cosine similarity of every candidate (also
     those found only by keyword). Vector candidates under ``vector_floor``
-    are not matches and do not enter the fusion. A candidate under ``min_similarity`` is
+    are not matches and do not enter the fusion, except the first
+    ``floor_exempt`` neighbours. A candidate under ``min_similarity`` is
     dropped unless it is a strong keyword match (ranked within
     ``strong_keyword_rank`` by BM25): an exact term match stays findable
     even when the embedding disagrees. Expired records never pass.
     """
     kw_ids = [i for i, _ in keyword]
     # Nearest neighbours always exist; below the floor they are not matches,
-    # and letting them into the fusion would let boosts lift noise over signal.
+    # and letting them all into the fusion would let boosts lift noise over
+    # signal. The first few neighbours stay: they are the best the store has
+    # (an agent's "new RFP" should still reach a terse "prefers LED fixtures").
     floor = settings.vector_floor
-    vec_ids = [i for i, sim in vector if floor is None or sim >= floor]
+    vec_ids = [
+        i
+        for rank_, (i, sim) in enumerate(vector, start=1)
+        if floor is None or sim >= floor or rank_ <= settings.floor_exempt
+    ]
     fused = fuse_rrf([kw_ids, vec_ids], k=settings.rrf_k)
     kw_rank = {i: r for r, i in enumerate(kw_ids, start=1)}
     kw_score = dict(keyword)

@@ -90,35 +90,50 @@ class _AccessWriter:
     """Writes access counters and log rows off the search path, in batches.
 
     Searches enqueue events and return; a daemon thread writes them in one
-    transaction per batch. ``flush`` (called by ``close`` and at exit) drains
-    the queue, so a process that closes cleanly loses nothing.
+    transaction per batch. ``sync`` waits until everything queued is written
+    (reads that must see the counters, such as export, call it); ``flush``
+    (called by ``close`` and at exit) drains the queue and stops the thread,
+    so a process that closes cleanly loses nothing.
     """
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.queue: queue.Queue[list[AccessEvent] | None] = queue.Queue()
+        self._pending = 0
+        self._idle = threading.Condition()
         self.thread = threading.Thread(target=self._run, name="funes-access-log", daemon=True)
         self.thread.start()
 
     def submit(self, events: list[AccessEvent]) -> None:
         if events:
+            with self._idle:
+                self._pending += 1
             self.queue.put(events)
 
     def _drain(self, first: list[AccessEvent]) -> None:
         batch = list(first)
+        taken = 1
+        stop = False
         while True:
             try:
                 more = self.queue.get_nowait()
             except queue.Empty:
                 break
             if more is None:
-                self.queue.put(None)
+                stop = True
                 break
             batch.extend(more)
+            taken += 1
         try:
             self.store.record_access(batch, utcnow())
         except Exception:  # access tracking must never break a search
             log.exception("could not record %d access events", len(batch))
+        finally:
+            with self._idle:
+                self._pending -= taken
+                self._idle.notify_all()
+        if stop:
+            self.queue.put(None)
 
     def _run(self) -> None:
         while True:
@@ -126,6 +141,11 @@ class _AccessWriter:
             if item is None:
                 return
             self._drain(item)
+
+    def sync(self, timeout: float = 30.0) -> None:
+        """Wait until every submitted event is written."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._pending <= 0 or not self.thread.is_alive(), timeout=timeout)
 
     def flush(self) -> None:
         if not self.thread.is_alive():
@@ -677,11 +697,8 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             vectors.extend(self.embed_records([self._embed_text(m) for m in batch]))
             if progress:
                 progress(min(start + step, len(records)), len(records))
-        self.store.set_identity(EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions), reset=True)
-        self.store.put_many(zip(records, vectors, strict=True))
-        rebuild = getattr(self.store, "rebuild_keyword_index", None)
-        if rebuild:
-            rebuild()
+        ident = EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
+        self.store.replace_index(ident, zip(records, vectors, strict=True))
         return len(records)
 
 

@@ -1,7 +1,627 @@
-"""Sessions, messages, usage and context building (issue: conversations and context assembly)."""
+"""Sessions, messages, usage, context building, retention and promotion.
+
+A message is persisted twice in ONE transaction: as a row of the session's
+transcript (the source of history) and as ``message`` records in session
+scope (chunked if long), so a turn dropped from the prompt can still be
+recalled by search. Token usage per model call is recorded per session.
+
+:meth:`SessionsMixin.build_context` gathers the pieces — history, the
+caller's snapshot and recent changes, recalled turns, project facts and
+retrieved memories — and hands them to the pure :func:`funes.context.assemble`.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .context import (
+    FORMATS,
+    ROLES,
+    Budget,
+    BuiltContext,
+    ContextInputs,
+    Message,
+    Recalled,
+    assemble,
+    mentioned_sources,
+    parse_tool_calls,
+)
+from .errors import InvalidInput, NotFound
+from .models import Memory, SourceRef, format_time, new_id, parse_time, utcnow
+from .store import AccessEvent, vis_key
+from .tokens import TokenCounter, default_counter
+
+if TYPE_CHECKING:
+    from .service import Funes
+
+HISTORY_FETCH = 2000  # messages read for one build; far more than any conversation cap holds
+TIERS = ("session", "project", "team")
+
+
+@dataclass(frozen=True)
+class Session:
+    """A handle on one conversation: add messages, read history, build context."""
+
+    funes: Funes
+    id: str
+    tenant: str
+    user_id: str | None
+    project_id: str | None
+    title: str | None
+    created_at: datetime
+    last_activity: datetime
+    message_count: int = 0
+
+    def add_message(self, role: str, content: str, **options: Any) -> Message:
+        """Persist a message (see :meth:`SessionsMixin.add_message`)."""
+        return self.funes.add_message(self, role, content, **options)
+
+    def history(self, limit: int | None = None) -> list[Message]:
+        """The messages, oldest first (the newest ``limit`` when given)."""
+        return self.funes.history(self, limit=limit)
+
+    def usage(self) -> dict[str, Any]:
+        """Token usage totals and the last call's breakdown."""
+        return self.funes.usage(self)
+
+    def record_usage(self, prompt_tokens: int, completion_tokens: int, **options: Any) -> dict[str, Any]:
+        """Record one model call's token usage."""
+        return self.funes.record_usage(self, prompt_tokens, completion_tokens, **options)
+
+    def build_context(self, query: str, **options: Any) -> BuiltContext:
+        """The request for the next model call (see :meth:`SessionsMixin.build_context`)."""
+        return self.funes.build_context(self, query, **options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "user_id": self.user_id,
+            "project_id": self.project_id,
+            "title": self.title,
+            "created_at": format_time(self.created_at),
+            "last_activity": format_time(self.last_activity),
+            "message_count": self.message_count,
+        }
+
+
+def _usage_numbers(usage: Any) -> tuple[int, int, str | None, int | None]:
+    """(prompt, completion, model, window) from a dict or an SDK usage object (OpenAI or Anthropic)."""
+
+    def get(key: str) -> Any:
+        return usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
+
+    prompt = get("prompt_tokens")
+    if prompt is None and get("input_tokens") is not None:
+        # Anthropic counts cached prompt tokens separately; they still fill the window.
+        prompt = sum(int(get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+    completion = get("completion_tokens")
+    if completion is None:
+        completion = get("output_tokens")
+    try:
+        p, c = int(prompt), int(completion)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"Cannot read token usage from {usage!r}.",
+            hint='Pass {"prompt_tokens": N, "completion_tokens": M} (or the SDK response\'s usage object).',
+        ) from exc
+    if p < 0 or c < 0:
+        raise InvalidInput("Token counts cannot be negative.", hint="Pass the counts the model API reported.")
+    window = get("context_window")
+    return p, c, get("model"), None if window is None else int(window)
 
 
 class SessionsMixin:
     """Conversation memory, mixed into :class:`funes.service.Funes`."""
+
+    # -- sessions --------------------------------------------------------------------
+    def session(
+        self: Funes,
+        id: str | None = None,  # noqa: A002 - the issue's signature
+        *,
+        project: str | None = None,
+        title: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+    ) -> Session:
+        """Create a session, or resume it when ``id`` exists (its project is kept)."""
+        tenant_id = self._tenant(tenant)
+        if id is not None and (not isinstance(id, str) or not id.strip() or len(id) > 200):
+            raise InvalidInput(f"Invalid session id {id!r}.", hint="Use a short non-empty string, or omit it to get a new id.")
+        sid = id.strip() if id else new_id("ses")
+        row = self.store.get_session(tenant_id, sid)
+        if row is not None:
+            project_id = self._project(project)
+            if project is not None and row["project_id"] != project_id:
+                raise InvalidInput(
+                    f"Session {sid!r} belongs to project {row['project_id']!r}, not {project_id!r}.",
+                    hint="Resume it without a project, or start a new session for the other project.",
+                )
+            session = self._session_from(row)
+            self._check_session_user(session, user)
+            return session
+        row = self.store.create_session(tenant_id, sid, self._user(user), self._project(project), title, utcnow())
+        return self._session_from(row)
+
+    def sessions(
+        self: Funes, *, project: str | None = None, tenant: str | None = None, user: str | None = None, limit: int = 50
+    ) -> list[Session]:
+        """Sessions by most recent activity."""
+        rows = self.store.list_sessions(self._tenant(tenant), user_id=self._user(user), project_id=project, limit=limit)
+        return [self._session_from(r) for r in rows]
+
+    def _session_from(self: Funes, row: Mapping[str, Any]) -> Session:
+        return Session(
+            funes=self,
+            id=row["id"],
+            tenant=row["tenant"],
+            user_id=row["user_id"],
+            project_id=row["project_id"],
+            title=row["title"],
+            created_at=row["created_at"],
+            last_activity=row["last_activity"],
+            message_count=row["message_count"],
+        )
+
+    def _check_session_user(self: Funes, session: Session, user: str | None) -> None:
+        caller = self._user(user)
+        if caller and session.user_id and session.user_id != caller:
+            raise NotFound(f"No session {session.id!r}.", hint="`funes sessions list` shows your sessions.")
+
+    def _resolve(self: Funes, session: Session | str, tenant: str | None = None, user: str | None = None) -> Session:
+        if isinstance(session, Session):
+            return session
+        if not isinstance(session, str) or not session:
+            raise InvalidInput(f"Invalid session {session!r}.", hint="Pass a session id or a Session from funes.session().")
+        row = self.store.get_session(self._tenant(tenant), session)
+        if row is None:
+            raise NotFound(
+                f"No session {session!r}.",
+                hint="Create it with funes.session(id) (CLI: `funes chat add --session ID ...`); `funes sessions list` shows sessions.",
+            )
+        found = self._session_from(row)
+        self._check_session_user(found, user)
+        return found
+
+    # -- messages ----------------------------------------------------------------------
+    def add_message(
+        self: Funes,
+        session: Session | str,
+        role: str,
+        content: str,
+        *,
+        tool_calls: Sequence[Any] | None = None,
+        tool_call_id: str | None = None,
+        usage: Any = None,
+        at: datetime | str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+    ) -> Message:
+        """Persist a message and index it as session-scope ``message`` records, in one transaction.
+
+        ``usage`` (a dict or an SDK usage object) records the token usage of
+        the model call that produced this message.
+        """
+        sess = self._resolve(session, tenant, user)
+        if role not in ROLES:
+            hint = "The system message is built by build_context; pass instructions= there." if role == "system" else ""
+            raise InvalidInput(f"Invalid role {role!r}.", hint=(hint + " " if hint else "") + f"Use one of: {', '.join(ROLES)}.")
+        if not isinstance(content, str):
+            raise InvalidInput(f"Message content must be text, got {type(content).__name__}.", hint="Pass a string.")
+        calls = parse_tool_calls(tool_calls)
+        if calls and role != "assistant":
+            raise InvalidInput("Only assistant messages carry tool calls.", hint="Pass tool results as role 'tool' with tool_call_id.")
+        if role == "tool" and not tool_call_id:
+            raise InvalidInput("A tool message needs the id of the call it answers.", hint="Pass tool_call_id='call_...'.")
+        if not content.strip() and not calls:
+            raise InvalidInput("The message is empty.", hint="Pass the message text.")
+        stamp = parse_time(at) if at is not None else utcnow()
+        if stamp is None:
+            stamp = utcnow()
+        numbers = None if usage is None else _usage_numbers(usage)
+        message_id = new_id("msg")
+        records: list[Memory] = []
+        if content.strip():
+            self._check_content(content)  # the size limit applies to transcripts too
+            pieces = self.parts(content.strip())
+            for part, piece in enumerate(pieces, start=1):
+                locator: dict[str, Any] = {
+                    "message_id": message_id,
+                    "role": role,
+                    "timestamp": format_time(stamp),
+                    "session": sess.id,
+                }
+                if sess.title:
+                    locator["title"] = sess.title
+                if len(pieces) > 1:
+                    locator.update(part=part, parts=len(pieces))
+                memory = self.prepare(
+                    piece,
+                    type="conversation",
+                    kind="message",
+                    scope="session",
+                    session=sess.id,
+                    project=sess.project_id,
+                    tenant=sess.tenant,
+                    user=sess.user_id or "",
+                    source=SourceRef(type="chat", uri=f"session:{sess.id}", locator=locator),
+                )
+                records.append(memory.evolve(user_id=sess.user_id, created_at=stamp, updated_at=stamp))
+        # Embedding is slow: do it before taking the write lock.
+        vectors = self.embed_records([self._embed_text(m) for m in records]) if records else []
+        with self.store.db.write() as conn:
+            seq = self.store._insert_message(
+                conn, sess.tenant, sess.id, message_id, role, content, calls, tool_call_id, stamp, [m.id for m in records]
+            )
+            for memory, vecs in zip(records, vectors, strict=True):
+                source = memory.source
+                assert source is not None
+                located = replace(source, locator={**source.locator, "seq": seq})
+                self.store._put(conn, memory.evolve(source=located), vecs)
+            if numbers is not None:
+                prompt, completion, model, window = numbers
+                self.store._insert_usage(conn, sess.tenant, sess.id, message_id, stamp, model, prompt, completion, window)
+        return Message(
+            role=role,
+            content=content,
+            id=message_id,
+            session_id=sess.id,
+            seq=seq,
+            tool_calls=calls,
+            tool_call_id=tool_call_id,
+            created_at=stamp,
+            record_ids=tuple(m.id for m in records),
+        )
+
+    def history(
+        self: Funes, session: Session | str, *, limit: int | None = None, tenant: str | None = None, user: str | None = None
+    ) -> list[Message]:
+        """The session's messages, oldest first; with ``limit``, the newest ``limit`` of them."""
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidInput(f"Limit {limit!r} is out of range.", hint="Use a positive number of messages.")
+        sess = self._resolve(session, tenant, user)
+        return self.store.messages(sess.tenant, sess.id, limit=limit)
+
+    # -- usage ---------------------------------------------------------------------------
+    def record_usage(
+        self: Funes,
+        session: Session | str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        model: str | None = None,
+        context_window: int | None = None,
+        message_id: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+    ) -> dict[str, Any]:
+        """Record the token usage of one model call in the session; returns the new usage summary."""
+        sess = self._resolve(session, tenant, user)
+        prompt, completion, _, _ = _usage_numbers({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+        with self.store.db.write() as conn:
+            self.store._insert_usage(conn, sess.tenant, sess.id, message_id, utcnow(), model, prompt, completion, context_window)
+        return self.usage(sess)
+
+    def usage(self: Funes, session: Session | str, *, tenant: str | None = None, user: str | None = None) -> dict[str, Any]:
+        """Totals over the session's calls and the last call: context used out of the window, prompt and response tokens."""
+        sess = self._resolve(session, tenant, user)
+        summary = self.store.usage_summary(sess.tenant, sess.id)
+        last = summary.pop("last")
+        out: dict[str, Any] = {
+            "session": sess.id,
+            "calls": summary["calls"],
+            "totals": {
+                "prompt_tokens": summary["prompt_tokens"],
+                "completion_tokens": summary["completion_tokens"],
+                "total_tokens": summary["prompt_tokens"] + summary["completion_tokens"],
+            },
+            "last": None,
+        }
+        if last is not None:
+            window = last["context_window"] or self.config.context_window
+            used = last["prompt_tokens"] + last["completion_tokens"]
+            out["last"] = {
+                **last,
+                "context_window": window,
+                "context_used": used,
+                "context_fraction": used / window if window else None,
+            }
+        return out
+
+    # -- context -------------------------------------------------------------------------
+    def memory_instructions(self: Funes) -> str:
+        """The memory instructions text (a user override when one exists)."""
+        from .prompts import load_prompt
+
+        return load_prompt("memory", prompts_dir=self.config.prompts_dir)
+
+    def context_budget(self: Funes, model_window: int | None = None) -> Budget:
+        """The configured caps (for 128k) scaled to a model window."""
+        base = Budget(
+            window=128_000,
+            system=self.config.context_system_tokens,
+            snapshot=self.config.context_snapshot_tokens,
+            conversation=self.config.context_conversation_tokens,
+            retrieved=self.config.context_retrieved_tokens,
+            response=self.config.context_response_tokens,
+            retrieved_chunks=self.config.context_retrieved_chunks,
+            chunk_tokens=self.config.context_chunk_tokens,
+        )
+        return Budget.for_window(self.config.context_window if model_window is None else model_window, base)
+
+    def build_context(
+        self: Funes,
+        session: Session | str,
+        query: str,
+        *,
+        snapshot: Any = None,
+        recent_changes: Sequence[Any] | None = None,
+        instructions: str | None = None,
+        model_window: int | None = None,
+        budget: Budget | Mapping[str, int] | None = None,
+        format: str = "anthropic",  # noqa: A002 - the issue's signature
+        counter: TokenCounter | None = None,
+        min_similarity: float | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+    ) -> BuiltContext:
+        """The request for the next model call: ONE system message, then history, then ``query``.
+
+        ``snapshot`` is the application's live state (a dict, list or text);
+        ``recent_changes`` the latest edits (dicts with location, old, new, by,
+        at; the last 10 are shown). ``budget`` is a :class:`Budget` or a dict
+        of caps overriding the configured ones scaled to ``model_window``.
+        The result's ``report()`` says what was included and dropped, with
+        token counts per section.
+        """
+        if format not in FORMATS:
+            raise InvalidInput(f"Unknown format {format!r}.", hint="Use 'anthropic' or 'openai'.")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("The user message is empty.", hint="Pass the current user message as the query.")
+        sess = self._resolve(session, tenant, user)
+        caps = self.context_budget(model_window)
+        if isinstance(budget, Budget):
+            caps = budget
+        elif budget is not None:
+            unknown = sorted(set(budget) - set(Budget.__dataclass_fields__))
+            if unknown:
+                raise InvalidInput(
+                    f"Unknown budget field(s): {', '.join(unknown)}.",
+                    hint=f"Use: {', '.join(Budget.__dataclass_fields__)}.",
+                )
+            caps = replace(caps, **dict(budget))
+        caps.check()
+        threshold = self.config.auto_min_similarity if min_similarity is None else float(min_similarity)
+        limit = max(caps.retrieved_chunks * 2, 10)
+        query = query.strip()
+        hits = self.search(
+            query,
+            tenant=sess.tenant,
+            user=sess.user_id,
+            project=sess.project_id,
+            session=sess.id,
+            min_similarity=threshold,
+            limit=limit,
+            track=False,
+        )
+        # Auto-injection holds every hit to the cosine threshold, strong keyword matches
+        # included: on LoCoMo (bench/locomo_bench.py) the keyword exception added ~2 noise
+        # items per off-topic question for no measurable recall.
+        hits = [h for h in hits if (h.explanation.vector_similarity or -1.0) >= threshold]
+        recalled = [Recalled(h.memory, h.explanation.vector_similarity, "recalled") for h in hits if h.memory.kind == "message"]
+        retrieved = [Recalled(h.memory, h.explanation.vector_similarity, "retrieved") for h in hits if h.memory.kind != "message"]
+        named = self._named_document_hits(query, sess, caps.retrieved_chunks)
+        seen = {r.memory.id for r in named}
+        retrieved = named + [r for r in retrieved if r.memory.id not in seen]
+        fact_vis = ["team"] + ([vis_key("project", sess.project_id, None)] if sess.project_id else [])
+        facts = self.store.important_records(
+            sess.tenant,
+            fact_vis,
+            user_id=sess.user_id,
+            min_importance=self.config.context_fact_importance,
+            exclude_kinds=("message",),
+            now=utcnow(),
+            limit=caps.retrieved_chunks * 2,
+        )
+        inputs = ContextInputs(
+            query=query,
+            history=self.store.messages(sess.tenant, sess.id, limit=HISTORY_FETCH),
+            instructions=instructions or "",
+            memory_instructions=self.memory_instructions(),
+            snapshot=snapshot,
+            recent_changes=list(recent_changes or ()),
+            recalled_history=recalled,
+            facts=[Recalled(m, None, "fact") for m in facts],
+            retrieved=retrieved,
+        )
+        built = assemble(inputs, caps, counter or default_counter(), format)
+        injected = [
+            i["id"] for name in ("relevant_history", "retrieved_context") for i in built.sections[name].included
+        ]
+        scores = {h.memory.id: h.score for h in hits}
+        # Injected memories count as accessed (promotion looks at access counts); facts are always there, so not.
+        self._access.submit(
+            [
+                AccessEvent(
+                    memory_id=i, tenant=sess.tenant, action="context", query=query[:500], score=scores.get(i), session_id=sess.id
+                )
+                for i in injected
+            ]
+        )
+        return built
+
+    def _named_document_hits(self: Funes, query: str, sess: Session, limit: int) -> list[Recalled]:
+        """The best passages of every document the query names, whatever their similarity."""
+        # Managed documents first (by their name), then sources of records written directly.
+        candidates = [(d.kind, d.name or d.uri, d.id) for d in self.documents(tenant=sess.tenant, user=sess.user_id, status="indexed")]
+        known = {c[2] for c in candidates}
+        candidates += [s for s in self.store.document_sources(sess.tenant) if not s[2] or s[2] not in known]
+        out: list[Recalled] = []
+        for kind, name, source_id in mentioned_sources(query, candidates):
+
+            def same(m: Memory, source_id: str = source_id, name: str = name) -> bool:
+                src = m.source
+                return src is not None and (src.source_id == source_id if source_id else src.uri == name)
+
+            hits = self.search(
+                query,
+                tenant=sess.tenant,
+                user=sess.user_id,
+                project=sess.project_id,
+                session=sess.id,
+                source_types=None if source_id else [kind],
+                source_ids=[source_id] if source_id else None,
+                limit=limit * 3,
+                track=False,
+            )
+            picked = [Recalled(h.memory, h.explanation.vector_similarity, "named_document") for h in hits if same(h.memory)]
+            if len(picked) < limit:
+                # Nothing in the document resembles the question: its opening passages still belong in the prompt.
+                if source_id in known:
+                    chunks = self.document_chunks(source_id, tenant=sess.tenant, user=sess.user_id)
+                else:
+                    page = self.list(tenant=sess.tenant, user=sess.user_id, source_types=[kind], limit=200)
+                    chunks = sorted(page.items, key=lambda m: m.created_at)
+                have = {r.memory.id for r in picked}
+                visible = [m for m in chunks if same(m) and m.id not in have and self._in_session_view(m, sess)]
+                picked.extend(Recalled(m, None, "named_document") for m in visible)
+            out.extend(picked[:limit])
+        return out
+
+    @staticmethod
+    def _in_session_view(memory: Memory, sess: Session) -> bool:
+        """Whether a session's searches can see the record (team, its project, or itself)."""
+        if memory.scope == "team":
+            return True
+        if memory.scope == "project":
+            return sess.project_id is None or memory.project_id == sess.project_id
+        return memory.session_id == sess.id
+
+    # -- tiers ---------------------------------------------------------------------------
+    def prune_sessions(
+        self: Funes,
+        *,
+        older_than_days: float | None = None,
+        now: datetime | None = None,
+        tenant: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Clear sessions idle longer than the retention setting: their records (pinned survive), messages and usage.
+
+        Each cleared session gets a cleanup-log row.
+        """
+        days = self.config.session_retention_days if older_than_days is None else older_than_days
+        if not isinstance(days, (int, float)) or days < 0:
+            raise InvalidInput(f"Retention of {days!r} days is invalid.", hint="Use a number of days >= 0.")
+        now = now or utcnow()
+        if days == 0 and older_than_days is None:
+            return {"retention_days": 0, "cutoff": None, "sessions": [], "dry_run": dry_run, "disabled": True}
+        cutoff = now - timedelta(days=days)
+        stale = self.store.stale_sessions(cutoff, self._tenant(tenant))
+        cleared: list[dict[str, Any]] = []
+        if stale and not dry_run:
+            with self.store.db.write() as conn:
+                for tenant_id, sid in stale:
+                    cleared.append(self.store._clear_session(conn, tenant_id, sid, now, f"retention {days:g} days"))
+        return {
+            "retention_days": days,
+            "cutoff": format_time(cutoff),
+            "sessions": cleared if not dry_run else [{"tenant": t, "session_id": s} for t, s in stale],
+            "dry_run": dry_run,
+        }
+
+    def clear_session(
+        self: Funes, session: Session | str, *, tenant: str | None = None, user: str | None = None
+    ) -> dict[str, Any]:
+        """Clear one session now: its unpinned records, messages and usage (logged)."""
+        sess = self._resolve(session, tenant, user)
+        with self.store.db.write() as conn:
+            return self.store._clear_session(conn, sess.tenant, sess.id, utcnow(), "cleared by request")
+
+    def promote(
+        self: Funes,
+        record_ids: Sequence[str] | None = None,
+        *,
+        to: str | None = None,
+        session: str | None = None,
+        project: str | None = None,
+        min_importance: float | None = None,
+        min_access: int | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Move records up a tier (session → project → team), keeping ``promoted_from``.
+
+        With ``record_ids``, those records move. Without, the default policy
+        picks session records that are pinned, have importance >= the
+        ``promote_importance`` setting, or were retrieved ``promote_access_count``
+        times or more (of ``session`` when given). A session record goes to its
+        project, or to team scope when it has none; ``to`` forces the target.
+        """
+        if to is not None and to not in TIERS[1:]:
+            raise InvalidInput(f"Cannot promote to {to!r}.", hint="Use 'project' or 'team'.")
+        tenant_id = self._tenant(tenant)
+        if record_ids is not None:
+            if isinstance(record_ids, str):
+                record_ids = [record_ids]
+            candidates = [self.get(i, tenant=tenant, user=user) for i in record_ids]
+        else:
+            candidates = self.store.important_records(
+                tenant_id,
+                [vis_key("session", None, session)] if session else None,
+                scope="session",
+                user_id=self._user(user),
+                min_importance=self.config.promote_importance if min_importance is None else min_importance,
+                min_access=self.config.promote_access_count if min_access is None else min_access,
+                now=utcnow(),
+                limit=10_000,
+            )
+        promoted: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        moves: list[Memory] = []
+        now = utcnow()
+        for memory in candidates:
+            target = to or ("project" if memory.scope == "session" else "team")
+            target_project = project or memory.project_id or self._project(None)
+            if target == "project" and not target_project:
+                target = "team" if to is None else target
+            if TIERS.index(target) <= TIERS.index(memory.scope):
+                skipped.append({"id": memory.id, "why": f"already in {memory.scope} scope"})
+                continue
+            if target == "project" and not target_project:
+                skipped.append({"id": memory.id, "why": "no project to promote to; pass project= or to='team'"})
+                continue
+            vis = vis_key(target, target_project, None)
+            twin = self.store.find_by_hash(memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id)
+            if twin is not None:
+                skipped.append({"id": memory.id, "why": f"the same content is already {twin.id} in {target} scope"})
+                continue
+            origin = {"scope": memory.scope, "session_id": memory.session_id, "project_id": memory.project_id, "at": format_time(now)}
+            chain = [*memory.metadata.get("promotion_history", []), origin]
+            metadata = {**memory.metadata, "promoted_from": origin, "promotion_history": chain}
+            moves.append(
+                memory.evolve(
+                    scope=target,
+                    project_id=target_project if target == "project" else memory.project_id,
+                    metadata=metadata,
+                    updated_at=now,
+                )
+            )
+            promoted.append({"id": memory.id, "from": memory.scope, "to": target, "project": target_project if target == "project" else None})
+        if moves and not dry_run:
+            with self.store.db.write() as conn:
+                for memory in moves:
+                    self.store._put(conn, memory, None)  # same vectors; their filter columns follow the scope
+        return {"promoted": promoted, "skipped": skipped, "dry_run": dry_run}
+
+    def cleanup_log(self: Funes, *, tenant: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest cleanup-log rows (retention and manual clears)."""
+        return self.store.cleanup_log(self._tenant(tenant), limit)
+
+
+__all__ = ["Session", "SessionsMixin"]

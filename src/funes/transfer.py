@@ -4,6 +4,9 @@ Format, one JSON object per line:
 
 * line 1, the header: ``{"type": "funes-export", "format": 1,
   "embedder": {"model_id", "dimensions"}}``;
+* then one ``{"type": "document", "document": {...}}`` per managed document
+  source (its row: uri, hash, version, status, ...); files without these
+  lines (older exports) import unchanged;
 * then one ``{"type": "memory", "record": {...}, "vectors": [b64, ...]}`` per
   record, oldest first. ``record`` is :meth:`Memory.to_dict` (every field);
   ``vectors`` are little-endian float32, base64-encoded.
@@ -23,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import InvalidInput
-from .models import EmbedderIdentity, Memory
+from .models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
 
 if TYPE_CHECKING:
     from .service import Funes
@@ -44,6 +47,7 @@ class TransferMixin:
 
     def export_lines(self: Funes, *, tenant: str | None = None) -> Iterator[str]:  # type: ignore[misc]
         """The export, line by line (without newlines)."""
+        self._access.sync()  # counters from recent searches belong in the export
         ident = self.store.identity() or EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
         yield json.dumps(
             {
@@ -53,6 +57,9 @@ class TransferMixin:
             },
             sort_keys=True,
         )
+        # Document sources (issue 3) travel with their chunks, so `funes docs` still knows them after import.
+        for doc in getattr(self.store, "iter_documents", lambda _t: iter(()))(tenant):
+            yield json.dumps({"type": "document", "document": doc}, sort_keys=True, ensure_ascii=False)
         batch: list[Memory] = []
         for memory in self.store.iter_records(tenant):
             batch.append(memory)
@@ -75,10 +82,10 @@ class TransferMixin:
 
     def export(self: Funes, out: IO[str], *, tenant: str | None = None) -> int:  # type: ignore[misc]
         """Write the export to a text stream; returns the number of records."""
-        count = -1
+        count = 0
         for line in self.export_lines(tenant=tenant):
             out.write(line + "\n")
-            count += 1
+            count += line.startswith('{"record"')
         return count
 
     def import_(self: Funes, lines: Iterable[str]) -> dict[str, int]:  # type: ignore[misc]
@@ -108,10 +115,14 @@ class TransferMixin:
             emb.get("model_id") == self.embedder.model_id and emb.get("dimensions") == self.embedder.dimensions
         )
         records: list[tuple[Memory, list[np.ndarray] | None]] = []
+        documents: list[dict[str, Any]] = []
         for number, line in iterator:
             if not line.strip():
                 continue
             item = _parse(line, number)
+            if item.get("type") == "document" and isinstance(item.get("document"), dict):
+                documents.append(_document(item["document"], number))
+                continue
             if item.get("type") != "memory" or not isinstance(item.get("record"), dict):
                 raise InvalidInput(
                     f"Line {number} is not a memory record.", hint="Pass an unmodified `funes export` file."
@@ -122,6 +133,7 @@ class TransferMixin:
                 raise InvalidInput(
                     f"Line {number} has an invalid record ({exc}).", hint="Pass an unmodified `funes export` file."
                 ) from exc
+            memory = _validated(memory, number, self.config.max_content_bytes)
             vectors = [_unb64(v) for v in item.get("vectors") or []] if same_model else None
             if vectors is not None and any(len(v) != self.embedder.dimensions for v in vectors):
                 vectors = None
@@ -138,8 +150,56 @@ class TransferMixin:
         embedded = self.embed_records([self._embed_text(todo[i][0]) for i in need]) if need else []
         for i, vectors in zip(need, embedded, strict=True):
             todo[i] = (todo[i][0], vectors)
-        self.store.put_many(todo)
+        if documents:
+            self.store.import_documents(documents, todo)  # type: ignore[attr-defined]
+        else:
+            self.store.put_many(todo)
         return {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need)}
+
+
+def _validated(memory: Memory, number: int, max_bytes: int) -> Memory:
+    """The record if every field is acceptable (the same rules as remember), else an error naming the line."""
+    hint = "Fix that line or export again with `funes export`."
+    problem = None
+    if not isinstance(memory.content, str) or not memory.content.strip():
+        problem = "empty content"
+    elif len(memory.content.encode("utf-8", "surrogatepass")) > max_bytes:
+        problem = f"content over max_content_bytes ({max_bytes:,})"
+    elif memory.memory_type not in MEMORY_TYPES:
+        problem = f"memory type {memory.memory_type!r} (use one of {', '.join(MEMORY_TYPES)})"
+    elif memory.scope not in SCOPES:
+        problem = f"scope {memory.scope!r} (use one of {', '.join(SCOPES)})"
+    elif memory.kind not in KINDS:
+        problem = f"kind {memory.kind!r} (use one of {', '.join(KINDS)})"
+    elif not 0.0 <= memory.importance <= 1.0:
+        problem = f"importance {memory.importance!r} (use 0 to 1)"
+    elif memory.scope == "project" and not memory.project_id:
+        problem = "scope 'project' without a project_id"
+    elif memory.scope == "session" and not memory.session_id:
+        problem = "scope 'session' without a session_id"
+    elif not isinstance(memory.id, str) or not memory.id or not isinstance(memory.tenant, str):
+        problem = "id and tenant must be text"
+    if problem:
+        raise InvalidInput(f"Line {number} has an invalid record: {problem}.", hint=hint)
+    try:
+        memory.content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"Line {number} has content that is not valid Unicode text.", hint=hint) from exc
+    # A hand-edited export may carry a stale hash; dedupe relies on it being right.
+    fresh = content_hash(memory.content)
+    return memory if memory.content_hash == fresh else memory.evolve(content_hash=fresh)
+
+
+def _document(row: dict[str, Any], number: int) -> dict[str, Any]:
+    """A document source row from an export line, checked for the fields the store needs."""
+    required = ("id", "tenant", "scope", "vis", "uri", "name", "kind", "status", "created_at", "updated_at")
+    missing = [k for k in required if row.get(k) in (None, "")]
+    if missing:
+        raise InvalidInput(
+            f"Line {number} has an invalid document (missing {', '.join(missing)}).",
+            hint="Pass an unmodified `funes export` file.",
+        )
+    return row
 
 
 def _parse(line: str, number: int) -> dict[str, Any]:

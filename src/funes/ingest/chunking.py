@@ -9,11 +9,13 @@ mid-word when a single word is longer than a chunk.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 CountTokens = Callable[[str], int]
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_FAST_PATH_CHARS = 8
 _SENTENCE = re.compile(r"(?<=[.!?。！？])[\"')\]]*\s+(?=\S)")
 
 
@@ -80,7 +82,9 @@ def split_text(text: str, count: CountTokens, max_tokens: int, overlap: int = 0)
     text = text.strip()
     if not text:
         return []
-    if count(text) <= max_tokens:
+    # Counting a whole book at once is slow and pointless: a word piece is
+    # rarely over ~8 characters, so long texts go straight to the units.
+    if len(text) <= max_tokens * _FAST_PATH_CHARS and count(text) <= max_tokens:
         return [text]
     units: list[tuple[str, int]] = []
     for unit in _units(text):
@@ -124,3 +128,54 @@ def _join(units: list[tuple[str, int]]) -> str:
             text += " "
         text += unit
     return text.strip()
+
+
+def pack(sizes: Sequence[int], max_tokens: int, overlap: int = 0) -> list[list[int]]:
+    """Group consecutive units (given by token size) into chunks of at most ``max_tokens``.
+
+    Returns the unit indices of each chunk, in order. A chunk starts with up to
+    ``overlap`` tokens of whole trailing units from the previous chunk. A unit
+    larger than ``max_tokens`` gets a chunk of its own; callers split it first
+    when that matters.
+    """
+    groups: list[list[int]] = []
+    current: list[int] = []
+    size = 0
+    for i, n in enumerate(sizes):
+        if current and size + n > max_tokens:
+            groups.append(current)
+            carry: list[int] = []
+            carried = 0
+            for j in reversed(current):
+                if carried + sizes[j] > overlap or carried + sizes[j] + n > max_tokens:
+                    break
+                carry.insert(0, j)
+                carried += sizes[j]
+            if len(carry) == len(current):
+                # Carrying the whole previous chunk would only repeat it.
+                carry, carried = [], 0
+            current, size = carry, carried
+        current.append(i)
+        size += n
+    if current:
+        groups.append(current)
+    return groups
+
+
+@dataclass(frozen=True)
+class Chunker:
+    """Token-aware splitting with one tokenizer, size and overlap (the ingestion settings)."""
+
+    count: CountTokens
+    max_tokens: int
+    overlap: int = 0
+
+    def split(self, text: str, max_tokens: int | None = None) -> list[str]:
+        """Text as chunks of at most ``max_tokens`` (default: the chunker's size)."""
+        return split_text(text, self.count, max_tokens or self.max_tokens, self.overlap)
+
+    def budget(self, *context: str | None) -> int:
+        """Tokens left for a chunk's body once its context lines are repeated in it."""
+        used = sum(self.count(c) + 1 for c in context if c)
+        # A huge header must not starve the body: keep at least a quarter.
+        return max(self.max_tokens - used, self.max_tokens // 4, 1)

@@ -440,7 +440,10 @@ def edit(
 def rm(state: State, memory_ids: tuple[str, ...], as_json: bool) -> None:
     """Forget memories by id."""
     f = state.funes()
-    removed = [f.forget(i).id for i in memory_ids]
+    ids = list(dict.fromkeys(memory_ids))
+    for memory_id in ids:
+        f.get(memory_id)  # all ids must exist before anything is forgotten: no half-done rm
+    removed = [f.forget(i).id for i in ids]
     emit(as_json, {"removed": removed}, lambda: "\n".join(f"Forgot {i}." for i in removed))
 
 

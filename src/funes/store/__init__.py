@@ -115,8 +115,10 @@ class Store(Protocol):
         """Records by id (missing ids are left out)."""
         ...
 
-    def find_by_hash(self, tenant: str, vis: str, content_hash: str, kind: str) -> Memory | None:
-        """The record with this exact content in this tenant and visibility."""
+    def find_by_hash(
+        self, tenant: str, vis: str, content_hash: str, kind: str, user_id: str | None = None
+    ) -> Memory | None:
+        """The record with this exact content in this tenant, visibility, kind and owner (None: tenant-wide)."""
         ...
 
     def delete(self, memory_ids: Sequence[str]) -> int:
@@ -170,6 +172,12 @@ class Store(Protocol):
 
     def stats(self, tenant: str | None) -> dict[str, Any]:
         """Counts and sizes."""
+        ...
+
+    def replace_index(
+        self, identity: EmbedderIdentity, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]
+    ) -> int:
+        """Swap in a new embedder identity, every record's vectors and a rebuilt keyword index, atomically."""
         ...
 
     def check(self) -> list[str]:

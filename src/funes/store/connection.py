@@ -72,6 +72,12 @@ def _translate(path: str, exc: Exception) -> Exception:
             hint="Move the file away and restore a backup with `funes import BACKUP.jsonl`; "
             "`funes doctor` checks a store's integrity.",
         )
+    if "already exists" in text:
+        # Migration 001 collided with another application's tables.
+        return StoreCorrupt(
+            f"The file {path} is an SQLite database of another application, not a Funes store ({exc}).",
+            hint="Point Funes at a new file with --db PATH or FUNES_HOME.",
+        )
     if "unable to open" in text or "readonly" in text or "read-only" in text:
         return BackendUnavailable(
             f"Cannot open the store {path} ({exc}).",

@@ -1,0 +1,294 @@
+"""The MCP server: Funes's agent tools, resources and instructions over stdio or streamable HTTP.
+
+This is the only module that imports the official ``mcp`` SDK (major version
+2, pinned in the ``mcp`` extra). It is a thin shell: every tool call goes to
+:meth:`funes.Funes.execute_tool`, run in a worker thread because the core is
+synchronous.
+
+* Tools: the ones defined in :mod:`funes.tool_specs`, with annotations.
+  Failures come back as ``isError`` results the model can act on.
+* Resources: ``funes://stats``, ``funes://scopes`` and ``funes://memory/{id}``.
+* Prompt: the agent's memory-management instructions (``memory-management``),
+  also sent as the server's ``instructions``.
+
+On stdio, stdout is the wire: logging goes to stderr, and the SDK points
+fd 1 at stderr while serving, so stray prints (a model loading) miss the wire.
+The service is opened inside that window for the same reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from ..errors import FunesError
+from ..models import Caller, new_id
+
+if TYPE_CHECKING:
+    from ..service import Funes
+
+log = logging.getLogger("funes.mcp")
+
+SERVER_NAME = "funes"
+PROMPT_NAME = "memory-management"
+STATS_URI = "funes://stats"
+SCOPES_URI = "funes://scopes"
+MEMORY_URI_PREFIX = "funes://memory/"
+HOST = "127.0.0.1"  # the HTTP transport is for local clients only
+
+
+def resolve_project(explicit: str | None, configured: str | None, cwd: Path | None = None) -> str:
+    """The default project: --project, then the config, then the git root's name, then the cwd's name."""
+    if explicit:
+        return explicit
+    if configured:
+        return configured
+    here = (cwd or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory.name or "default"
+    return here.name or "default"
+
+
+def agent_instructions(prompts_dir: str | None = None) -> str:
+    """The memory-management instructions for agents (user-overridable, like every prompt)."""
+    from ..prompts import load_prompt
+
+    return load_prompt("agent", prompts_dir=prompts_dir or None)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("funes")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The connecting client's name (handshake-era params, or the 2026 per-request meta)."""
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    if info is not None and getattr(info, "name", None):
+        return str(info.name)
+    meta = ctx.meta or {}
+    stamped = meta.get(types.CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
+    if isinstance(stamped, dict) and stamped.get("name"):
+        return str(stamped["name"])
+    return None
+
+
+def _tool(spec: Any) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema(),
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.hints.read_only,
+            destructive_hint=spec.hints.destructive,
+            idempotent_hint=spec.hints.idempotent,
+            open_world_hint=spec.hints.open_world,
+        ),
+    )
+
+
+def _json(uri: str, data: Any) -> types.ReadResourceResult:
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+    )
+
+
+def build_server(
+    funes: Funes,
+    *,
+    project: str | None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    instructions: str | None = None,
+) -> Server[Any]:
+    """An MCP server over one Funes service; ``project`` is the resolved default project."""
+    from ..tool_specs import TOOLS
+
+    session = session_id or new_id("mcp")
+    text = instructions if instructions is not None else agent_instructions(funes.config.values.get("prompts_dir"))
+
+    def caller_for(ctx: ServerRequestContext[Any, Any]) -> Caller:
+        return Caller(
+            tenant=funes.config.tenant,
+            user_id=funes.config.user or None,
+            agent_id=agent_id or _client_name(ctx) or "mcp",
+            session_id=session,
+        )
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_tool(spec) for spec in TOOLS])
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        run = partial(funes.execute_tool, params.name, params.arguments or {}, caller=caller_for(ctx), project=project)
+        result = await anyio.to_thread.run_sync(run)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text)],
+            structured_content=result.data,
+            is_error=result.is_error,
+        )
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=STATS_URI,
+                    name="stats",
+                    title="Memory store statistics",
+                    description="Record counts by kind, type and scope, store size and the embedding model.",
+                    mime_type="application/json",
+                ),
+                types.Resource(
+                    uri=SCOPES_URI,
+                    name="scopes",
+                    title="Memory scopes",
+                    description="Team, project and session scopes visible to this server, with record counts.",
+                    mime_type="application/json",
+                ),
+            ]
+        )
+
+    async def list_resource_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=MEMORY_URI_PREFIX + "{id}",
+                    name="memory",
+                    title="One memory",
+                    description="Every field of one memory record, with its version history.",
+                    mime_type="application/json",
+                )
+            ]
+        )
+
+    def read(uri: str, caller: Caller) -> types.ReadResourceResult:
+        if uri == STATS_URI:
+            return _json(uri, funes.stats(tenant=caller.tenant))
+        if uri == SCOPES_URI:
+            return _json(uri, funes.execute_tool("list_scopes", {}, caller=caller, project=project).data)
+        if uri.startswith(MEMORY_URI_PREFIX):
+            return _json(uri, funes.read_memory(uri[len(MEMORY_URI_PREFIX) :], caller=caller).to_dict())
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"Unknown resource {uri!r}. Resources are {STATS_URI}, {SCOPES_URI} and {MEMORY_URI_PREFIX}{{id}}.",
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        try:
+            return await anyio.to_thread.run_sync(read, str(params.uri), caller_for(ctx))
+        except FunesError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
+
+    prompt = types.Prompt(
+        name=PROMPT_NAME,
+        title="Memory management instructions",
+        description="When to store memories, how to classify and score them, and to search before asking again.",
+    )
+
+    async def list_prompts(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def get_prompt(ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if params.name != PROMPT_NAME:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt {params.name!r}; the only prompt is {PROMPT_NAME!r}.")
+        return types.GetPromptResult(
+            description=prompt.description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        title="Funes memory",
+        description="Local long-term memory: create, search, update and delete memories; search ingested documents.",
+        instructions=text,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("funes-mcp %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers = [handler]  # nothing may write log lines to stdout, the stdio wire
+    root.setLevel(logging.WARNING)
+
+
+def run_stdio(open_funes: Callable[[], Funes], *, project: str, session_id: str | None = None) -> None:
+    """Serve MCP on stdin/stdout until the client closes the stream."""
+    _log_to_stderr()
+
+    async def serve() -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            funes = await anyio.to_thread.run_sync(open_funes)
+            server = build_server(funes, project=project, session_id=session_id)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(serve)
+
+
+def http_app(funes: Funes, *, project: str, session_id: str | None = None) -> Any:
+    """The streamable HTTP ASGI app (path ``/mcp``), with DNS-rebinding protection for localhost."""
+    server = build_server(funes, project=project, session_id=session_id)
+    return server.streamable_http_app(host=HOST)
+
+
+def run_http(open_funes: Callable[[], Funes], *, project: str, port: int, session_id: str | None = None) -> None:
+    """Serve MCP over streamable HTTP on 127.0.0.1:PORT until interrupted."""
+    import uvicorn
+
+    _log_to_stderr()
+    funes = open_funes()
+    app = http_app(funes, project=project, session_id=session_id)
+    print(f"Funes MCP server: http://{HOST}:{port}/mcp (project {project})", file=sys.stderr, flush=True)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises it; with the default handler the
+    # process would die before the service flushes its access log, so the re-raise exits cleanly.
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning")).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+__all__ = ["build_server", "http_app", "resolve_project", "run_http", "run_stdio"]

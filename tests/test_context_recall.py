@@ -1,0 +1,59 @@
+"""Multi-turn memory with the real embedding model: from history first, from recall once the budget drops the turn."""
+
+from __future__ import annotations
+
+import pytest
+
+import funes
+
+FACT = "By the way, my daughter Mira is allergic to peanuts, so keep that in mind for the offsite catering."
+QUESTION = "Which food allergy should the caterer know about?"
+
+
+def _conversation(session: funes.sessions.Session) -> None:
+    session.add_message("user", FACT)
+    session.add_message("assistant", "Understood: no peanuts for Mira. I'll flag it to the caterer.")
+    session.add_message("user", "Let's hold the Q3 offsite in Lisbon, near the river, for about 40 people.")
+    session.add_message("assistant", "Lisbon for 40 people works; I'll shortlist venues near the Tagus.")
+
+
+@pytest.mark.slow
+def test_turn_one_fact_answers_turn_three_from_history_then_from_recall(real_mem: funes.Funes) -> None:
+    session = real_mem.session("offsite", project="events")
+    _conversation(session)
+    real_mem.remember("The office plants are watered on Mondays", type="fact", project="events")
+
+    # Turn 3 with room for everything: the fact is in the history itself.
+    roomy = session.build_context(QUESTION)
+    assert FACT in [m.content for m in roomy.messages]
+    assert not roomy.dropped_turns
+    assert "<relevant_history>" not in roomy.system.rsplit("</memory_instructions>", 1)[1]
+    assert "plants" not in roomy.system  # under the auto-retrieval threshold
+
+    # Many turns later, the history budget forces turn 1 out: recall brings it back.
+    for i in range(12):
+        session.add_message("user", f"Venue option {i}: a hall with {50 + i} seats and a terrace; what do you think?")
+        session.add_message("assistant", f"Option {i} looks fine; the terrace is a plus and the price is reasonable.")
+    tight = session.build_context(QUESTION, budget={"conversation": 400})
+    assert FACT not in [m.content for m in tight.messages]
+    dropped = {d["id"] for d in tight.dropped_turns}
+    first = real_mem.history(session, limit=1000)[0]
+    assert first.id in dropped
+    relevant = tight.system.rsplit("<relevant_history>", 1)[1].split("</relevant_history>")[0]
+    assert "allergic to peanuts" in relevant
+    assert "earlier turn(s) of this conversation were left out" in relevant
+    recalled = {i["id"]: i for i in tight.sections["relevant_history"].included}
+    item = recalled[first.record_ids[0]]
+    assert item["similarity"] >= real_mem.config.auto_min_similarity
+    assert 'provenance="user-stated"' in relevant
+    report = tight.report()
+    assert report["conversation_tokens"] <= 400 and report["total_tokens"] <= report["prompt_limit"]
+
+
+@pytest.mark.slow
+def test_a_new_session_recalls_promoted_facts(real_mem: funes.Funes) -> None:
+    first = real_mem.session("s1", project="events")
+    message = first.add_message("user", FACT)
+    real_mem.promote(list(message.record_ids))
+    later = real_mem.session("s2", project="events").build_context(QUESTION)
+    assert "allergic to peanuts" in later.system

@@ -1,0 +1,111 @@
+"""Chunkers and readers as plain functions: limits hold, nothing is lost, structure is kept."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from funes.embed import HashEmbedder
+from funes.ingest import ReadOptions, detect_kind
+from funes.ingest.chunking import Chunker, pack, split_text
+from funes.ingest.markdown import parse_front_matter, read_markdown
+from funes.ingest.pdf import _is_heading
+from funes.ingest.sheets import Grid, format_value, regions, table_chunks
+
+COUNT = HashEmbedder().count_tokens
+words = st.text(alphabet="abcdefghij", min_size=1, max_size=12)
+sentences = st.lists(words, min_size=1, max_size=30).map(lambda ws: " ".join(ws) + ".")
+documents = st.lists(st.lists(sentences, min_size=1, max_size=6).map(" ".join), min_size=1, max_size=12).map("\n\n".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(documents, st.integers(min_value=8, max_value=80), st.integers(min_value=0, max_value=30))
+def test_split_text_respects_the_limit_and_keeps_every_word(text: str, limit: int, overlap: int) -> None:
+    chunks = split_text(text, COUNT, limit, overlap)
+    assert all(COUNT(c) <= limit for c in chunks)
+    joined = set(re.findall(r"\w+", " ".join(chunks)))
+    for word in re.findall(r"\w+", text):
+        assert word in joined
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=50), max_size=40), st.integers(min_value=10, max_value=100), st.integers(0, 20))
+def test_pack_covers_every_unit_in_order(sizes: list[int], limit: int, overlap: int) -> None:
+    groups = pack(sizes, limit, overlap)
+    firsts = [g for group in groups for g in group]
+    assert sorted(set(firsts)) == list(range(len(sizes)))
+    for group in groups:
+        assert group == sorted(group)
+        assert len(group) == 1 or sum(sizes[i] for i in group) <= limit
+
+
+def test_sentences_are_never_split_when_a_boundary_exists() -> None:
+    text = " ".join(f"Sentence number {i} is about a topic." for i in range(60))
+    for chunk in split_text(text, COUNT, 40, 10):
+        assert chunk.startswith("Sentence") and chunk.endswith(".")
+
+
+def md_chunks(text: str, limit: int = 60) -> list:  # type: ignore[type-arg]
+    parsed = read_markdown(text.encode(), ReadOptions(name="n.md", extension=".md"), Chunker(COUNT, limit, 10))
+    return parsed.chunks
+
+
+def test_markdown_keeps_list_items_whole_and_ignores_hashes_in_code() -> None:
+    items = "\n".join(f"- item {i} has several words describing step {i} of the process" for i in range(12))
+    text = f"# Guide\n\n## Steps\n\n{items}\n\n```bash\n# not a header\necho hi\n```\n"
+    chunks = md_chunks(text)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        assert chunk.title == "# Guide > ## Steps"
+        for line in chunk.text.splitlines():
+            if line.startswith("- item"):
+                assert re.fullmatch(r"- item \d+ has several words describing step \d+ of the process", line)
+    assert any("# not a header" in c.text for c in chunks)
+    assert all(COUNT(c.text) <= 60 for c in chunks)
+
+
+def test_markdown_setext_headers_front_matter_and_hashtags() -> None:
+    text = "---\ntitle: 'Notes'\ntags:\n  - alpha\n  - beta\ndraft: true\n---\nRelease\n=======\n\nShipped #v2 today, see colour #ff0000.\n"
+    meta, _body, lines = parse_front_matter(text)
+    assert meta == {"title": "Notes", "tags": ["alpha", "beta"], "draft": True} and lines == 7
+    [chunk] = md_chunks(text)
+    assert chunk.title == "# Release"
+    assert chunk.metadata["tags"] == ["alpha", "beta", "v2"]
+
+
+def test_pdf_heading_detection() -> None:
+    body = "This is a long line of ordinary body text that goes on for quite a while."
+    assert _is_heading("2.3 Revenue by Region", body)
+    assert _is_heading("RISK FACTORS", body)
+    assert _is_heading("Market Overview", body)
+    assert not _is_heading("3 capital investment revenue risk cost operating customer", body)
+    assert not _is_heading("The results were good.", body)
+    assert not _is_heading("Market Overview", "short")
+
+
+def test_detect_kind_from_content_and_extension() -> None:
+    assert detect_kind(b"%PDF-1.7\n...", ".bin") == "pdf"
+    assert detect_kind(b"# Title\n\ntext", "") == "markdown"
+    assert detect_kind(b'[{"role": "user", "content": "hi"}]', "") == "chat"
+    assert detect_kind(b"Alice: hi\nBob: hello there\nAlice: bye\n", ".txt") == "chat"
+    assert detect_kind(b"Just some notes.\nNothing else.", ".txt") == "text"
+    assert detect_kind(b"a,b\n1,2\n", ".csv") == "sheet"
+
+
+def test_all_text_tables_take_only_their_first_row_as_header() -> None:
+    grid = Grid(name="People")
+    rows = [["Name", "Team"], ["Ada", "Core"], ["Grace", "Compilers"], ["Linus", "Kernel"]]
+    for r, row in enumerate(rows, 1):
+        grid.cells[r] = dict(enumerate(row, 1))
+    [region] = regions(grid)
+    assert region.header_row == 1 and region.headers == {1: "Name", 2: "Team"}
+    [chunk] = table_chunks(grid, [region], Chunker(COUNT, 200), 200)
+    assert chunk.text.splitlines() == ["Name | Team", "Ada | Core", "Grace | Compilers", "Linus | Kernel"]
+    assert chunk.locator == {"range": "A1:B4", "sheet": "People"}
+
+
+def test_format_value() -> None:
+    assert format_value(3.0) == "3" and format_value(0.1 + 0.2) == "0.3" and format_value(True) == "TRUE"
+    assert format_value("  a \n b ") == "a b"
