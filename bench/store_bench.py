@@ -49,6 +49,9 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The numpy baseline runs on one thread, like sqlite-vec's scan; a threaded
+# BLAS on a 2-core machine shared with the model only adds noise.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np  # noqa: E402

@@ -31,30 +31,52 @@ from .models import (
     SearchHit,
     SourceRef,
 )
+
 if TYPE_CHECKING:
+    from .context import Budget, BuiltContext
+    from .ingest.results import Document, IngestReport
     from .service import Funes, open
+    from .sessions import Session
+    from .tools import ToolResult
+
+
+_LAZY = {
+    "Funes": "service",
+    "open": "service",
+    "Session": "sessions",
+    "Budget": "context",
+    "BuiltContext": "context",
+    "ToolResult": "tools",
+    "Document": "ingest.results",
+    "IngestReport": "ingest.results",
+}
 
 
 def __getattr__(name: str) -> Any:
     """Load the service (numpy, SQLite, the store) on first use, so `funes --help` stays instant."""
-    if name in ("Funes", "open"):
-        from . import service
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'funes' has no attribute {name!r}")
+    import importlib
 
-        return getattr(service, name)
-    raise AttributeError(f"module 'funes' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BackendUnavailable",
+    "Budget",
+    "BuiltContext",
     "Caller",
     "Conflict",
     "DependencyMissing",
+    "Document",
     "EmbedderMismatch",
     "Explanation",
     "Funes",
     "FunesError",
+    "IngestReport",
     "InvalidInput",
     "Memory",
     "NotFound",
@@ -63,8 +85,10 @@ __all__ = [
     "Reference",
     "SearchFilters",
     "SearchHit",
+    "Session",
     "SourceRef",
     "StoreCorrupt",
+    "ToolResult",
     "__version__",
     "open",
 ]

@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -84,6 +84,28 @@ def _as_time(value: datetime | str | None, name: str) -> datetime | None:
         raise InvalidInput(
             f"{name} {value!r} is not a date.", hint="Use ISO-8601, e.g. 2026-12-31 or 2026-12-31T18:00:00Z."
         ) from exc
+
+
+class RecordFields(TypedDict, total=False):
+    """Optional fields of a new record (see :meth:`Funes.prepare`)."""
+
+    type: str
+    importance: float | None
+    scope: str | None
+    project: str | None
+    session: str | None
+    tenant: str | None
+    user: str | None
+    kind: str
+    title: str | None
+    topic: str | None
+    entity_type: str | None
+    entity_id: str | None
+    source: SourceRef | None
+    pinned: bool
+    expires_at: datetime | str | None
+    metadata: dict[str, Any] | None
+    references: Iterable[Reference | tuple[str, str] | dict[str, str]]
 
 
 class _AccessWriter:
@@ -299,49 +321,14 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         return scope
 
     # -- records -------------------------------------------------------------------
-    def remember(
-        self,
-        content: str,
-        *,
-        type: str = "fact",
-        importance: float | None = None,
-        scope: str | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        tenant: str | None = None,
-        user: str | None = None,
-        kind: str = "memory",
-        title: str | None = None,
-        topic: str | None = None,
-        entity_type: str | None = None,
-        entity_id: str | None = None,
-        source: SourceRef | None = None,
-        pinned: bool = False,
-        expires_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        references: Iterable[Reference | tuple[str, str] | dict[str, str]] = (),
-    ) -> Memory:
-        """Store a memory. The same content in the same scope returns the existing record."""
-        memory = self.prepare(
-            content,
-            type=type,
-            importance=importance,
-            scope=scope,
-            project=project,
-            session=session,
-            tenant=tenant,
-            user=user,
-            kind=kind,
-            title=title,
-            topic=topic,
-            entity_type=entity_type,
-            entity_id=entity_id,
-            source=source,
-            pinned=pinned,
-            expires_at=expires_at,
-            metadata=metadata,
-            references=references,
-        )
+    def remember(self, content: str, **fields: Unpack[RecordFields]) -> Memory:
+        """Store a memory. The same content in the same scope returns the existing record.
+
+        ``fields`` are those of :meth:`prepare`: type, importance, scope,
+        project, session, tenant, user, kind, title, topic, entity_type,
+        entity_id, source, pinned, expires_at, metadata, references.
+        """
+        memory = self.prepare(content, **fields)
         existing = self.store.find_by_hash(
             memory.tenant,
             vis_key(memory.scope, memory.project_id, memory.session_id),
@@ -559,7 +546,7 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             session_id=session,
             memory_types=tuple(types) if types else None,
             kinds=tuple(kinds) if kinds else None,
-            source_types=tuple(source_types) if source_types else None,
+            source_types=_expand_source_types(source_types),
             source_ids=tuple(source_ids) if source_ids else None,
             created_after=_as_time(since, "since"),
             created_before=_as_time(until, "until"),
@@ -700,6 +687,21 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         ident = EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
         self.store.replace_index(ident, zip(records, vectors, strict=True))
         return len(records)
+
+
+def _expand_source_types(names: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Source filter names (documents, sheets, chat, markdown, all) or raw types as source types."""
+    if not names:
+        return None
+    from .ingest import source_types_for
+
+    out: list[str] = []
+    for name in names:
+        types = source_types_for(name)
+        if types is None:
+            return None
+        out.extend(t for t in types if t not in out)
+    return tuple(out)
 
 
 def _as_reference(value: Reference | tuple[str, str] | dict[str, str]) -> Reference:

@@ -29,6 +29,10 @@ from .chunking import Chunker
 #: Source types written by ingestion (``SourceRef.type``), one per reader.
 SOURCE_TYPES: tuple[str, ...] = ("text", "markdown", "pdf", "sheet", "chat")
 
+#: Source types of memories that were not ingested: stated by a user, created
+#: by an agent, or imported.
+PROVENANCE_TYPES: tuple[str, ...] = ("user", "agent", "import")
+
 #: User-facing source filters and the source types each one selects.
 #: ``all`` selects everything. Shared by the CLI, the agent tools and MCP.
 SOURCE_FILTERS: dict[str, tuple[str, ...] | None] = {
@@ -84,11 +88,11 @@ def source_types_for(name: str) -> tuple[str, ...] | None:
     key = (name or "all").strip().lower()
     if key in SOURCE_FILTERS:
         return SOURCE_FILTERS[key]
-    if key in SOURCE_TYPES:
+    if key in SOURCE_TYPES or key in PROVENANCE_TYPES:
         return (key,)
     raise InvalidInput(
         f"Unknown source filter {name!r}.",
-        hint=f"Use one of: {', '.join([*SOURCE_FILTERS, *SOURCE_TYPES])}.",
+        hint=f"Use one of: {', '.join([*SOURCE_FILTERS, *SOURCE_TYPES, *PROVENANCE_TYPES])}.",
     )
 
 

@@ -284,7 +284,7 @@ def add(
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Only these scopes.")
 @click.option("--session", help="Restrict session-scope records to this session.")
 @click.option("--project", "project", help="Current project: restricts and boosts its records (overrides --project).")
-@click.option("--source-type", "source_types", multiple=True, help="Only records from these source types.")
+@click.option("--source-type", "source_types", multiple=True, help="Only records from these sources: documents, sheets, chat, markdown, or a type (pdf, sheet, text, user, agent, import).")
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
 @click.option("--until", help="Created at or before (ISO-8601).")

@@ -23,6 +23,8 @@ from typing import Any
 from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
 
 _DRIVER: ModuleType | None = None
+CACHE_KIB = 128 * 1024  # page cache per connection, in KiB (allocated as used)
+MMAP_BYTES = 1 << 30  # address space mapped for reads (not memory used)
 
 
 def _can_load_extensions(module: ModuleType) -> bool:
@@ -127,6 +129,14 @@ class Database:
                 )
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # SQLite's default 2 MB page cache thrashes once the store holds
+            # tens of thousands of records (one open vec0 chunk per tenant,
+            # FTS segments): inserts at 100k ran 2.5x slower. The cache grows
+            # on demand, so small stores pay nothing.
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            # Reads through mmap skip a copy per page; vec0 KNN scans whole
+            # vector chunks, so this is its largest cost after the maths.
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         except module.Error as exc:
             conn.close()
             raise _translate(self.path, exc) from exc
