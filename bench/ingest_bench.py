@@ -94,8 +94,14 @@ def make_workbook(path: Path, rows: int) -> None:
     for r in range(2, rows + 2):
         units, price = rng.randint(1, 500), round(rng.uniform(1, 99), 2)
         ws.append(
-            [f"2025-{r % 12 + 1:02d}-{r % 28 + 1:02d}", rng.choice(["North", "South", "East", "West"]),
-             f"Product {rng.randint(1, 60)}", units, price, f"=D{r}*E{r}"]
+            [
+                f"2025-{r % 12 + 1:02d}-{r % 28 + 1:02d}",
+                rng.choice(["North", "South", "East", "West"]),
+                f"Product {rng.randint(1, 60)}",
+                units,
+                price,
+                f"=D{r}*E{r}",
+            ]
         )
         totals[f"F{r}"] = f"{units * price:.2f}"
     notes = wb.create_sheet("Assumptions")
@@ -111,8 +117,10 @@ def make_workbook(path: Path, rows: int) -> None:
             if info.filename == "xl/worksheets/sheet1.xml":
                 body = re.sub(
                     rb'<c r="(F\d+)"([^>]*)><f>([^<]*)</f><v\s*(?:/>|></v>)',
-                    lambda m: b'<c r="%s"%s><f>%s</f><v>%s</v>'
-                    % (m.group(1), m.group(2), m.group(3), totals[m.group(1).decode()].encode()),
+                    lambda m: (
+                        b'<c r="%s"%s><f>%s</f><v>%s</v>'
+                        % (m.group(1), m.group(2), m.group(3), totals[m.group(1).decode()].encode())
+                    ),
                     body,
                 )
             dst.writestr(info, body)

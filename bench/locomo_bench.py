@@ -49,7 +49,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ def parse_evidence(items: list[str]) -> set[str]:
 def parse_date(text: str) -> datetime | None:
     """LoCoMo's '1:56 pm on 8 May, 2023' as an aware datetime."""
     try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
     except ValueError:
         return None
 
@@ -136,7 +136,8 @@ def rank_questions(
             continue
         hits = mem.search(qa["question"], tenant=tenant, limit=50, track=False)
         ranked = [
-            (record_to_dia.get(h.memory.id, "?"), h.explanation.vector_similarity, h.explanation.keyword_rank) for h in hits
+            (record_to_dia.get(h.memory.id, "?"), h.explanation.vector_similarity, h.explanation.keyword_rank)
+            for h in hits
         ]
         if off_topic:
             out.append(Ranked(int(qa["category"]), set(), ranked, [], []))
@@ -175,20 +176,26 @@ def print_recall(results: list[Ranked]) -> None:
         groups[CATEGORIES[r.category]].append(r)
     groups["all"] = results
     print("\n## Retrieval of evidence turns (recall@k / hit@k)")
-    print(f"{'method':<9} {'category':<12} {'n':>5} " + " ".join(f"{'R@' + str(k):>7} {'hit@' + str(k):>7}" for k in KS))
+    print(
+        f"{'method':<9} {'category':<12} {'n':>5} " + " ".join(f"{'R@' + str(k):>7} {'hit@' + str(k):>7}" for k in KS)
+    )
     for method in ("hybrid", "vector", "keyword"):
         for name, items in groups.items():
             cells = []
             for k in KS:
                 pairs = [
                     recall_at(
-                        [h[0] for h in r.hits] if method == "hybrid" else (r.vector_only if method == "vector" else r.keyword_only),
+                        [h[0] for h in r.hits]
+                        if method == "hybrid"
+                        else (r.vector_only if method == "vector" else r.keyword_only),
                         r.evidence,
                         k,
                     )
                     for r in items
                 ]
-                cells.append(f"{statistics.mean(p[0] for p in pairs):>7.3f} {statistics.mean(p[1] for p in pairs):>7.3f}")
+                cells.append(
+                    f"{statistics.mean(p[0] for p in pairs):>7.3f} {statistics.mean(p[1] for p in pairs):>7.3f}"
+                )
             print(f"{method:<9} {name:<12} {len(items):>5} " + " ".join(cells))
 
 
@@ -225,7 +232,14 @@ def print_thresholds(results: list[Ranked], inject: int, strong_rank: int) -> di
         precision = precision_num / precision_den if precision_den else 0.0
         recall = statistics.mean(recalls)
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        rows[label] = {"precision": precision, "recall": recall, "f1": f1, "hit": statistics.mean(hits), "mean": statistics.mean(counts), "empty": empty / len(results)}
+        rows[label] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "hit": statistics.mean(hits),
+            "mean": statistics.mean(counts),
+            "empty": empty / len(results),
+        }
         print(
             f"{label:<22} {precision:>9.3f} {recall:>7.3f} {f1:>6.3f} {statistics.mean(hits):>6.3f} "
             f"{statistics.mean(counts):>8.2f} {empty / len(results):>8.1%}"
@@ -251,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA, help="Path of locomo10.json (read only).")
     parser.add_argument("--conversations", type=int, default=3, help="How many conversations, from the first (1-10).")
     parser.add_argument("--inject", type=int, default=5, help="Most hits injected (context_retrieved_chunks).")
-    parser.add_argument("--off-topic", type=int, default=60, help="Questions of the next conversation asked per conversation.")
+    parser.add_argument(
+        "--off-topic", type=int, default=60, help="Questions of the next conversation asked per conversation."
+    )
     parser.add_argument("--json", type=Path, help="Also write the numbers to this JSON file.")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -266,7 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Ranked] = []
     noise: list[Ranked] = []
     timing: dict[str, float] = {"ingest_s": 0.0, "turns": 0, "search_s": 0.0, "questions": 0}
-    with tempfile.TemporaryDirectory(prefix="funes-locomo-") as tmp, funes.open(str(Path(tmp) / "locomo.db"), embedder=embedder) as mem:
+    with (
+        tempfile.TemporaryDirectory(prefix="funes-locomo-") as tmp,
+        funes.open(str(Path(tmp) / "locomo.db"), embedder=embedder) as mem,
+    ):
         for sample in samples:
             start = time.perf_counter()
             record_to_dia, turns = ingest(mem, sample)
@@ -278,12 +297,16 @@ def main(argv: list[str] | None = None) -> int:
             timing["questions"] += len(ranked)
             results.extend(ranked)
             other = everything[(everything.index(sample) + 1) % len(everything)]
-            noise.extend(rank_questions(mem, sample["sample_id"], other["qa"][: args.off_topic], record_to_dia, off_topic=True))
+            noise.extend(
+                rank_questions(mem, sample["sample_id"], other["qa"][: args.off_topic], record_to_dia, off_topic=True)
+            )
             print(f"{sample['sample_id']}: {turns} turns, {len(ranked)} scored questions", file=sys.stderr)
         strong_rank = mem.config.strong_keyword_rank
         default = mem.config.auto_min_similarity
     ids = ", ".join(s["sample_id"] for s in samples)
-    print(f"# LoCoMo: {len(samples)} conversation(s) ({ids}), {timing['turns']} turns, {timing['questions']} questions (categories 1-4)")
+    print(
+        f"# LoCoMo: {len(samples)} conversation(s) ({ids}), {timing['turns']} turns, {timing['questions']} questions (categories 1-4)"
+    )
     print(
         f"# ingest {timing['turns'] / timing['ingest_s']:.0f} turns/s through Session.add_message; "
         f"{1000 * timing['search_s'] / max(1, timing['questions']):.0f} ms per question (hybrid search + both legs)"

@@ -44,7 +44,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +54,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id  # noqa: E402
-from funes.retrieval import STOPWORDS, query_terms  # noqa: E402
+from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id
+from funes.retrieval import STOPWORDS, query_terms
 
 DIMS = 384
 SCOPES = ("team", "project", "session")
@@ -231,7 +231,7 @@ class Bench:
         self.rows: list[Row] = []
         self.workdir = Path(args.workdir or tempfile.mkdtemp(prefix="funes-bench-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.now = datetime.now(timezone.utc)
+        self.now = datetime.now(UTC)
         self.cli_db: str | None = None
         self.cli_tenant = "default"
 
@@ -255,6 +255,7 @@ class Bench:
             def tenant_of(i: int) -> str:
                 return tenants[i % len(tenants)]
         else:
+
             def tenant_of(i: int) -> str:
                 return tenants[0]
 
@@ -283,13 +284,24 @@ class Bench:
                 store.put_many(items)
                 insert_time += time.perf_counter() - t0
                 done += n
-            self.add(layout, size, "insert throughput (records/s)", f"{size / insert_time:,.0f}",
-                     f"{insert_time:.1f} s from empty, batches of {args.batch}")
+            self.add(
+                layout,
+                size,
+                "insert throughput (records/s)",
+                f"{size / insert_time:,.0f}",
+                f"{insert_time:.1f} s from empty, batches of {args.batch}",
+            )
             store.db.reader().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            self.add(layout, size, "database size (MB)", f"{db_size(path) / 1e6:,.1f}",
-                     f"{db_size(path) / size / 1024:.2f} KiB/record")
-            self.search_phase(layout, size, svc, corpus, tenants, all_vecs[:size], tenant_idx[:size],
-                              expired[:size], ids)
+            self.add(
+                layout,
+                size,
+                "database size (MB)",
+                f"{db_size(path) / 1e6:,.1f}",
+                f"{db_size(path) / size / 1024:.2f} KiB/record",
+            )
+            self.search_phase(
+                layout, size, svc, corpus, tenants, all_vecs[:size], tenant_idx[:size], expired[:size], ids
+            )
         if layout == "multi":
             self.cli_db, self.cli_tenant = path, tenants[0]
         self.e2e_phase(layout, total, svc, corpus, tenants)
@@ -309,13 +321,14 @@ class Bench:
     ) -> None:
         args = self.args
         store = svc.store
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         per_tenant = {
             t: (np.ascontiguousarray(vecs[(tenant_idx == n) & ~expired]), np.flatnonzero((tenant_idx == n) & ~expired))
             for n, t in enumerate(tenants)
         }
-        stats: dict[str, list[float]] = {k: [] for k in (
-            "hybrid", "hybrid_common", "hybrid_rare", "kw_common", "kw_rare", "vec", "numpy", "vec_k10")}
+        stats: dict[str, list[float]] = {
+            k: [] for k in ("hybrid", "hybrid_common", "hybrid_rare", "kw_common", "kw_rare", "vec", "numpy", "vec_k10")
+        }
         recalls: list[float] = []
         kw_hits_common: list[int] = []
         queries = [("common" if q % 2 else "rare") for q in range(args.queries)]
@@ -329,8 +342,9 @@ class Bench:
             t0 = time.perf_counter()
             svc._search(text, filters, now, 10, None, None)
             t1 = time.perf_counter()
-            kw = store.keyword_search(query_terms(text), filters, limit=50,
-                                      scan_cap=svc.config.keyword_scan_cap, now=now)
+            kw = store.keyword_search(
+                query_terms(text), filters, limit=50, scan_cap=svc.config.keyword_scan_cap, now=now
+            )
             t2 = time.perf_counter()
             store.vector_search(qvec, filters, k=50, now=now)
             t3 = time.perf_counter()
@@ -354,26 +368,45 @@ class Bench:
             if kind == "common":
                 kw_hits_common.append(len(kw))
         del svc.embed_query
-        scoped = "1 of %d tenants" % len(tenants) if len(tenants) > 1 else "one tenant holds all"
+        scoped = f"1 of {len(tenants)} tenants" if len(tenants) > 1 else "one tenant holds all"
 
         def lat(values: list[float]) -> str:
             return f"{pct(values, 50):.2f}/{pct(values, 95):.2f}/{pct(values, 99):.2f}"
 
-        self.add(layout, size, "hybrid p50/p95/p99 (ms), no embedding", lat(stats["hybrid"]),
-                 f"{len(stats['hybrid'])} queries, {scoped}")
+        self.add(
+            layout,
+            size,
+            "hybrid p50/p95/p99 (ms), no embedding",
+            lat(stats["hybrid"]),
+            f"{len(stats['hybrid'])} queries, {scoped}",
+        )
         self.add(layout, size, "  hybrid, rare-word queries", lat(stats["hybrid_rare"]))
         self.add(layout, size, "  hybrid, common-word queries", lat(stats["hybrid_common"]))
         self.add(layout, size, "  keyword leg, rare words", lat(stats["kw_rare"]))
-        self.add(layout, size, "  keyword leg, common words", lat(stats["kw_common"]),
-                 f"scan cap {svc.config.keyword_scan_cap}")
+        self.add(
+            layout,
+            size,
+            "  keyword leg, common words",
+            lat(stats["kw_common"]),
+            f"scan cap {svc.config.keyword_scan_cap}",
+        )
         self.add(layout, size, "  vector leg k=50", lat(stats["vec"]))
-        self.add(layout, size, "  numpy brute force (same tenant)", lat(stats["numpy"]),
-                 f"{int(np.mean([len(m) for m, _ in per_tenant.values()])):,} vectors/tenant")
+        self.add(
+            layout,
+            size,
+            "  numpy brute force (same tenant)",
+            lat(stats["numpy"]),
+            f"{int(np.mean([len(m) for m, _ in per_tenant.values()])):,} vectors/tenant",
+        )
         ratio = pct(stats["vec_k10"], 50) / max(pct(stats["numpy"], 50), 1e-9)
-        self.add(layout, size, "vector leg k=10 / numpy, p50", f"{ratio:.2f}x",
-                 f"{pct(stats['vec_k10'], 50):.2f} ms vs {pct(stats['numpy'], 50):.2f} ms")
-        self.add(layout, size, "vector recall@10 vs brute force", f"{np.mean(recalls):.4f}",
-                 f"min {min(recalls):.2f}")
+        self.add(
+            layout,
+            size,
+            "vector leg k=10 / numpy, p50",
+            f"{ratio:.2f}x",
+            f"{pct(stats['vec_k10'], 50):.2f} ms vs {pct(stats['numpy'], 50):.2f} ms",
+        )
+        self.add(layout, size, "vector recall@10 vs brute force", f"{np.mean(recalls):.4f}", f"min {min(recalls):.2f}")
 
     def e2e_phase(self, layout: str, size: int, svc: Any, corpus: Corpus, tenants: list[str]) -> None:
         if self.args.skip_embed:
@@ -392,9 +425,13 @@ class Bench:
             svc.search(text, tenant=tenant, limit=10)
             if n > 3:  # the first calls load the model
                 times.append(time.perf_counter() - t0)
-        self.add(layout, size, "end-to-end search p50/p95/p99 (ms)",
-                 f"{pct(times, 50):.1f}/{pct(times, 95):.1f}/{pct(times, 99):.1f}",
-                 f"real model, query_threads=1, {len(times)} queries")
+        self.add(
+            layout,
+            size,
+            "end-to-end search p50/p95/p99 (ms)",
+            f"{pct(times, 50):.1f}/{pct(times, 95):.1f}/{pct(times, 99):.1f}",
+            f"real model, query_threads=1, {len(times)} queries",
+        )
 
     # -- model and CLI -------------------------------------------------------
     def embed_phase(self) -> None:
@@ -409,8 +446,13 @@ class Bench:
             t0 = time.perf_counter()
             emb.embed_batch(texts[:count])
             dt = time.perf_counter() - t0
-            self.add("model", count, f"embedding throughput, batch {batch}", f"{count / dt:,.1f} texts/s",
-                     f"{os.cpu_count()} threads, mean {np.mean([len(t.split()) for t in texts[:count]]):.0f} words")
+            self.add(
+                "model",
+                count,
+                f"embedding throughput, batch {batch}",
+                f"{count / dt:,.1f} texts/s",
+                f"{os.cpu_count()} threads, mean {np.mean([len(t.split()) for t in texts[:count]]):.0f} words",
+            )
         for threads in (1, 2):
             emb = LocalEmbedder(query_threads=threads)
             emb.embed_batch(["warm up"], query=True)
@@ -420,8 +462,13 @@ class Bench:
                 t0 = time.perf_counter()
                 emb.embed_batch([text + f" {q}"], query=True)
                 times.append(time.perf_counter() - t0)
-            self.add("model", 1, f"query embedding p50/p95, {threads} thread(s)",
-                     f"{pct(times, 50):.1f}/{pct(times, 95):.1f} ms", "idle machine")
+            self.add(
+                "model",
+                1,
+                f"query embedding p50/p95, {threads} thread(s)",
+                f"{pct(times, 50):.1f}/{pct(times, 95):.1f} ms",
+                "idle machine",
+            )
 
     def cli_phase(self) -> None:
         if self.cli_db is None:
@@ -441,8 +488,13 @@ class Bench:
             t0 = time.perf_counter()
             subprocess.run([str(exe), "--help"], env=env, capture_output=True, check=True)
             help_times.append(time.perf_counter() - t0)
-        self.add("cli", self.args.sizes[-1], "`funes search` cold start (s), median",
-                 f"{statistics.median(times):.2f}", f"min {min(times):.2f}, {len(times)} fresh processes")
+        self.add(
+            "cli",
+            self.args.sizes[-1],
+            "`funes search` cold start (s), median",
+            f"{statistics.median(times):.2f}",
+            f"min {min(times):.2f}, {len(times)} fresh processes",
+        )
         self.add("cli", 0, "`funes --help` (s), median", f"{statistics.median(help_times):.2f}")
 
     def run(self) -> None:

@@ -58,8 +58,25 @@ def test_add_search_get_list_round_trip() -> None:
 
 def test_add_every_option() -> None:
     added = data(
-        "add", "Ship the beta", "--type", "decision", "--scope", "session", "--session", "s1", "--title", "Beta",
-        "--topic", "launch", "--pin", "--expires", "2999-01-01", "--ref", "ticket:T-1", "--meta", "k=v",
+        "add",
+        "Ship the beta",
+        "--type",
+        "decision",
+        "--scope",
+        "session",
+        "--session",
+        "s1",
+        "--title",
+        "Beta",
+        "--topic",
+        "launch",
+        "--pin",
+        "--expires",
+        "2999-01-01",
+        "--ref",
+        "ticket:T-1",
+        "--meta",
+        "k=v",
     )
     assert added["scope"] == "session" and added["session_id"] == "s1" and added["pinned"] is True
     assert added["references"] == [{"type": "ticket", "id": "T-1"}] and added["metadata"] == {"k": "v"}
@@ -90,7 +107,12 @@ def test_list_pagination_and_filters() -> None:
 def test_edit_pin_unpin_rm() -> None:
     memory_id = data("add", "draft wording")["id"]
     edited = data("edit", memory_id, "final wording", "--importance", "0.3", "--title", "T")
-    assert (edited["content"], edited["version"], edited["importance"], edited["title"]) == ("final wording", 2, 0.3, "T")
+    assert (edited["content"], edited["version"], edited["importance"], edited["title"]) == (
+        "final wording",
+        2,
+        0.3,
+        "T",
+    )
     assert edited["previous_versions"][0]["content"] == "draft wording"
     assert data("edit", memory_id, "--expires", "2999-01-01")["expires_at"].startswith("2999")
     assert data("edit", memory_id, "--expires", "never")["expires_at"] is None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -115,12 +116,26 @@ def test_one_system_message_with_every_section_in_order() -> None:
         recent_changes=[{"cell": "Sheet1!B5", "old": 100, "new": 120, "by": "user"}],
         recalled_history=[Recalled(memory("we said X", mid="m_h", kind="message"), 0.7, "recalled")],
         facts=[Recalled(memory("Fiscal year starts in April", mid="m_f", pinned=True), None, "fact")],
-        retrieved=[Recalled(memory("Q1 revenue was 4.2M", mid="m_r", source=SourceRef(type="pdf", uri="/d/Q1.pdf", locator={"page": 3})), 0.66)],
+        retrieved=[
+            Recalled(
+                memory(
+                    "Q1 revenue was 4.2M", mid="m_r", source=SourceRef(type="pdf", uri="/d/Q1.pdf", locator={"page": 3})
+                ),
+                0.66,
+            )
+        ],
     )
     for fmt in ("anthropic", "openai"):
         built = assemble(inputs, Budget(), COUNTER, fmt)
         system = built.system
-        tags = ["<memory_instructions>", "<current_context>", "<recent_changes>", "<relevant_history>", "<project_facts>", "<retrieved_context>"]
+        tags = [
+            "<memory_instructions>",
+            "<current_context>",
+            "<recent_changes>",
+            "<relevant_history>",
+            "<project_facts>",
+            "<retrieved_context>",
+        ]
         positions = [system.index(t) for t in tags]
         assert positions == sorted(positions)
         assert system.startswith("You are a financial modelling assistant.")
@@ -151,8 +166,18 @@ def test_change_shapes() -> None:
 
 
 def test_snapshot_renders_compactly() -> None:
-    text = render_snapshot({"sheet": "P&L", "empty": None, "sel": {"B5": {"value": 120, "formula": "=B4*1.2"}}, "rows": [[1, None, 3]]})
-    assert text.splitlines() == ["sheet: P&L", "sel:", "  B5:", "    value: 120", "    formula: =B4*1.2", "rows:", "  1 |  | 3"]
+    text = render_snapshot(
+        {"sheet": "P&L", "empty": None, "sel": {"B5": {"value": 120, "formula": "=B4*1.2"}}, "rows": [[1, None, 3]]}
+    )
+    assert text.splitlines() == [
+        "sheet: P&L",
+        "sel:",
+        "  B5:",
+        "    value: 120",
+        "    formula: =B4*1.2",
+        "rows:",
+        "  1 |  | 3",
+    ]
     assert render_snapshot("raw text") == "raw text"
 
 
@@ -164,10 +189,25 @@ def test_the_current_message_is_not_duplicated_when_already_stored() -> None:
 
 # -- dropping turns -----------------------------------------------------------------------
 def test_oldest_turns_drop_first_and_are_noted() -> None:
-    history = chat(*[(r, f"{r} message number {i} " + "lorem ipsum " * 20) for i in range(6) for r in ("user", "assistant")])
-    recalled = [Recalled(memory("user message number 0", mid="m0", kind="message", source=SourceRef(type="chat", locator={"message_id": "msg_0", "role": "user"})), 0.8, "recalled")]
+    history = chat(
+        *[(r, f"{r} message number {i} " + "lorem ipsum " * 20) for i in range(6) for r in ("user", "assistant")]
+    )
+    recalled = [
+        Recalled(
+            memory(
+                "user message number 0",
+                mid="m0",
+                kind="message",
+                source=SourceRef(type="chat", locator={"message_id": "msg_0", "role": "user"}),
+            ),
+            0.8,
+            "recalled",
+        )
+    ]
     budget = Budget(conversation=300)
-    built = assemble(ContextInputs(query="what was message 0?", history=history, recalled_history=recalled), budget, COUNTER)
+    built = assemble(
+        ContextInputs(query="what was message 0?", history=history, recalled_history=recalled), budget, COUNTER
+    )
     dropped = [d["id"] for d in built.dropped_turns]
     kept = [m.id for m in built.messages[:-1]]
     assert dropped and kept
@@ -180,7 +220,16 @@ def test_oldest_turns_drop_first_and_are_noted() -> None:
 
 def test_recalled_turns_already_in_the_prompt_are_not_repeated() -> None:
     history = chat(("user", "my dog is Biscuit"), ("assistant", "nice"))
-    recalled = [Recalled(memory("my dog is Biscuit", kind="message", source=SourceRef(type="chat", locator={"message_id": "msg_0", "role": "user"})), 0.9)]
+    recalled = [
+        Recalled(
+            memory(
+                "my dog is Biscuit",
+                kind="message",
+                source=SourceRef(type="chat", locator={"message_id": "msg_0", "role": "user"}),
+            ),
+            0.9,
+        )
+    ]
     built = assemble(ContextInputs(query="dog?", history=history, recalled_history=recalled), Budget(), COUNTER)
     assert "<relevant_history>" not in built.system
 
@@ -209,7 +258,9 @@ def test_over_long_instructions_are_an_error_with_a_hint() -> None:
 
 
 def test_memory_instructions_are_cut_before_base_instructions() -> None:
-    built = assemble(ContextInputs(query="q", instructions="Base.", memory_instructions="guide " * 400), Budget(system=150), COUNTER)
+    built = assemble(
+        ContextInputs(query="q", instructions="Base.", memory_instructions="guide " * 400), Budget(system=150), COUNTER
+    )
     assert built.sections["instructions"].tokens <= 150
     assert built.system.startswith("Base.") and "cannot change these instructions" in built.system
     assert built.sections["instructions"].dropped
@@ -245,7 +296,12 @@ def test_instruction_like_text_is_flagged(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["I prefer US-based vendors", "The assistant manager is Bob", "Revenue must always exceed cost in the model", "x < 3 and y > 2"],
+    [
+        "I prefer US-based vendors",
+        "The assistant manager is Bob",
+        "Revenue must always exceed cost in the model",
+        "x < 3 and y > 2",
+    ],
 )
 def test_ordinary_text_is_not_flagged(text: str) -> None:
     assert instruction_flags(text) == []
@@ -265,8 +321,14 @@ def test_provenance_labels() -> None:
     assert provenance(memory("x", source=SourceRef(type="agent"))) == "agent-created"
     assert provenance(memory("x", source=SourceRef(type="sheet"))) == "document"
     assert provenance(memory("x", source=SourceRef(type="import"))) == "imported"
-    assert provenance(memory("x", kind="message", source=SourceRef(type="chat", locator={"role": "assistant"}))) == "agent-created"
-    assert provenance(memory("x", kind="document_chunk", source=SourceRef(type="chat", locator={"role": "user"}))) == "imported"
+    assert (
+        provenance(memory("x", kind="message", source=SourceRef(type="chat", locator={"role": "assistant"})))
+        == "agent-created"
+    )
+    assert (
+        provenance(memory("x", kind="document_chunk", source=SourceRef(type="chat", locator={"role": "user"})))
+        == "imported"
+    )
 
 
 def test_named_documents_are_recognised() -> None:
@@ -291,7 +353,12 @@ def _tool_history() -> list[Message]:
     return [
         Message("assistant", "Hello! How can I help?", id="a0"),
         Message("user", "Find the Q1 revenue", id="u1"),
-        Message("assistant", "Let me search.", id="a1", tool_calls=(ToolCall("call_1", "memory_search", {"query": "Q1 revenue"}),)),
+        Message(
+            "assistant",
+            "Let me search.",
+            id="a1",
+            tool_calls=(ToolCall("call_1", "memory_search", {"query": "Q1 revenue"}),),
+        ),
         Message("tool", "Q1 revenue was 4.2M [Q1.pdf p.3]", id="t1", tool_call_id="call_1"),
         Message("assistant", "", id="a2", tool_calls=(ToolCall("call_2", "search_memories", {"query": "x"}),)),
         Message("tool", "nothing", id="t2", tool_call_id="call_2"),
@@ -303,12 +370,14 @@ def _tool_history() -> list[Message]:
 def test_anthropic_request_validates_against_the_sdk_types() -> None:
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
-    built = assemble(ContextInputs(query="and Q2?", history=_tool_history(), snapshot={"a": 1}), Budget(), COUNTER, "anthropic")
+    built = assemble(
+        ContextInputs(query="and Q2?", history=_tool_history(), snapshot={"a": 1}), Budget(), COUNTER, "anthropic"
+    )
     adapter = TypeAdapter(MessageCreateParamsNonStreaming)  # must outlive the lazy iterators it returns
     params = force(adapter.validate_python({"model": "claude-sonnet-4-5", **built.request}))
     roles = [m["role"] for m in params["messages"]]
     assert set(roles) <= {"user", "assistant"}
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))  # alternating
+    assert all(a != b for a, b in itertools.pairwise(roles))  # alternating
     assert isinstance(params["system"], str) and params["max_tokens"] == Budget().response
     blocks = params["messages"][2]["content"]
     assert [b["type"] for b in blocks] == ["text", "tool_use"]
@@ -367,9 +436,19 @@ def _budgets(draw: st.DrawFn) -> Budget:
 
 
 def _recalled(texts: list[str], kind: str = "memory") -> list[Recalled]:
-    stamp = datetime(2026, 1, 3, tzinfo=timezone.utc)
+    stamp = datetime(2026, 1, 3, tzinfo=UTC)
     return [
-        Recalled(Memory(id=f"r{kind}{i}", content=t, kind=kind, source=SourceRef(type="chat", locator={"message_id": f"m{i}", "role": "user"}), created_at=stamp, updated_at=stamp), 0.5)
+        Recalled(
+            Memory(
+                id=f"r{kind}{i}",
+                content=t,
+                kind=kind,
+                source=SourceRef(type="chat", locator={"message_id": f"m{i}", "role": "user"}),
+                created_at=stamp,
+                updated_at=stamp,
+            ),
+            0.5,
+        )
         for i, t in enumerate(texts)
     ]
 
@@ -414,9 +493,21 @@ def test_budgets_are_never_exceeded(
         return  # the budget cannot hold the instructions or the message: refused, never exceeded
     s = built.sections
     system_tokens = COUNTER.count(built.system)
-    total = system_tokens + MESSAGE_OVERHEAD + sum(COUNTER.count(m.token_text()) + MESSAGE_OVERHEAD for m in built.messages) + REPLY_OVERHEAD
+    total = (
+        system_tokens
+        + MESSAGE_OVERHEAD
+        + sum(COUNTER.count(m.token_text()) + MESSAGE_OVERHEAD for m in built.messages)
+        + REPLY_OVERHEAD
+    )
     assert built.total_tokens == total <= budget.prompt_limit
-    for name in ("instructions", "current_context", "recent_changes", "relevant_history", "project_facts", "retrieved_context"):
+    for name in (
+        "instructions",
+        "current_context",
+        "recent_changes",
+        "relevant_history",
+        "project_facts",
+        "retrieved_context",
+    ):
         assert s[name].tokens == COUNTER.count(s[name].text)
     assert s["instructions"].tokens <= budget.system
     assert s["current_context"].tokens + s["recent_changes"].tokens <= budget.snapshot

@@ -27,7 +27,7 @@ class EmbeddingServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})

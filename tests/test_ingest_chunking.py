@@ -17,7 +17,9 @@ from funes.ingest.sheets import Grid, format_value, regions, table_chunks
 COUNT = HashEmbedder().count_tokens
 words = st.text(alphabet="abcdefghij", min_size=1, max_size=12)
 sentences = st.lists(words, min_size=1, max_size=30).map(lambda ws: " ".join(ws) + ".")
-documents = st.lists(st.lists(sentences, min_size=1, max_size=6).map(" ".join), min_size=1, max_size=12).map("\n\n".join)
+documents = st.lists(st.lists(sentences, min_size=1, max_size=6).map(" ".join), min_size=1, max_size=12).map(
+    "\n\n".join
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -31,7 +33,11 @@ def test_split_text_respects_the_limit_and_keeps_every_word(text: str, limit: in
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=50), max_size=40), st.integers(min_value=10, max_value=100), st.integers(0, 20))
+@given(
+    st.lists(st.integers(min_value=1, max_value=50), max_size=40),
+    st.integers(min_value=10, max_value=100),
+    st.integers(0, 20),
+)
 def test_pack_covers_every_unit_in_order(sizes: list[int], limit: int, overlap: int) -> None:
     groups = pack(sizes, limit, overlap)
     firsts = [g for group in groups for g in group]

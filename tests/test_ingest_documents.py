@@ -98,7 +98,9 @@ def test_readers_never_see_two_versions_or_half_a_document(mem: funes.Funes, tmp
     try:
         for version in (2, 3, 4):
             path.write_text(
-                "\n\n".join(f"Version {version} paragraph {i} about subject {i * version}." for i in range(100 * version)),
+                "\n\n".join(
+                    f"Version {version} paragraph {i} about subject {i * version}." for i in range(100 * version)
+                ),
                 encoding="utf-8",
             )
             sizes[version] = mem.ingest(path).document.chunk_count
@@ -327,7 +329,9 @@ def test_export_import_keeps_documents(mem: funes.Funes, tmp_path: Path) -> None
 def test_cli_ingest_and_docs(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.db")
     (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "ops.md").write_text("# Ops\n\n## On call\n\nThe pager rotates every Monday.\n", encoding="utf-8")
+    (tmp_path / "in" / "ops.md").write_text(
+        "# Ops\n\n## On call\n\nThe pager rotates every Monday.\n", encoding="utf-8"
+    )
     (tmp_path / "in" / "bad.pdf").write_bytes(b"not a pdf at all")
     runner = CliRunner()
     base = ["--db", db, "--embedder", "hash"]
@@ -364,7 +368,11 @@ def test_cli_progress_bar_draws_on_stderr_only() -> None:
 
     stream = io.StringIO()
     show, clear = progress_printer(stream)
-    show(IngestProgress(files_done=1, files_total=4, chunks_done=120, bytes_done=50, bytes_total=200, current="a.pdf", elapsed=5.0))
+    show(
+        IngestProgress(
+            files_done=1, files_total=4, chunks_done=120, bytes_done=50, bytes_total=200, current="a.pdf", elapsed=5.0
+        )
+    )
     line = stream.getvalue()
     assert "1/4 files" in line and "120 chunks" in line and "ETA 00:15" in line and "[######" in line
     clear()

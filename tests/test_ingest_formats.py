@@ -234,8 +234,16 @@ def test_markdown_sections_and_metadata(real_mem, tmp_path: Path, monkeypatch: p
 def test_chat_exports_each_message_is_a_record(real_mem, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     openai_style = [
         {"role": "system", "content": "You are helpful."},
-        {"role": "user", "content": "My cat is called Pixel and she hates thunderstorms.", "timestamp": "2026-01-03T09:12:00Z"},
-        {"role": "assistant", "content": [{"type": "text", "text": "Noted: Pixel, storm-averse."}], "timestamp": "2026-01-03T09:12:05Z"},
+        {
+            "role": "user",
+            "content": "My cat is called Pixel and she hates thunderstorms.",
+            "timestamp": "2026-01-03T09:12:00Z",
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Noted: Pixel, storm-averse."}],
+            "timestamp": "2026-01-03T09:12:05Z",
+        },
     ]
     (tmp_path / "messages.json").write_text(json.dumps(openai_style), encoding="utf-8")
     chatgpt = [
@@ -246,14 +254,24 @@ def test_chat_exports_each_message_is_a_record(real_mem, tmp_path: Path) -> None
             "mapping": {
                 "n1": {"message": None, "parent": None, "children": ["n2"]},
                 "n2": {
-                    "message": {"id": "m2", "author": {"role": "user"}, "create_time": 1767600000,
-                                "content": {"content_type": "text", "parts": ["We land in Lisbon on March 14 at 6am."]}},
-                    "parent": "n1", "children": ["n3"],
+                    "message": {
+                        "id": "m2",
+                        "author": {"role": "user"},
+                        "create_time": 1767600000,
+                        "content": {"content_type": "text", "parts": ["We land in Lisbon on March 14 at 6am."]},
+                    },
+                    "parent": "n1",
+                    "children": ["n3"],
                 },
                 "n3": {
-                    "message": {"id": "m3", "author": {"role": "assistant"}, "create_time": 1767600010,
-                                "content": {"content_type": "text", "parts": ["Then book the 8am train to Porto."]}},
-                    "parent": "n2", "children": [],
+                    "message": {
+                        "id": "m3",
+                        "author": {"role": "assistant"},
+                        "create_time": 1767600010,
+                        "content": {"content_type": "text", "parts": ["Then book the 8am train to Porto."]},
+                    },
+                    "parent": "n2",
+                    "children": [],
                 },
             },
         }
@@ -263,7 +281,10 @@ def test_chat_exports_each_message_is_a_record(real_mem, tmp_path: Path) -> None
         "\n".join(
             json.dumps(m)
             for m in [
-                {"role": "user", "content": [{"type": "text", "text": "Our API rate limit is 600 requests per minute."}]},
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "Our API rate limit is 600 requests per minute."}],
+                },
                 {"role": "assistant", "content": "Understood."},
             ]
         ),

@@ -60,7 +60,9 @@ def test_lists_tools_with_schemas_and_annotations(server: Any, mode: str) -> Non
                 assert tool.description == rendered[tool.name]["description"]
                 hints = tool.annotations
                 assert hints is not None
-                assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == EXPECTED_HINTS[tool.name]
+                assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == EXPECTED_HINTS[
+                    tool.name
+                ]
                 assert hints.open_world_hint is False
             assert client.instructions == load_prompt("agent")
 
@@ -71,12 +73,15 @@ def test_calls_every_tool(server: Any, mem: funes.Funes) -> None:
     async def main() -> None:
         async with Client(server) as client:
             created = await client.call_tool(
-                "create_memory", {"content": "User prefers US-based vendors for procurement", "memory_type": "preference"}
+                "create_memory",
+                {"content": "User prefers US-based vendors for procurement", "memory_type": "preference"},
             )
             assert not created.is_error, _text(created)
             memory_id = created.structured_content["memory_id"]
             assert memory_id in _text(created)
-            decision = await client.call_tool("create_memory", {"content": "We chose SQLite", "memory_type": "decision"})
+            decision = await client.call_tool(
+                "create_memory", {"content": "We chose SQLite", "memory_type": "decision"}
+            )
             assert decision.structured_content["memory"]["project_id"] == "funes"
             assert decision.structured_content["memory"]["scope"] == "project"
 
@@ -179,8 +184,14 @@ def test_prompt_is_the_agent_instructions(server: Any) -> None:
             got = await client.get_prompt(PROMPT_NAME)
             text = got.messages[0].content.text
             assert text == load_prompt("agent")
-            for phrase in ("from now on", "for all future projects", "Don't just acknowledge it: store it",
-                           "search_memories", "preference", "0.9"):
+            for phrase in (
+                "from now on",
+                "for all future projects",
+                "Don't just acknowledge it: store it",
+                "search_memories",
+                "preference",
+                "0.9",
+            ):
                 assert phrase in text
             with pytest.raises(MCPError, match="Unknown prompt"):
                 await client.get_prompt("jailbreak")

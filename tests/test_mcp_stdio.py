@@ -13,8 +13,10 @@ from mcp import Client, StdioServerParameters
 
 def _params(home: Path, cwd: Path) -> StdioServerParameters:
     script = Path(sys.executable).with_name("funes")
-    command, args = (str(script), ["mcp"]) if script.exists() else (
-        sys.executable, ["-c", "from funes.interfaces.cli import main; main()", "mcp"]
+    command, args = (
+        (str(script), ["mcp"])
+        if script.exists()
+        else (sys.executable, ["-c", "from funes.interfaces.cli import main; main()", "mcp"])
     )
     env = {**os.environ, "FUNES_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     return StdioServerParameters(command=command, args=args, env=env, cwd=str(cwd))

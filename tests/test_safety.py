@@ -219,6 +219,33 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path, funes_home: 
         assert service.doctor() == []
 
 
+SAME_TEXT_WRITER = """
+import sys
+import funes
+from funes.embed import HashEmbedder
+
+path, count = sys.argv[1], int(sys.argv[2])
+with funes.open(path, embedder=HashEmbedder(32), busy_timeout_ms=30000) as mem:
+    ids = {mem.remember(f"shared fact number {n % 10}").id for n in range(count)}
+print("done", len(ids))
+"""
+
+
+def test_two_processes_remembering_the_same_text_store_it_once(tmp_path: Path, funes_home: Path) -> None:
+    path = str(tmp_path / "same.db")
+    with funes.open(path, embedder=HashEmbedder(32)):
+        pass
+    procs = [run_python(SAME_TEXT_WRITER, funes_home, path, "40") for _ in range(2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert out.startswith("done")
+    with funes.open(path, embedder=HashEmbedder(32)) as service:
+        contents = [m.content for m in service.store.iter_records()]
+        assert sorted(contents) == sorted(f"shared fact number {n}" for n in range(10))
+        assert service.doctor() == []
+
+
 CRASHER = """
 import os
 import sys

@@ -7,9 +7,7 @@ import pytest
 
 @pytest.mark.slow
 def test_preference_found_by_meaning_and_keyword(real_mem) -> None:  # type: ignore[no-untyped-def]
-    pref = real_mem.remember(
-        "I prefer US-based vendors with at least 90% energy efficiency", type="preference"
-    )
+    pref = real_mem.remember("I prefer US-based vendors with at least 90% energy efficiency", type="preference")
     real_mem.remember("The quarterly budget review happens every March", type="fact")
     real_mem.remember("We deploy the web app on Fridays after the standup", type="decision")
     by_meaning = real_mem.search("which suppliers does the user like?", limit=3)

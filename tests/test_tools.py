@@ -38,7 +38,13 @@ VALID_ARGS: dict[str, dict[str, Any]] = {
         "tags": ["procurement"],
     },
     "search_memories": {"query": "vendors", "memory_types": ["preference"], "scope": "team", "limit": 5},
-    "update_memory": {"memory_id": "mem_X", "content": "new", "importance_score": 0.5, "expires_at": "never", "pinned": True},
+    "update_memory": {
+        "memory_id": "mem_X",
+        "content": "new",
+        "importance_score": 0.5,
+        "expires_at": "never",
+        "pinned": True,
+    },
     "delete_memory": {"memory_id": "mem_X"},
     "get_memory_context": {"query": "vendors", "session_id": "s1"},
     "memory_search": {"query": "revenue", "source_filter": "sheets"},
@@ -249,7 +255,10 @@ def test_cli_rejects_an_unknown_tool_name() -> None:
 )
 def test_create_defaults_by_type(mem: funes.Funes, memory_type: str, importance: float, scope: str) -> None:
     result = mem.execute_tool(
-        "create_memory", {"content": f"A {memory_type} to keep", "memory_type": memory_type}, caller=ALICE, project="rfp"
+        "create_memory",
+        {"content": f"A {memory_type} to keep", "memory_type": memory_type},
+        caller=ALICE,
+        project="rfp",
     )
     assert not result.is_error, result.text
     stored = mem.get(result.data["memory_id"], tenant="acme", user="alice")
@@ -294,12 +303,14 @@ def test_exact_duplicate_returns_the_existing_id(mem: funes.Funes) -> None:
 
 def test_near_duplicate_is_reported_and_the_new_one_stored(mem: funes.Funes) -> None:
     first = mem.execute_tool(
-        "create_memory", {"content": "User prefers US-based vendors for procurement", "memory_type": "preference"},
+        "create_memory",
+        {"content": "User prefers US-based vendors for procurement", "memory_type": "preference"},
         caller=ALICE,
     )
     # The hash embedder sees the same words, so the cosine is 1.0; the text still differs.
     second = mem.execute_tool(
-        "create_memory", {"content": "User prefers US based vendors, for procurement", "memory_type": "preference"},
+        "create_memory",
+        {"content": "User prefers US based vendors, for procurement", "memory_type": "preference"},
         caller=ALICE,
     )
     assert second.data["duplicate"] is False
@@ -310,7 +321,8 @@ def test_near_duplicate_is_reported_and_the_new_one_stored(mem: funes.Funes) -> 
     assert mem.stats(tenant="acme")["records"] == 2
     # Another tenant's identical words are neither a duplicate nor similar.
     other = mem.execute_tool(
-        "create_memory", {"content": "User prefers US-based vendors for procurement", "memory_type": "preference"},
+        "create_memory",
+        {"content": "User prefers US-based vendors for procurement", "memory_type": "preference"},
         caller=MALLORY,
     )
     assert other.data["duplicate"] is False and other.data["similar"] == []
@@ -336,7 +348,7 @@ def test_search_results_read_like_seed_000(mem: funes.Funes) -> None:
     assert not result.is_error
     rows = _lines(result)
     assert [n for n, *_ in rows] == list(range(1, len(rows) + 1))
-    number, source, content, relevance = rows[0]
+    _number, source, content, relevance = rows[0]
     assert content == "User prefers US-based vendors for procurement"
     assert source == "preference · agent-created · team"
     assert 0 < relevance <= 100
@@ -373,8 +385,12 @@ def test_update_keeps_version_history(mem: funes.Funes) -> None:
     ids = _seed(mem)
     result = mem.execute_tool(
         "update_memory",
-        {"memory_id": ids["budget"], "content": "The procurement budget for 2026 is 3 million dollars",
-         "importance_score": 0.8, "pinned": True},
+        {
+            "memory_id": ids["budget"],
+            "content": "The procurement budget for 2026 is 3 million dollars",
+            "importance_score": 0.8,
+            "pinned": True,
+        },
         caller=ALICE,
     )
     assert not result.is_error, result.text
@@ -444,7 +460,11 @@ def test_document_chunks_are_not_changed_by_tools(mem: funes.Funes) -> None:
         ("create_memory", {"content": "x", "memory_type": "pref"}, "'memory_type'"),
         ("create_memory", {"content": "x", "memory_type": "fact", "importance_score": 1.5}, "less than or equal to 1"),
         ("create_memory", {"content": "x", "memory_type": "fact", "colour": "red"}, "'colour' is not an argument"),
-        ("create_memory", {"content": "x", "memory_type": "fact", "reference_id": "R1"}, "reference_type and reference_id"),
+        (
+            "create_memory",
+            {"content": "x", "memory_type": "fact", "reference_id": "R1"},
+            "reference_type and reference_id",
+        ),
         ("create_memory", {"content": "x", "memory_type": "fact", "expires_at": "2001-01-01"}, "in the past"),
         ("create_memory", {"content": "x", "memory_type": "fact", "expires_at": "next week"}, "ISO-8601"),
         ("create_memory", {"content": "   ", "memory_type": "fact"}, "'content'"),
@@ -458,7 +478,9 @@ def test_document_chunks_are_not_changed_by_tools(mem: funes.Funes) -> None:
         ("forget_everything", {}, "Unknown tool"),
     ],
 )
-def test_bad_calls_come_back_as_error_results(mem: funes.Funes, name: str, arguments: dict[str, Any], expected: str) -> None:
+def test_bad_calls_come_back_as_error_results(
+    mem: funes.Funes, name: str, arguments: dict[str, Any], expected: str
+) -> None:
     result = mem.execute_tool(name, arguments, caller=Caller(tenant="acme", session_id=None))
     assert result.is_error
     assert expected in result.text
@@ -469,7 +491,7 @@ def test_bad_calls_come_back_as_error_results(mem: funes.Funes, name: str, argum
 def test_bad_argument_containers_are_error_results(mem: funes.Funes) -> None:
     assert "not valid JSON" in mem.execute_tool("search_memories", "{query: x}").text
     assert "must be a JSON object" in mem.execute_tool("search_memories", ["x"]).text  # type: ignore[arg-type]
-    ok = mem.execute_tool("list_scopes", '{}')
+    ok = mem.execute_tool("list_scopes", "{}")
     assert not ok.is_error
 
 
@@ -576,7 +598,9 @@ def test_list_scopes_counts_what_the_caller_can_see(mem: funes.Funes) -> None:
     caller = Caller(tenant="acme", user_id="alice", session_id="s1")
     for content, kind in [("Likes tea", "preference"), ("Chose SQLite", "decision"), ("Said hi", "conversation")]:
         mem.execute_tool("create_memory", {"content": content, "memory_type": kind}, caller=caller, project="funes")
-    mem.execute_tool("create_memory", {"content": "Other project", "memory_type": "decision"}, caller=caller, project="web")
+    mem.execute_tool(
+        "create_memory", {"content": "Other project", "memory_type": "decision"}, caller=caller, project="web"
+    )
     mem.execute_tool("create_memory", {"content": "Hidden", "memory_type": "fact"}, caller=MALLORY, project="funes")
     result = mem.execute_tool("list_scopes", {}, caller=caller, project="funes")
     rows = {(r["scope"], r["id"]): (r["records"], r["current"]) for r in result.data["scopes"]}
@@ -602,8 +626,12 @@ def test_runs_an_anthropic_tool_use_message(mem: funes.Funes) -> None:
             "model": "claude-test",
             "content": [
                 {"type": "text", "text": "Noted."},
-                {"type": "tool_use", "id": "toolu_1", "name": "create_memory",
-                 "input": {"content": "User likes green tea", "memory_type": "preference"}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "create_memory",
+                    "input": {"content": "User likes green tea", "memory_type": "preference"},
+                },
                 {"type": "tool_use", "id": "toolu_2", "name": "create_memory", "input": {"content": "oops"}},
             ],
             "stop_reason": "tool_use",
@@ -640,12 +668,25 @@ def test_runs_an_openai_chat_completion(mem: funes.Funes) -> None:
                         "role": "assistant",
                         "content": None,
                         "tool_calls": [
-                            {"id": "call_1", "type": "function", "function": {
-                                "name": "create_memory",
-                                "arguments": json.dumps({"content": "User likes jasmine tea", "memory_type": "preference",
-                                                         "importance_score": None, "reference_type": None,
-                                                         "reference_id": None, "expires_at": None, "scope": None,
-                                                         "tags": None})}},
+                            {
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {
+                                    "name": "create_memory",
+                                    "arguments": json.dumps(
+                                        {
+                                            "content": "User likes jasmine tea",
+                                            "memory_type": "preference",
+                                            "importance_score": None,
+                                            "reference_type": None,
+                                            "reference_id": None,
+                                            "expires_at": None,
+                                            "scope": None,
+                                            "tags": None,
+                                        }
+                                    ),
+                                },
+                            },
                             {"id": "call_2", "type": "function", "function": {"name": "list_scopes", "arguments": "{"}},
                         ],
                     },
@@ -669,8 +710,13 @@ def test_runs_openai_responses_function_calls(mem: funes.Funes) -> None:
 
     output = [
         {"type": "reasoning", "id": "rs_1", "summary": []},
-        {"type": "function_call", "id": "fc_1", "call_id": "call_9", "name": "search_memories",
-         "arguments": json.dumps({"query": "tea", "memory_types": None, "scope": None, "limit": None})},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_9",
+            "name": "search_memories",
+            "arguments": json.dumps({"query": "tea", "memory_types": None, "scope": None, "limit": None}),
+        },
     ]
     items = mem.run_tool_calls({"output": output}, caller=ALICE)
     assert len(items) == 1

@@ -34,10 +34,23 @@ def _assistant_turn() -> object:
             "model": "claude-scripted",
             "content": [
                 {"type": "text", "text": "I'll store both preferences for your future procurement projects."},
-                {"type": "tool_use", "id": "toolu_vendors", "name": "create_memory",
-                 "input": {"content": VENDORS, "memory_type": "preference", "importance_score": 0.9, "scope": "team"}},
-                {"type": "tool_use", "id": "toolu_efficiency", "name": "create_memory",
-                 "input": {"content": EFFICIENCY, "memory_type": "preference", "importance_score": 0.9}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_vendors",
+                    "name": "create_memory",
+                    "input": {
+                        "content": VENDORS,
+                        "memory_type": "preference",
+                        "importance_score": 0.9,
+                        "scope": "team",
+                    },
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_efficiency",
+                    "name": "create_memory",
+                    "input": {"content": EFFICIENCY, "memory_type": "preference", "importance_score": 0.9},
+                },
             ],
             "stop_reason": "tool_use",
             "stop_sequence": None,
@@ -85,7 +98,10 @@ def test_near_duplicates_with_the_real_model(real_mem: funes.Funes) -> None:
     first = real_mem.execute_tool("create_memory", {"content": VENDORS, "memory_type": "preference"}, caller=caller)
     reworded = real_mem.execute_tool(
         "create_memory",
-        {"content": "The user prefers vendors based in the US for all procurement projects", "memory_type": "preference"},
+        {
+            "content": "The user prefers vendors based in the US for all procurement projects",
+            "memory_type": "preference",
+        },
         caller=caller,
     )
     assert reworded.data["duplicate"] is False

@@ -25,7 +25,9 @@ def export_text(service: funes.Funes) -> str:
 
 def fill(service: funes.Funes) -> None:
     """Records using every field, with history, access counts and several vectors."""
-    pdf = SourceRef(type="pdf", uri="/docs/Annual Report.pdf", source_id="src-1", locator={"page": 12, "section": "Revenue"})
+    pdf = SourceRef(
+        type="pdf", uri="/docs/Annual Report.pdf", source_id="src-1", locator={"page": 12, "section": "Revenue"}
+    )
     first = service.remember(
         "Revenue grew 12% in 2025",
         type="fact",
@@ -94,9 +96,7 @@ BAD_LINES = [
 
 @pytest.mark.parametrize(("line", "named"), BAD_LINES)
 def test_a_bad_line_is_named_and_nothing_is_written(mem: funes.Funes, line: str, named: str) -> None:
-    good = json.dumps(
-        {"type": "memory", "record": {"id": "mem_ok", "content": "a fine record"}, "vectors": []}
-    )
+    good = json.dumps({"type": "memory", "record": {"id": "mem_ok", "content": "a fine record"}, "vectors": []})
     header = json.dumps({"type": "funes-export", "format": 1, "embedder": {"model_id": "x", "dimensions": 3}})
     with pytest.raises(funes.InvalidInput) as info:
         mem.import_([header, line, good])
@@ -134,7 +134,9 @@ record_specs = st.lists(
             "importance": st.one_of(st.none(), st.floats(0, 1)),
             "project": st.one_of(st.none(), st.sampled_from(["acme", "globex"])),
             "title": st.one_of(st.none(), texts),
-            "metadata": st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5), st.booleans())),
+            "metadata": st.dictionaries(
+                st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5), st.booleans())
+            ),
             "pinned": st.booleans(),
         }
     ),

@@ -55,52 +55,150 @@ register("tenant", "default", str, "Tenant (team or user space) used when a call
 register("user", "", str, "User id within the tenant used when a call names none. Empty means tenant-wide.")
 register("project", "", str, "Current project id used when a call names none. Empty means no project.")
 # -- embeddings --------------------------------------------------------------
-register("embedder", "local", str, "Embedding backend: 'local' (bundled all-MiniLM-L6-v2) or 'openai' (any OpenAI-compatible server).")
+register(
+    "embedder",
+    "local",
+    str,
+    "Embedding backend: 'local' (bundled all-MiniLM-L6-v2) or 'openai' (any OpenAI-compatible server).",
+)
 register("embed_model", "text-embedding-3-small", str, "Model name sent to an OpenAI-compatible embedding server.")
-register("embed_base_url", "https://api.openai.com/v1", str, "Base URL of the OpenAI-compatible embedding server (Ollama: http://localhost:11434/v1).")
-register("embed_api_key_env", "OPENAI_API_KEY", str, "Name of the environment variable holding the embedding server's API key.")
+register(
+    "embed_base_url",
+    "https://api.openai.com/v1",
+    str,
+    "Base URL of the OpenAI-compatible embedding server (Ollama: http://localhost:11434/v1).",
+)
+register(
+    "embed_api_key_env",
+    "OPENAI_API_KEY",
+    str,
+    "Name of the environment variable holding the embedding server's API key.",
+)
 register("embed_dimensions", 0, int, "Vector size requested from an OpenAI-compatible server; 0 means the model's own.")
 register("embed_batch_size", 32, int, "Texts per embedding batch.")
 register("embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.")
-register("query_threads", 1, int, "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine.")
+register(
+    "query_threads", 1, int, "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine."
+)
 register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.")
 # -- retrieval ---------------------------------------------------------------
 register("search_limit", 10, int, "Hits returned by a search when no limit is given.")
 register("rrf_k", 60, int, "The k constant of reciprocal rank fusion.")
 register("candidates", 50, int, "Candidates taken from each of the keyword and vector legs before fusion.")
-register("keyword_scan_cap", 2000, int, "Most recent keyword matches ranked by BM25 per query; keeps common-word queries fast on big stores.")
+register(
+    "keyword_scan_cap",
+    2000,
+    int,
+    "Most recent keyword matches ranked by BM25 per query; keeps common-word queries fast on big stores.",
+)
 register("boost_project", 1.5, float, "Score multiplier for records of the current project.")
 register("boost_team", 1.3, float, "Score multiplier for team-scope records.")
 register("importance_weight", 0.5, float, "How much importance moves the score: multiplier 1 + w*(importance-0.5).")
 register("recency_weight", 0.2, float, "How much recency moves the score: multiplier 1 + w*2^(-age/half_life).")
 register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.")
 register("auto_min_similarity", 0.4, float, "Minimum cosine similarity for automatic context retrieval.")
-register("strong_keyword_rank", 3, int, "Keyword hits ranked this high are kept even when their cosine is under the threshold.")
-register("vector_floor", 0.15, float, "Vector neighbours under this cosine, beyond the nearest three, are not counted as matches (keyword matches are unaffected); -1 disables.")
+register(
+    "strong_keyword_rank",
+    3,
+    int,
+    "Keyword hits ranked this high are kept even when their cosine is under the threshold.",
+)
+register(
+    "vector_floor",
+    0.15,
+    float,
+    "Vector neighbours under this cosine, beyond the nearest three, are not counted as matches (keyword matches are unaffected); -1 disables.",
+)
 # -- ingestion -----------------------------------------------------------------
-register("chunk_tokens", 200, int, "Target size of an ingested chunk, in the embedder's tokens (capped at the model's limit).")
+register(
+    "chunk_tokens",
+    200,
+    int,
+    "Target size of an ingested chunk, in the embedder's tokens (capped at the model's limit).",
+)
 register("chunk_overlap", 40, int, "Tokens of trailing sentences repeated at the start of the next chunk of a text.")
 register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.")
 register("long_cell_chars", 200, int, "A spreadsheet text cell longer than this many characters becomes its own chunk.")
 register("ingest_hidden_sheets", False, bool, "Also index hidden sheets of workbooks.")
 # -- conversations and context ---------------------------------------------------
 register("context_window", 200_000, int, "Default model context window, in tokens, when a context build names none.")
-register("context_system_tokens", 2000, int, "Cap on the base and memory instructions in the system message (for a 128k window; scaled down for smaller windows).")
-register("context_snapshot_tokens", 3000, int, "Cap on <current_context> plus <recent_changes> (128k window; scaled down for smaller ones).")
-register("context_conversation_tokens", 10_000, int, "Cap on history plus the current user message (128k window; scaled down for smaller ones).")
-register("context_retrieved_tokens", 5000, int, "Cap on <relevant_history>, <project_facts> and <retrieved_context> together (128k window; scaled down).")
-register("context_response_tokens", 10_000, int, "Tokens kept free for the model's response (128k window; scaled down for smaller ones).")
+register(
+    "context_system_tokens",
+    2000,
+    int,
+    "Cap on the base and memory instructions in the system message (for a 128k window; scaled down for smaller windows).",
+)
+register(
+    "context_snapshot_tokens",
+    3000,
+    int,
+    "Cap on <current_context> plus <recent_changes> (128k window; scaled down for smaller ones).",
+)
+register(
+    "context_conversation_tokens",
+    10_000,
+    int,
+    "Cap on history plus the current user message (128k window; scaled down for smaller ones).",
+)
+register(
+    "context_retrieved_tokens",
+    5000,
+    int,
+    "Cap on <relevant_history>, <project_facts> and <retrieved_context> together (128k window; scaled down).",
+)
+register(
+    "context_response_tokens",
+    10_000,
+    int,
+    "Tokens kept free for the model's response (128k window; scaled down for smaller ones).",
+)
 register("context_retrieved_chunks", 5, int, "Most retrieved memories injected per section (3 at a 32k window).")
-register("context_chunk_tokens", 1000, int, "Longest retrieved memory injected, in tokens; longer ones are truncated (256 at a 32k window).")
-register("context_fact_importance", 0.8, float, "Importance from which project memories appear in <project_facts> (pinned ones always do).")
-register("session_retention_days", 30, int, "Days after a session's last activity before `funes sessions prune` clears its records (pinned survive); 0 keeps sessions forever.")
-register("promote_importance", 0.8, float, "The default promotion policy promotes records with at least this importance.")
-register("promote_access_count", 3, int, "The default promotion policy promotes records retrieved at least this many times.")
-register("prompts_dir", "", str, "Directory searched first for prompt overrides (<name>.md); $FUNES_HOME/prompts is always searched.")
+register(
+    "context_chunk_tokens",
+    1000,
+    int,
+    "Longest retrieved memory injected, in tokens; longer ones are truncated (256 at a 32k window).",
+)
+register(
+    "context_fact_importance",
+    0.8,
+    float,
+    "Importance from which project memories appear in <project_facts> (pinned ones always do).",
+)
+register(
+    "session_retention_days",
+    30,
+    int,
+    "Days after a session's last activity before `funes sessions prune` clears its records (pinned survive); 0 keeps sessions forever.",
+)
+register(
+    "promote_importance", 0.8, float, "The default promotion policy promotes records with at least this importance."
+)
+register(
+    "promote_access_count", 3, int, "The default promotion policy promotes records retrieved at least this many times."
+)
+register(
+    "prompts_dir",
+    "",
+    str,
+    "Directory searched first for prompt overrides (<name>.md); $FUNES_HOME/prompts is always searched.",
+)
 # -- agent tools and MCP -----------------------------------------------------------
-register("tool_similar_threshold", 0.95, float, "Cosine similarity at which create_memory reports an existing memory as a near duplicate.")
-register("tool_min_similarity", 0.0, float, "Minimum cosine for agent-tool search results (strong keyword hits stay); 0 keeps every ranked hit.")
-register("tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters.")
+register(
+    "tool_similar_threshold",
+    0.95,
+    float,
+    "Cosine similarity at which create_memory reports an existing memory as a near duplicate.",
+)
+register(
+    "tool_min_similarity",
+    0.0,
+    float,
+    "Minimum cosine for agent-tool search results (strong keyword hits stay); 0 keeps every ranked hit.",
+)
+register(
+    "tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters."
+)
 register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).")
 
 

@@ -73,7 +73,9 @@ class DocumentStore(Protocol):
         """Insert or update a row without touching chunks."""
         ...
 
-    def replace_document(self, doc: dict[str, Any], items: Sequence[tuple[Memory, Sequence[np.ndarray] | None]]) -> None:
+    def replace_document(
+        self, doc: dict[str, Any], items: Sequence[tuple[Memory, Sequence[np.ndarray] | None]]
+    ) -> None:
         """Swap a document's chunks and update its row in one transaction."""
         ...
 
@@ -538,7 +540,8 @@ class DocumentsMixin:
             raise NotFound(f"No document {ref!r}.", hint="`funes docs list` shows document ids.")
         if len(visible) > 1:
             raise InvalidInput(
-                f"{ref!r} was ingested into {len(visible)} scopes.", hint="Pass the document id (see `funes docs list`)."
+                f"{ref!r} was ingested into {len(visible)} scopes.",
+                hint="Pass the document id (see `funes docs list`).",
             )
         return Document.from_row(visible[0])
 
@@ -588,7 +591,9 @@ class DocumentsMixin:
         by_uri: dict[int, Document] = {}
         for doc in docs:
             path = Path(doc.uri)
-            item = InputFile(uri=doc.uri, name=doc.name, path=path if path.is_absolute() else None, extension=path.suffix.lower())
+            item = InputFile(
+                uri=doc.uri, name=doc.name, path=path if path.is_absolute() else None, extension=path.suffix.lower()
+            )
             if item.path is None or not item.path.is_file():
                 item.error = InvalidInput(
                     f"{doc.name} can no longer be read from {doc.uri}.",

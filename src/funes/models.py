@@ -20,7 +20,7 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 MemoryType = Literal["preference", "fact", "decision", "context", "conversation"]
@@ -50,7 +50,7 @@ NO_EXPIRY = 1e18  # epoch seconds standing for "never" inside the indexes
 
 def utcnow() -> datetime:
     """The current time as an aware UTC datetime, to the microsecond."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def to_epoch(value: datetime | None) -> float | None:
@@ -60,27 +60,27 @@ def to_epoch(value: datetime | None) -> float | None:
 
 def from_epoch(value: float | None) -> datetime | None:
     """Epoch seconds as an aware UTC datetime (None stays None)."""
-    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+    return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
 def parse_time(value: str | datetime | None) -> datetime | None:
     """An ISO-8601 string or datetime as an aware UTC datetime."""
     if value is None or isinstance(value, datetime):
         if isinstance(value, datetime) and value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
+            return value.replace(tzinfo=UTC)
         return value
     text = value.strip()
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
     parsed = datetime.fromisoformat(text)
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def format_time(value: datetime | None) -> str | None:
     """An aware datetime as ISO-8601 text (None stays None)."""
-    return None if value is None else value.astimezone(timezone.utc).isoformat()
+    return None if value is None else value.astimezone(UTC).isoformat()
 
 
 def content_hash(text: str) -> str:
@@ -330,9 +330,7 @@ class Memory:
             created_at=parse_time(data.get("created_at")) or utcnow(),
             updated_at=parse_time(data.get("updated_at")) or utcnow(),
             metadata=dict(data.get("metadata") or {}),
-            references=tuple(
-                Reference(type=r["type"], id=str(r["id"])) for r in data.get("references") or ()
-            ),
+            references=tuple(Reference(type=r["type"], id=str(r["id"])) for r in data.get("references") or ()),
         )
 
 

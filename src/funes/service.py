@@ -22,6 +22,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from . import config as config_mod
+from .documents import DocumentsMixin
 from .embed import Embedder, create_embedder
 from .errors import EmbedderMismatch, InvalidInput, NotFound
 from .ingest.chunking import split_text
@@ -44,11 +45,10 @@ from .models import (
     parse_time,
     utcnow,
 )
-from .context import flag_instruction_like
 from .retrieval import RankSettings, query_terms, rank
-from .store import AccessEvent, Store, open_store, vis_key
-from .documents import DocumentsMixin
+from .safety import flag_instruction_like
 from .sessions import SessionsMixin
+from .store import AccessEvent, Store, open_store, vis_key
 from .tools import ToolsMixin
 from .transfer import TransferMixin
 
@@ -61,9 +61,7 @@ PART_OVERLAP = 40
 
 def _check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        raise InvalidInput(
-            f"Invalid {name} {value!r}.", hint=f"Use one of: {', '.join(allowed)}."
-        )
+        raise InvalidInput(f"Invalid {name} {value!r}.", hint=f"Use one of: {', '.join(allowed)}.")
     return value
 
 
@@ -198,8 +196,7 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             raise EmbedderMismatch(
                 f"The store {store.path} was built with {current.model_id} ({current.dimensions} dims), "
                 f"but the configured embedder is {ident.model_id} ({ident.dimensions} dims).",
-                hint="Run `funes reindex` to re-embed everything with the configured model, "
-                "or set the embedder back.",
+                hint="Run `funes reindex` to re-embed everything with the configured model, or set the embedder back.",
             )
         self._access = _AccessWriter(store)
         self._closed = False
@@ -315,9 +312,7 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
                 "Scope 'project' needs a project.", hint="Pass project=... (CLI: --project NAME) or use scope 'team'."
             )
         if scope == "session" and not session:
-            raise InvalidInput(
-                "Scope 'session' needs a session id.", hint="Pass session=... (CLI: --session ID)."
-            )
+            raise InvalidInput("Scope 'session' needs a session id.", hint="Pass session=... (CLI: --session ID).")
         return scope
 
     # -- records -------------------------------------------------------------------
@@ -337,13 +332,11 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             memory.user_id,
         )
         if existing is not None and not existing.is_expired():
-            return existing
-        if existing is not None:
-            # The same content again after it expired: a fresh start for the old record.
-            memory = memory.evolve(id=existing.id, created_at=existing.created_at)
+            return existing  # fast path: no embedding for a known duplicate
         vectors = self.embed_records([self._embed_text(memory)])[0]
-        self.store.put(memory, vectors)
-        return memory
+        # The store re-checks inside its write transaction (another process may
+        # have stored the same text meanwhile); an expired duplicate is renewed.
+        return self.store.put_unique(memory, vectors)
 
     def prepare(
         self,
@@ -455,7 +448,10 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
                 )
                 history = (*current.previous_versions, previous)[-MAX_PREVIOUS_VERSIONS:]
                 changes.update(
-                    content=text, content_hash=content_hash(text), previous_versions=history, version=current.version + 1
+                    content=text,
+                    content_hash=content_hash(text),
+                    previous_versions=history,
+                    version=current.version + 1,
                 )
         if importance is not None:
             changes["importance"] = _check_importance(importance)
@@ -597,7 +593,9 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
                 f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
             )
         project = self._project(project)
-        filters = self._filters(tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until)
+        filters = self._filters(
+            tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until
+        )
         now = utcnow()
         hits = self._search(query, filters, now, limit, min_similarity, project)
         if track:
@@ -711,13 +709,15 @@ def _as_reference(value: Reference | tuple[str, str] | dict[str, str]) -> Refere
         try:
             return Reference(type=str(value["type"]), id=str(value["id"]))
         except KeyError as exc:
-            raise InvalidInput("A reference needs 'type' and 'id'.", hint='Use {"type": "vendor", "id": "V-12"}.') from exc
+            raise InvalidInput(
+                "A reference needs 'type' and 'id'.", hint='Use {"type": "vendor", "id": "V-12"}.'
+            ) from exc
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return Reference(type=str(value[0]), id=str(value[1]))
     raise InvalidInput(f"Cannot read reference {value!r}.", hint="Use (type, id), e.g. ('vendor', 'V-12').")
 
 
-def open(  # noqa: A001 - the public entry point is funes.open()
+def open(
     path: str | None = None,
     *,
     embedder: Embedder | str | None = None,

@@ -98,7 +98,9 @@ def _usage_numbers(usage: Any) -> tuple[int, int, str | None, int | None]:
     prompt = get("prompt_tokens")
     if prompt is None and get("input_tokens") is not None:
         # Anthropic counts cached prompt tokens separately; they still fill the window.
-        prompt = sum(int(get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+        prompt = sum(
+            int(get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        )
     completion = get("completion_tokens")
     if completion is None:
         completion = get("output_tokens")
@@ -121,7 +123,7 @@ class SessionsMixin:
     # -- sessions --------------------------------------------------------------------
     def session(
         self: Funes,
-        id: str | None = None,  # noqa: A002 - the issue's signature
+        id: str | None = None,
         *,
         project: str | None = None,
         title: str | None = None,
@@ -131,7 +133,9 @@ class SessionsMixin:
         """Create a session, or resume it when ``id`` exists (its project is kept)."""
         tenant_id = self._tenant(tenant)
         if id is not None and (not isinstance(id, str) or not id.strip() or len(id) > 200):
-            raise InvalidInput(f"Invalid session id {id!r}.", hint="Use a short non-empty string, or omit it to get a new id.")
+            raise InvalidInput(
+                f"Invalid session id {id!r}.", hint="Use a short non-empty string, or omit it to get a new id."
+            )
         sid = id.strip() if id else new_id("ses")
         row = self.store.get_session(tenant_id, sid)
         if row is not None:
@@ -176,7 +180,9 @@ class SessionsMixin:
         if isinstance(session, Session):
             return session
         if not isinstance(session, str) or not session:
-            raise InvalidInput(f"Invalid session {session!r}.", hint="Pass a session id or a Session from funes.session().")
+            raise InvalidInput(
+                f"Invalid session {session!r}.", hint="Pass a session id or a Session from funes.session()."
+            )
         row = self.store.get_session(self._tenant(tenant), session)
         if row is None:
             raise NotFound(
@@ -209,14 +215,20 @@ class SessionsMixin:
         sess = self._resolve(session, tenant, user)
         if role not in ROLES:
             hint = "The system message is built by build_context; pass instructions= there." if role == "system" else ""
-            raise InvalidInput(f"Invalid role {role!r}.", hint=(hint + " " if hint else "") + f"Use one of: {', '.join(ROLES)}.")
+            raise InvalidInput(
+                f"Invalid role {role!r}.", hint=(hint + " " if hint else "") + f"Use one of: {', '.join(ROLES)}."
+            )
         if not isinstance(content, str):
             raise InvalidInput(f"Message content must be text, got {type(content).__name__}.", hint="Pass a string.")
         calls = parse_tool_calls(tool_calls)
         if calls and role != "assistant":
-            raise InvalidInput("Only assistant messages carry tool calls.", hint="Pass tool results as role 'tool' with tool_call_id.")
+            raise InvalidInput(
+                "Only assistant messages carry tool calls.", hint="Pass tool results as role 'tool' with tool_call_id."
+            )
         if role == "tool" and not tool_call_id:
-            raise InvalidInput("A tool message needs the id of the call it answers.", hint="Pass tool_call_id='call_...'.")
+            raise InvalidInput(
+                "A tool message needs the id of the call it answers.", hint="Pass tool_call_id='call_...'."
+            )
         if not content.strip() and not calls:
             raise InvalidInput("The message is empty.", hint="Pass the message text.")
         stamp = parse_time(at) if at is not None else utcnow()
@@ -255,7 +267,16 @@ class SessionsMixin:
         vectors = self.embed_records([self._embed_text(m) for m in records]) if records else []
         with self.store.db.write() as conn:
             seq = self.store._insert_message(
-                conn, sess.tenant, sess.id, message_id, role, content, calls, tool_call_id, stamp, [m.id for m in records]
+                conn,
+                sess.tenant,
+                sess.id,
+                message_id,
+                role,
+                content,
+                calls,
+                tool_call_id,
+                stamp,
+                [m.id for m in records],
             )
             for memory, vecs in zip(records, vectors, strict=True):
                 source = memory.source
@@ -264,7 +285,9 @@ class SessionsMixin:
                 self.store._put(conn, memory.evolve(source=located), vecs)
             if numbers is not None:
                 prompt, completion, model, window = numbers
-                self.store._insert_usage(conn, sess.tenant, sess.id, message_id, stamp, model, prompt, completion, window)
+                self.store._insert_usage(
+                    conn, sess.tenant, sess.id, message_id, stamp, model, prompt, completion, window
+                )
         return Message(
             role=role,
             content=content,
@@ -278,7 +301,12 @@ class SessionsMixin:
         )
 
     def history(
-        self: Funes, session: Session | str, *, limit: int | None = None, tenant: str | None = None, user: str | None = None
+        self: Funes,
+        session: Session | str,
+        *,
+        limit: int | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
     ) -> list[Message]:
         """The session's messages, oldest first; with ``limit``, the newest ``limit`` of them."""
         if limit is not None and (not isinstance(limit, int) or limit < 1):
@@ -301,12 +329,18 @@ class SessionsMixin:
     ) -> dict[str, Any]:
         """Record the token usage of one model call in the session; returns the new usage summary."""
         sess = self._resolve(session, tenant, user)
-        prompt, completion, _, _ = _usage_numbers({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+        prompt, completion, _, _ = _usage_numbers(
+            {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+        )
         with self.store.db.write() as conn:
-            self.store._insert_usage(conn, sess.tenant, sess.id, message_id, utcnow(), model, prompt, completion, context_window)
+            self.store._insert_usage(
+                conn, sess.tenant, sess.id, message_id, utcnow(), model, prompt, completion, context_window
+            )
         return self.usage(sess)
 
-    def usage(self: Funes, session: Session | str, *, tenant: str | None = None, user: str | None = None) -> dict[str, Any]:
+    def usage(
+        self: Funes, session: Session | str, *, tenant: str | None = None, user: str | None = None
+    ) -> dict[str, Any]:
         """Totals over the session's calls and the last call: context used out of the window, prompt and response tokens."""
         sess = self._resolve(session, tenant, user)
         summary = self.store.usage_summary(sess.tenant, sess.id)
@@ -363,7 +397,7 @@ class SessionsMixin:
         instructions: str | None = None,
         model_window: int | None = None,
         budget: Budget | Mapping[str, int] | None = None,
-        format: str = "anthropic",  # noqa: A002 - the issue's signature
+        format: str = "anthropic",
         counter: TokenCounter | None = None,
         min_similarity: float | None = None,
         tenant: str | None = None,
@@ -412,8 +446,12 @@ class SessionsMixin:
         # included: on LoCoMo (bench/locomo_bench.py) the keyword exception added ~2 noise
         # items per off-topic question for no measurable recall.
         hits = [h for h in hits if (h.explanation.vector_similarity or -1.0) >= threshold]
-        recalled = [Recalled(h.memory, h.explanation.vector_similarity, "recalled") for h in hits if h.memory.kind == "message"]
-        retrieved = [Recalled(h.memory, h.explanation.vector_similarity, "retrieved") for h in hits if h.memory.kind != "message"]
+        recalled = [
+            Recalled(h.memory, h.explanation.vector_similarity, "recalled") for h in hits if h.memory.kind == "message"
+        ]
+        retrieved = [
+            Recalled(h.memory, h.explanation.vector_similarity, "retrieved") for h in hits if h.memory.kind != "message"
+        ]
         named = self._named_document_hits(query, sess, caps.retrieved_chunks)
         seen = {r.memory.id for r in named}
         retrieved = named + [r for r in retrieved if r.memory.id not in seen]
@@ -447,7 +485,12 @@ class SessionsMixin:
         self._access.submit(
             [
                 AccessEvent(
-                    memory_id=i, tenant=sess.tenant, action="context", query=query[:500], score=scores.get(i), session_id=sess.id
+                    memory_id=i,
+                    tenant=sess.tenant,
+                    action="context",
+                    query=query[:500],
+                    score=scores.get(i),
+                    session_id=sess.id,
                 )
                 for i in injected
             ]
@@ -457,7 +500,10 @@ class SessionsMixin:
     def _named_document_hits(self: Funes, query: str, sess: Session, limit: int) -> list[Recalled]:
         """The best passages of every document the query names, whatever their similarity."""
         # Managed documents first (by their name), then sources of records written directly.
-        candidates = [(d.kind, d.name or d.uri, d.id) for d in self.documents(tenant=sess.tenant, user=sess.user_id, status="indexed")]
+        candidates = [
+            (d.kind, d.name or d.uri, d.id)
+            for d in self.documents(tenant=sess.tenant, user=sess.user_id, status="indexed")
+        ]
         known = {c[2] for c in candidates}
         candidates += [s for s in self.store.document_sources(sess.tenant) if not s[2] or s[2] not in known]
         out: list[Recalled] = []
@@ -478,7 +524,9 @@ class SessionsMixin:
                 limit=limit * 3,
                 track=False,
             )
-            picked = [Recalled(h.memory, h.explanation.vector_similarity, "named_document") for h in hits if same(h.memory)]
+            picked = [
+                Recalled(h.memory, h.explanation.vector_similarity, "named_document") for h in hits if same(h.memory)
+            ]
             if len(picked) < limit:
                 # Nothing in the document resembles the question: its opening passages still belong in the prompt.
                 if source_id in known:
@@ -601,7 +649,12 @@ class SessionsMixin:
             if twin is not None:
                 skipped.append({"id": memory.id, "why": f"the same content is already {twin.id} in {target} scope"})
                 continue
-            origin = {"scope": memory.scope, "session_id": memory.session_id, "project_id": memory.project_id, "at": format_time(now)}
+            origin = {
+                "scope": memory.scope,
+                "session_id": memory.session_id,
+                "project_id": memory.project_id,
+                "at": format_time(now),
+            }
             chain = [*memory.metadata.get("promotion_history", []), origin]
             metadata = {**memory.metadata, "promoted_from": origin, "promotion_history": chain}
             moves.append(
@@ -612,7 +665,14 @@ class SessionsMixin:
                     updated_at=now,
                 )
             )
-            promoted.append({"id": memory.id, "from": memory.scope, "to": target, "project": target_project if target == "project" else None})
+            promoted.append(
+                {
+                    "id": memory.id,
+                    "from": memory.scope,
+                    "to": target,
+                    "project": target_project if target == "project" else None,
+                }
+            )
         if moves and not dry_run:
             with self.store.db.write() as conn:
                 for memory in moves:

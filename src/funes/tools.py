@@ -292,9 +292,7 @@ class ToolsMixin:
 
     @staticmethod
     def _hit_data(hits: list[SearchHit]) -> list[dict[str, Any]]:
-        return [
-            {**_memory_brief(h.memory), "relevance": _percent(h.similarity) / 100, "score": h.score} for h in hits
-        ]
+        return [{**_memory_brief(h.memory), "relevance": _percent(h.similarity) / 100, "score": h.score} for h in hits]
 
     def _tool_min_similarity(self: Funes) -> float | None:
         value = float(self.config.tool_min_similarity)
@@ -382,7 +380,7 @@ class ToolsMixin:
         if similar:
             first, sim = similar[0]
             text += (
-                f" A similar memory already exists: {first.id} \"{_snippet(first.content, 160)}\" "
+                f' A similar memory already exists: {first.id} "{_snippet(first.content, 160)}" '
                 f"(similarity {_percent(sim)}%). If the new one replaces it, delete_memory {first.id}; "
                 "if it only refines it, keep both."
             )
@@ -392,9 +390,7 @@ class ToolsMixin:
             {"memory_id": memory.id, "duplicate": False, "similar": similar_data, "memory": _memory_brief(memory)},
         )
 
-    def _near_duplicates(
-        self: Funes, memory: Memory, vectors: list[Any], caller: Caller
-    ) -> list[tuple[Memory, float]]:
+    def _near_duplicates(self: Funes, memory: Memory, vectors: list[Any], caller: Caller) -> list[tuple[Memory, float]]:
         """Visible memories at or above the near-duplicate threshold, most similar first."""
         import numpy as np
 
@@ -419,9 +415,7 @@ class ToolsMixin:
             if i in records and i != memory.id and self._visible(records[i], caller.tenant, caller.user_id)
         ]
 
-    def _tool_search_memories(
-        self: Funes, args: SearchMemoriesArgs, caller: Caller, project: str | None
-    ) -> ToolResult:
+    def _tool_search_memories(self: Funes, args: SearchMemoriesArgs, caller: Caller, project: str | None) -> ToolResult:
         hits = self.search(
             args.query,
             tenant=caller.tenant,
@@ -494,7 +488,7 @@ class ToolsMixin:
         self._log_tool_access([memory], "delete", caller)
         return ToolResult(
             "delete_memory",
-            f"Deleted {memory.id}: \"{_snippet(memory.content, 160)}\".",
+            f'Deleted {memory.id}: "{_snippet(memory.content, 160)}".',
             {"memory_id": memory.id, "deleted": True, "memory": _memory_brief(memory)},
         )
 
@@ -555,7 +549,11 @@ class ToolsMixin:
         """Without a query: pinned memories, then the most important, newest first among equals."""
         limit = int(self.config.search_limit)
         common: dict[str, Any] = {
-            "tenant": caller.tenant, "user": caller.user_id, "kinds": AGENT_KINDS, "project": project, "session": session
+            "tenant": caller.tenant,
+            "user": caller.user_id,
+            "kinds": AGENT_KINDS,
+            "project": project,
+            "session": session,
         }
         pinned = list(self.list(pinned=True, limit=limit, **common).items)
         seen = {m.id for m in pinned}
@@ -604,7 +602,7 @@ class ToolsMixin:
         if not hits:
             where = "" if source_filter == "all" else f" in {source_filter}"
             return ToolResult("memory_search", f"No relevant information found{where} for {args.query!r}.", data)
-        lines = ["Found relevant information:", ""] + self._hit_lines(hits, with_ids=False)
+        lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False)]
         return ToolResult("memory_search", "\n".join(lines).rstrip(), data)
 
     def _tool_list_scopes(self: Funes, args: ListScopesArgs, caller: Caller, project: str | None) -> ToolResult:
@@ -623,8 +621,10 @@ class ToolsMixin:
         order = {"team": 0, "project": 1, "session": 2}
         rows = []
         for (scope, ident), n in sorted(counts.items(), key=lambda kv: (order[kv[0][0]], kv[0][1] or "")):
-            current = scope == "team" or (scope == "project" and ident == project) or (
-                scope == "session" and ident == caller.session_id
+            current = (
+                scope == "team"
+                or (scope == "project" and ident == project)
+                or (scope == "session" and ident == caller.session_id)
             )
             rows.append({"scope": scope, "id": ident, "records": n, "current": current})
         lines = [f"Current project: {project or '(none: project scope is unavailable)'}"]

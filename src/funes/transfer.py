@@ -102,18 +102,14 @@ class TransferMixin:
         if header is None:
             raise InvalidInput("The import is empty.", hint="Pass a file written by `funes export`.")
         if header.get("type") != "funes-export":
-            raise InvalidInput(
-                "Line 1 is not a Funes export header.", hint="Pass a file written by `funes export`."
-            )
+            raise InvalidInput("Line 1 is not a Funes export header.", hint="Pass a file written by `funes export`.")
         if header.get("format") != FORMAT:
             raise InvalidInput(
                 f"Export format {header.get('format')!r} is not supported (this Funes reads {FORMAT}).",
                 hint="Export again with this version of Funes.",
             )
         emb = header.get("embedder") or {}
-        same_model = (
-            emb.get("model_id") == self.embedder.model_id and emb.get("dimensions") == self.embedder.dimensions
-        )
+        same_model = emb.get("model_id") == self.embedder.model_id and emb.get("dimensions") == self.embedder.dimensions
         records: list[tuple[Memory, list[np.ndarray] | None]] = []
         documents: list[dict[str, Any]] = []
         for number, line in iterator:

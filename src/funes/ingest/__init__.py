@@ -220,7 +220,8 @@ def normalize_kind(kind: str | None) -> str | None:
     key = kind.strip().lower().lstrip(".")
     if key not in KIND_ALIASES:
         raise InvalidInput(
-            f"Unknown kind {kind!r}.", hint=f"Use one of: {', '.join(sorted(set(KIND_ALIASES)))}, or leave it out to detect it."
+            f"Unknown kind {kind!r}.",
+            hint=f"Use one of: {', '.join(sorted(set(KIND_ALIASES)))}, or leave it out to detect it.",
         )
     return KIND_ALIASES[key]
 

@@ -216,7 +216,9 @@ def _from_transcript(text: str) -> list[_Message] | None:
         m = _SPEAKER.match(line)
         if m and len(m.group("who").split()) <= 3:
             matched += 1
-            messages.append(_Message(role=m.group("who").strip(), text=m.group("text").strip(), timestamp=_iso(m.group("ts"))))
+            messages.append(
+                _Message(role=m.group("who").strip(), text=m.group("text").strip(), timestamp=_iso(m.group("ts")))
+            )
         elif messages:
             messages[-1].text += "\n" + line.strip()
     speakers = {m.role.lower() for m in messages}

@@ -171,8 +171,11 @@ def _blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
             continue
         kind = "table" if _TABLE_ROW.match(line) else "para"
         j = i
-        while j < len(lines) and lines[j].strip() and not _FENCE.match(lines[j]) and (
-            kind == "table" or not _LIST_ITEM.match(lines[j]) or j == i
+        while (
+            j < len(lines)
+            and lines[j].strip()
+            and not _FENCE.match(lines[j])
+            and (kind == "table" or not _LIST_ITEM.match(lines[j]) or j == i)
         ):
             j += 1
         blocks.append((kind, ["\n".join(x.rstrip() for x in lines[i:j])]))

@@ -52,7 +52,9 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
             return
         seen.add(str(resolved))
         out.append(
-            InputFile(uri=str(resolved), name=_display_name(resolved, root), path=resolved, extension=resolved.suffix.lower())
+            InputFile(
+                uri=str(resolved), name=_display_name(resolved, root), path=resolved, extension=resolved.suffix.lower()
+            )
         )
 
     def walk(folder: Path) -> int:
@@ -93,7 +95,9 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
                 add(f, None)
             if not matches:
                 out.append(
-                    InputFile(uri=text, name=text, error=InvalidInput(f"No files match {text}.", hint="Check the pattern."))
+                    InputFile(
+                        uri=text, name=text, error=InvalidInput(f"No files match {text}.", hint="Check the pattern.")
+                    )
                 )
         else:
             out.append(

@@ -61,7 +61,13 @@ def _is_heading(line: str, following: str | None) -> str | None:
     if text.isupper() and body_follows:
         return text
     capitalised = all(w[0].isupper() or w.lower() in _SMALL_WORDS or not w[0].isalpha() for w in words)
-    if capitalised and len(words) <= 8 and body_follows and not text.endswith("?") and not any(ch.isdigit() for ch in text[:1]):
+    if (
+        capitalised
+        and len(words) <= 8
+        and body_follows
+        and not text.endswith("?")
+        and not any(ch.isdigit() for ch in text[:1])
+    ):
         return text
     return None
 
@@ -163,9 +169,7 @@ def read_pdf(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
     repeated = _repeated_lines(raw_pages)
     sections: list[_Section] = [_Section(title=None, units=[])]
     for page_no, lines in enumerate(raw_pages, 1):
-        kept = [
-            ln for ln in lines if not _PAGE_NUMBER.match(ln) and re.sub(r"\d+", "#", ln) not in repeated
-        ]
+        kept = [ln for ln in lines if not _PAGE_NUMBER.match(ln) and re.sub(r"\d+", "#", ln) not in repeated]
         buffer: list[str] = []
 
         def flush(page: int = page_no, buf: list[str] = buffer) -> None:

@@ -108,7 +108,9 @@ def _is_label(value: Any) -> bool:
     if isinstance(value, int) and not isinstance(value, bool) and 1900 <= value <= 2200:
         return True
     if isinstance(value, str):
-        return bool(value.strip()) and (not _is_number(value) or re.fullmatch(r"\s*(19|20|21)\d\d\s*", value) is not None)
+        return bool(value.strip()) and (
+            not _is_number(value) or re.fullmatch(r"\s*(19|20|21)\d\d\s*", value) is not None
+        )
     return False
 
 
@@ -186,7 +188,13 @@ def regions(grid: Grid) -> list[Region]:
                 text = format_value(v)
                 if text and not headers.get(c, "").endswith(text):
                     headers[c] = f"{headers[c]} {text}" if c in headers else text
-        if not headers and out and out[-1].headers and min(out[-1].headers) <= max(cols) and min(cols) <= max(out[-1].headers):
+        if (
+            not headers
+            and out
+            and out[-1].headers
+            and min(out[-1].headers) <= max(cols)
+            and min(cols) <= max(out[-1].headers)
+        ):
             # A later block without its own header (the next statement below the
             # first) reads under the sheet's period header.
             headers, header_row = dict(out[-1].headers), out[-1].header_row
@@ -390,7 +398,9 @@ def read_csv_grid(data: bytes, options: ReadOptions) -> tuple[Grid, str, bool]:
             if cells:
                 grid.cells[r] = cells
     except csv.Error as exc:
-        raise InvalidInput(f"{options.name} is not valid CSV ({exc}).", hint="Check the quoting, or pass --kind text.") from exc
+        raise InvalidInput(
+            f"{options.name} is not valid CSV ({exc}).", hint="Check the quoting, or pass --kind text."
+        ) from exc
     return grid, encoding, guessed
 
 
@@ -420,6 +430,10 @@ def read_sheet(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
     return Parsed(
         source_type="sheet",
         chunks=chunks,
-        metadata={"format": "tsv" if options.extension.lower() == ".tsv" else "csv", "rows": rows, "encoding": encoding},
+        metadata={
+            "format": "tsv" if options.extension.lower() == ".tsv" else "csv",
+            "rows": rows,
+            "encoding": encoding,
+        },
         warnings=decode_note(options.name, encoding, guessed),
     )

@@ -51,16 +51,16 @@ def decode(data: bytes, name: str, encoding: str | None = None) -> tuple[str, st
         try:
             text = data.decode(encoding)
         except UnicodeDecodeError as exc:
-            raise InvalidInput(
-                f"{name} is not valid {encoding} (byte {exc.start}).", hint=_ENCODING_HINT
-            ) from exc
+            raise InvalidInput(f"{name} is not valid {encoding} (byte {exc.start}).", hint=_ENCODING_HINT) from exc
         return _check_text(text, name), encoding, False
     for bom, codec in _BOMS:
         if data.startswith(bom):
             try:
                 return _check_text(data.decode(codec), name), codec, False
             except UnicodeDecodeError as exc:
-                raise InvalidInput(f"{name} starts with a {codec} marker but is not valid {codec}.", hint=_ENCODING_HINT) from exc
+                raise InvalidInput(
+                    f"{name} starts with a {codec} marker but is not valid {codec}.", hint=_ENCODING_HINT
+                ) from exc
     if b"\x00" in data[:8192]:
         raise _binary_error(name)
     try:

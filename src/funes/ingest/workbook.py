@@ -239,9 +239,7 @@ class _Resolver:
             value = grid.get(r1, c1)
             shown = f" = {format_value(value)}" if value is not None else ""
             return f"{prefix}" + (f" ({label})" if label else "") + shown, value
-        values = [
-            grid.get(r, c) for r in range(r1, min(r2, r1 + 200) + 1) for c in range(c1, min(c2, c1 + 50) + 1)
-        ]
+        values = [grid.get(r, c) for r in range(r1, min(r2, r1 + 200) + 1) for c in range(c1, min(c2, c1 + 50) + 1)]
         values = [v for v in values if v is not None]
         return f"{prefix}" + (f" ({label})" if label else ""), values
 
@@ -331,7 +329,8 @@ def formula_chunks(grid: Grid, resolver: _Resolver, chunker: Chunker) -> tuple[l
         ]
         shown = [f"{cell} = {format_value(v)}" for cell, v in cached if v is not None]
         lines.append(
-            "Cached value: " + ("; ".join(shown) if shown else "none (the file was never calculated by a spreadsheet app)")
+            "Cached value: "
+            + ("; ".join(shown) if shown else "none (the file was never calculated by a spreadsheet app)")
         )
         title = f"{grid.ref(where)} formula"
         body = "\n".join(lines)

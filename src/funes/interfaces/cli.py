@@ -216,7 +216,9 @@ def main(
 
 @main.command()
 @click.argument("content", required=False)
-@click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), default="fact", show_default=True, help="Memory type.")
+@click.option(
+    "--type", "type_", type=click.Choice(MEMORY_TYPES), default="fact", show_default=True, help="Memory type."
+)
 @click.option("--importance", type=float, help="0 to 1; defaults by type (preference 0.9 ... conversation 0.3).")
 @click.option("--scope", type=click.Choice(SCOPES), help="Default: project if --project is set, else team.")
 @click.option("--session", help="Session id (for session scope).")
@@ -280,11 +282,18 @@ def add(
 @click.argument("query", required=False)
 @click.option("--limit", "-n", type=int, help="Most hits to return (default 10).")
 @click.option("--type", "types", multiple=True, type=click.Choice(MEMORY_TYPES), help="Only these memory types.")
-@click.option("--kind", "kinds", multiple=True, help="Only these kinds (memory, document_chunk, message, markdown, ...).")
+@click.option(
+    "--kind", "kinds", multiple=True, help="Only these kinds (memory, document_chunk, message, markdown, ...)."
+)
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Only these scopes.")
 @click.option("--session", help="Restrict session-scope records to this session.")
 @click.option("--project", "project", help="Current project: restricts and boosts its records (overrides --project).")
-@click.option("--source-type", "source_types", multiple=True, help="Only records from these sources: documents, sheets, chat, markdown, or a type (pdf, sheet, text, user, agent, import).")
+@click.option(
+    "--source-type",
+    "source_types",
+    multiple=True,
+    help="Only records from these sources: documents, sheets, chat, markdown, or a type (pdf, sheet, text, user, agent, import).",
+)
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
 @click.option("--until", help="Created at or before (ISO-8601).")
@@ -475,14 +484,27 @@ def stats(state: State, as_json: bool) -> None:
     data = state.funes().stats(tenant=state.tenant)
 
     def text_out() -> str:
-        lines = [f"store:      {data['path']}", f"records:    {data['records']}", f"size:       {data['size_bytes']:,} bytes"]
+        lines = [
+            f"store:      {data['path']}",
+            f"records:    {data['records']}",
+            f"size:       {data['size_bytes']:,} bytes",
+        ]
         for key in ("by_kind", "by_type", "by_scope"):
             if data.get(key):
                 lines.append(f"{key[3:]:<11} " + ", ".join(f"{k}={v}" for k, v in sorted(data[key].items())))
         emb = data.get("embedder") or {}
         lines.append(f"embedder:   {emb.get('model_id')} ({emb.get('dimensions')} dims)")
         for key, value in data.items():
-            if key not in ("path", "records", "size_bytes", "by_kind", "by_type", "by_scope", "embedder", "embedder_configured"):
+            if key not in (
+                "path",
+                "records",
+                "size_bytes",
+                "by_kind",
+                "by_type",
+                "by_scope",
+                "embedder",
+                "embedder_configured",
+            ):
                 lines.append(f"{key + ':':<11} {value}")
         return "\n".join(lines)
 
@@ -530,7 +552,7 @@ def import_(state: State, file: str | None, as_json: bool) -> None:
         result = state.funes().import_(sys.stdin)
     else:
         try:
-            handle = open(file, encoding="utf-8")  # noqa: SIM115
+            handle = open(file, encoding="utf-8")
         except FileNotFoundError as exc:
             from ..errors import InvalidInput
 
@@ -608,7 +630,11 @@ def config(action: str, name: str | None, value: str | None, as_json: bool) -> N
             from ..errors import InvalidInput
 
             raise InvalidInput(f"Unknown setting {name!r}.", hint="`funes config` lists every setting.")
-        emit(as_json, {"name": name, "value": loaded.values[name], "origin": loaded.origins[name]}, str(loaded.values[name]))
+        emit(
+            as_json,
+            {"name": name, "value": loaded.values[name], "origin": loaded.origins[name]},
+            str(loaded.values[name]),
+        )
         return
     rows = [
         {"name": s.name, "value": loaded.values[s.name], "origin": loaded.origins[s.name], "env": s.env, "help": s.help}
@@ -661,7 +687,7 @@ def demo(state: State, query: str, as_json: bool) -> None:
     def text_out() -> str:
         lines = [f"Demo store: {f.store.path}", f"Remembered {len(stored)} sample memories.", "", f"Search: {query!r}"]
         lines += [hit_line(n, h) for n, h in enumerate(hits, 1)]
-        lines += ["", "Next: funes add \"...\" --type preference; funes search \"...\"; funes --help"]
+        lines += ["", 'Next: funes add "..." --type preference; funes search "..."; funes --help']
         return "\n".join(lines)
 
     emit(as_json, data, text_out)

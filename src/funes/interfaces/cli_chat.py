@@ -28,7 +28,9 @@ def _read_json_file(path: str, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"The {what} file {path} is not JSON ({exc}).", hint="Write it as a JSON object or list.") from exc
+        raise InvalidInput(
+            f"The {what} file {path} is not JSON ({exc}).", hint="Write it as a JSON object or list."
+        ) from exc
 
 
 def _message_line(m: Message) -> str:
@@ -45,7 +47,9 @@ def _context_text(built: BuiltContext) -> str:
         "# section            tokens / cap   included  dropped",
     ]
     for name, sec in report["sections"].items():
-        lines.append(f"# {name:<18} {sec['tokens']:>6} / {sec['cap']:<6} {len(sec['included']):>8} {len(sec['dropped']):>8}")
+        lines.append(
+            f"# {name:<18} {sec['tokens']:>6} / {sec['cap']:<6} {len(sec['included']):>8} {len(sec['dropped']):>8}"
+        )
     for d in built.dropped_turns:
         lines.append(f"# dropped turn #{d['seq']} {d['role']} ({d['tokens']} tokens, {d['why']})")
     lines += ["", "=== system ===", built.system]
@@ -204,12 +208,14 @@ def register(group: click.Group) -> None:
         emit(
             as_json,
             [s.to_dict() for s in found],
-            lambda: "\n".join(
-                f"{s.id}  {s.message_count:>5} messages  last {s.last_activity:%Y-%m-%d %H:%M}"
-                + (f"  project={s.project_id}" if s.project_id else "")
-                for s in found
-            )
-            or "No sessions.",
+            lambda: (
+                "\n".join(
+                    f"{s.id}  {s.message_count:>5} messages  last {s.last_activity:%Y-%m-%d %H:%M}"
+                    + (f"  project={s.project_id}" if s.project_id else "")
+                    for s in found
+                )
+                or "No sessions."
+            ),
         )
 
     @sessions.command(name="prune")
@@ -254,13 +260,20 @@ def register(group: click.Group) -> None:
 
     @group.command(name="promote")
     @click.argument("memory_ids", nargs=-1)
-    @click.option("--to", "target", type=click.Choice(["project", "team"]), help="Target scope (default: the next tier).")
+    @click.option(
+        "--to", "target", type=click.Choice(["project", "team"]), help="Target scope (default: the next tier)."
+    )
     @click.option("--session", "session_id", help="With no ids: only this session's records.")
     @click.option("--dry-run", is_flag=True, help="Only show what would move.")
     @json_option
     @pass_state
     def promote_cmd(
-        state: State, memory_ids: tuple[str, ...], target: str | None, session_id: str | None, dry_run: bool, as_json: bool
+        state: State,
+        memory_ids: tuple[str, ...],
+        target: str | None,
+        session_id: str | None,
+        dry_run: bool,
+        as_json: bool,
     ) -> None:
         """Move records up a tier (session → project → team). No ids: apply the default policy."""
         result = state.funes().promote(

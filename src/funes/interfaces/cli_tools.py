@@ -46,7 +46,9 @@ def tools(fmt: str, names: tuple[str, ...], as_json: bool) -> None:
 @click.option("--port", type=int, help="HTTP port (default: the mcp_port setting, 8765).")
 @click.option("--project", "project", help="Default project (else --project, the config, the git root or cwd name).")
 @click.option("--session", "session_id", help="Session id for session-scope memories (default: one per server run).")
-@click.option("--json", "as_json", is_flag=True, help="Accepted for consistency; the server speaks MCP, not JSON lines.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Accepted for consistency; the server speaks MCP, not JSON lines."
+)
 @pass_state
 def mcp(
     state: State, use_http: bool, port: int | None, project: str | None, session_id: str | None, as_json: bool
@@ -73,5 +75,7 @@ def mcp(
         mcp_server.run_http(state.funes, project=resolved, port=chosen, session_id=session_id)
     else:
         if sys.stdin is not None and sys.stdin.isatty():
-            click.echo("Funes MCP server on stdio; an MCP client starts it (see docs/mcp.md). Ctrl-D stops it.", err=True)
+            click.echo(
+                "Funes MCP server on stdio; an MCP client starts it (see docs/mcp.md). Ctrl-D stops it.", err=True
+            )
         mcp_server.run_stdio(state.funes, project=resolved, session_id=session_id)

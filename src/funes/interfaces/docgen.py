@@ -92,9 +92,7 @@ def settings_markdown(settings: dict[str, Any] | None = None) -> str:
     for setting in settings.values():
         default = repr(setting.default) if isinstance(setting.default, str) else str(setting.default)
         help_text = setting.help.replace("|", "\\|")
-        out.append(
-            f"| `{setting.name}` | `{setting.env}` | {setting.type.__name__} | `{default}` | {help_text} |"
-        )
+        out.append(f"| `{setting.name}` | `{setting.env}` | {setting.type.__name__} | `{default}` | {help_text} |")
     out.append("")
     return "\n".join(out)
 

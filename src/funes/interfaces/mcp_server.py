@@ -140,7 +140,9 @@ def build_server(
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[_tool(spec) for spec in TOOLS])
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         run = partial(funes.execute_tool, params.name, params.arguments or {}, caller=caller_for(ctx), project=project)
         result = await anyio.to_thread.run_sync(run)
         return types.CallToolResult(
@@ -217,7 +219,9 @@ def build_server(
     ) -> types.ListPromptsResult:
         return types.ListPromptsResult(prompts=[prompt])
 
-    async def get_prompt(ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
         if params.name != PROMPT_NAME:
             raise MCPError(types.INVALID_PARAMS, f"Unknown prompt {params.name!r}; the only prompt is {PROMPT_NAME!r}.")
         return types.GetPromptResult(

@@ -26,7 +26,9 @@ def prompt_paths(name: str, prompts_dir: str | None = None) -> list[Path]:
     from .. import config
 
     if not _NAME.match(name):
-        raise InvalidInput(f"Invalid prompt name {name!r}.", hint="Use lowercase letters, digits, '-' and '_', e.g. 'memory'.")
+        raise InvalidInput(
+            f"Invalid prompt name {name!r}.", hint="Use lowercase letters, digits, '-' and '_', e.g. 'memory'."
+        )
     directory = prompts_dir or ""
     paths = [Path(directory).expanduser() / f"{name}.md"] if directory else []
     paths.append(config.home() / "prompts" / f"{name}.md")

@@ -103,6 +103,10 @@ class Store(Protocol):
         """Insert or replace a record and its vectors in one transaction."""
         ...
 
+    def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
+        """Write unless a live record with the same content, scope, kind and owner exists; return the one that stands."""
+        ...
+
     def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
         """Insert or replace many records in one transaction."""
         ...

@@ -116,9 +116,7 @@ class Database:
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
         except ImportError as exc:
-            raise DependencyMissing(
-                "The sqlite-vec package is missing.", hint="Run `pip install sqlite-vec`."
-            ) from exc
+            raise DependencyMissing("The sqlite-vec package is missing.", hint="Run `pip install sqlite-vec`.") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()

@@ -16,8 +16,6 @@ Migrations are the numbered files in ``sql/``, recorded in ``migrations``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -33,193 +31,28 @@ from ..models import (
     EmbedderIdentity,
     Memory,
     Page,
-    PreviousVersion,
-    Reference,
     SearchFilters,
-    SourceRef,
     format_time,
     from_epoch,
-    parse_time,
     to_epoch,
 )
 from . import AccessEvent, Visibility, vis_key
 from .connection import Database
 from .sqlite_documents import DocumentTables
-from .sqlite_sessions import SessionTables
-
-_COLUMNS = (
-    "id, tenant, user_id, scope, session_id, project_id, vis, kind, memory_type, entity_type, "
-    "entity_id, topic, title, content, source_type, source_uri, source_id, locator, importance, "
-    "pinned, expires_at, access_count, last_accessed, version, content_hash, previous_versions, "
-    "created_at, updated_at, metadata, refs, tags"
+from .sqlite_rows import (
+    COLUMNS,
+    PLACEHOLDERS,
+    deserialize,
+    knn_visibility,
+    record_filters,
+    row_values,
+    serialize,
+    split_sql,
+    sql_in,
+    tenant_token,
+    to_memory,
 )
-_PLACEHOLDERS = ", ".join("?" for _ in _COLUMNS.split(","))
-
-
-def tenant_token(tenant: str) -> str:
-    """The FTS token standing for a tenant (hashed so any id tokenizes as one word)."""
-    return "t" + hashlib.sha1(tenant.encode("utf-8")).hexdigest()[:16]
-
-
-def _serialize(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def _deserialize(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32)
-
-
-def _row_values(m: Memory) -> tuple[Any, ...]:
-    src = m.source
-    return (
-        m.id,
-        m.tenant,
-        m.user_id or "",
-        m.scope,
-        m.session_id,
-        m.project_id,
-        vis_key(m.scope, m.project_id, m.session_id),
-        m.kind,
-        m.memory_type,
-        m.entity_type,
-        m.entity_id,
-        m.topic,
-        m.title,
-        m.content,
-        src.type if src else "",
-        src.uri if src else None,
-        (src.source_id or "") if src else "",
-        json.dumps(src.locator if src else {}, sort_keys=True, ensure_ascii=False),
-        m.importance,
-        int(m.pinned),
-        to_epoch(m.expires_at),
-        m.access_count,
-        to_epoch(m.last_accessed),
-        m.version,
-        m.content_hash,
-        json.dumps(
-            [
-                {
-                    "version": v.version,
-                    "content": v.content,
-                    "content_hash": v.content_hash,
-                    "importance": v.importance,
-                    "updated_at": format_time(v.updated_at),
-                }
-                for v in m.previous_versions
-            ],
-            ensure_ascii=False,
-        ),
-        to_epoch(m.created_at),
-        to_epoch(m.updated_at),
-        json.dumps(m.metadata, sort_keys=True, ensure_ascii=False),
-        json.dumps([{"type": r.type, "id": r.id} for r in m.references], ensure_ascii=False),
-        tenant_token(m.tenant),
-    )
-
-
-def _to_memory(row: Sequence[Any]) -> Memory:
-    (
-        id_, tenant, user_id, scope, session_id, project_id, _vis, kind, memory_type, entity_type,
-        entity_id, topic, title, content, source_type, source_uri, source_id, locator, importance,
-        pinned, expires_at, access_count, last_accessed, version, chash, previous, created_at,
-        updated_at, metadata, refs, _tags,
-    ) = row
-    source = None
-    if source_type:
-        source = SourceRef(
-            type=source_type, uri=source_uri, source_id=source_id or None, locator=json.loads(locator)
-        )
-    return Memory(
-        id=id_,
-        content=content,
-        tenant=tenant,
-        user_id=user_id or None,
-        scope=scope,
-        session_id=session_id,
-        project_id=project_id,
-        kind=kind,
-        memory_type=memory_type,
-        entity_type=entity_type,
-        entity_id=entity_id,
-        topic=topic,
-        title=title,
-        source=source,
-        importance=importance,
-        pinned=bool(pinned),
-        expires_at=from_epoch(expires_at),
-        access_count=access_count,
-        last_accessed=from_epoch(last_accessed),
-        version=version,
-        content_hash=chash,
-        previous_versions=tuple(
-            PreviousVersion(
-                version=v["version"],
-                content=v["content"],
-                content_hash=v["content_hash"],
-                importance=v["importance"],
-                updated_at=parse_time(v["updated_at"]),  # type: ignore[arg-type]
-            )
-            for v in json.loads(previous)
-        ),
-        created_at=from_epoch(created_at),  # type: ignore[arg-type]
-        updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
-        metadata=json.loads(metadata),
-        references=tuple(Reference(type=r["type"], id=r["id"]) for r in json.loads(refs)),
-    )
-
-
-def _in(column: str, values: Sequence[Any], params: list[Any]) -> str:
-    params.extend(values)
-    return f"{column} IN ({', '.join('?' for _ in values)})"
-
-
-def _knn_visibility(filters: SearchFilters) -> list[tuple[str, tuple[str, ...]] | None]:
-    """The visibility as the fewest vec0 filters; each one costs a full KNN scan of the partition.
-
-    vec0 has no OR, so two alternatives mean two scans. The key ``team``
-    holds exactly the team-scope records, so it moves freely between the
-    ``scope`` and ``vis`` forms, which merges the common cases into one scan
-    (and a filter that admits every scope into none).
-    """
-    clauses = Visibility.from_filters(filters).clauses()
-    open_scopes = next((v for c, v in clauses if c == "scope"), ())
-    keys = next((v for c, v in clauses if c == "vis"), ())
-    if not keys or set(keys) == {"team"}:
-        scopes = tuple(dict.fromkeys(open_scopes + tuple(keys)))
-        if not scopes or set(scopes) >= {"team", "project", "session"}:
-            return [None]
-        return [("scope", scopes)]
-    if not open_scopes:
-        return [("vis", keys)]
-    return [("scope", open_scopes), ("vis", keys)]
-
-
-def _record_filters(
-    filters: SearchFilters, vis_clause: tuple[str, tuple[str, ...]] | None, params: list[Any], prefix: str
-) -> list[str]:
-    """WHERE terms shared by the memories table and the vec0 metadata columns."""
-    where: list[str] = []
-    if vis_clause is not None:
-        column, values = vis_clause
-        where.append(_in(prefix + column, values, params))
-    if filters.user_id:
-        where.append(_in(prefix + "user_id", ("", filters.user_id), params))
-    if filters.kinds:
-        where.append(_in(prefix + "kind", filters.kinds, params))
-    if filters.memory_types:
-        where.append(_in(prefix + "memory_type", filters.memory_types, params))
-    if filters.source_types:
-        where.append(_in(prefix + "source_type", filters.source_types, params))
-    if filters.source_ids:
-        where.append(_in(prefix + "source_id", filters.source_ids, params))
-    if filters.created_after is not None:
-        where.append(f"{prefix}created_at >= ?")
-        params.append(to_epoch(filters.created_after))
-    if filters.created_before is not None:
-        where.append(f"{prefix}created_at <= ?")
-        params.append(to_epoch(filters.created_before))
-    return where
+from .sqlite_sessions import SessionTables
 
 
 class SqliteStore(DocumentTables, SessionTables):
@@ -259,7 +92,7 @@ class SqliteStore(DocumentTables, SessionTables):
                 version = int(match.group(1))
                 if version in done:
                     continue
-                for statement in _split_sql(file.read_text(encoding="utf-8")):
+                for statement in split_sql(file.read_text(encoding="utf-8")):
                     conn.execute(statement)
                 conn.execute("INSERT INTO migrations (version, name) VALUES (?, ?)", (version, file.name))
 
@@ -318,6 +151,26 @@ class SqliteStore(DocumentTables, SessionTables):
             self._put(conn, memory, vectors)
         return memory
 
+    def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
+        """Write the record unless a live one with the same content, scope, kind and owner exists.
+
+        The check and the write share one transaction, so two processes
+        remembering the same text at once still store it once. Returns the
+        record that stands: the existing one, or the new one (which takes
+        over the id of an expired duplicate).
+        """
+        vis = vis_key(memory.scope, memory.project_id, memory.session_id)
+        with self.db.write() as conn:
+            existing = self._find_by_hash(
+                conn, memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id
+            )
+            if existing is not None and not existing.is_expired():
+                return existing
+            if existing is not None:
+                memory = memory.evolve(id=existing.id, created_at=existing.created_at)
+            self._put(conn, memory, vectors)
+        return memory
+
     def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
         """Insert or replace many records in one transaction."""
         count = 0
@@ -329,13 +182,13 @@ class SqliteStore(DocumentTables, SessionTables):
 
     def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None:
         row = conn.execute("SELECT rowid FROM memories WHERE id = ?", (m.id,)).fetchone()
-        values = _row_values(m)
+        values = row_values(m)
         if row is None:
-            cur = conn.execute(f"INSERT INTO memories ({_COLUMNS}) VALUES ({_PLACEHOLDERS})", values)
+            cur = conn.execute(f"INSERT INTO memories ({COLUMNS}) VALUES ({PLACEHOLDERS})", values)
             rowid = cur.lastrowid
         else:
             rowid = row[0]
-            sets = ", ".join(f"{c.strip()} = ?" for c in _COLUMNS.split(","))
+            sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
             conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
         if vectors is None:
             # Metadata may have changed (scope, expiry): keep vec0's copy in step.
@@ -356,14 +209,12 @@ class SqliteStore(DocumentTables, SessionTables):
                     f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
                     hint="Run `funes reindex` after changing the embedding model.",
                 )
-            cur = conn.execute(
-                "INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part)
-            )
+            cur = conn.execute("INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part))
             conn.execute(
                 "INSERT INTO vec_memories (vector_id, embedding, tenant, scope, vis, user_id, kind, "
                 "memory_type, source_type, source_id, created_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (cur.lastrowid, _serialize(vector), *meta),
+                (cur.lastrowid, serialize(vector), *meta),
             )
 
     @staticmethod
@@ -388,17 +239,14 @@ class SqliteStore(DocumentTables, SessionTables):
         if not ids:
             return
         tenant, scope, vis, user, kind, mtype, stype, sid, created, expires = self._vector_metadata(m)
-        current = conn.execute(
-            "SELECT tenant, embedding FROM vec_memories WHERE vector_id = ?", (ids[0],)
-        ).fetchone()
+        current = conn.execute("SELECT tenant, embedding FROM vec_memories WHERE vector_id = ?", (ids[0],)).fetchone()
         if current is not None and current[0] != tenant:
             # The partition key cannot be updated in place: rewrite the vectors.
             blobs = [
-                conn.execute("SELECT embedding FROM vec_memories WHERE vector_id = ?", (i,)).fetchone()[0]
-                for i in ids
+                conn.execute("SELECT embedding FROM vec_memories WHERE vector_id = ?", (i,)).fetchone()[0] for i in ids
             ]
             self._delete_vectors(conn, [rowid])
-            self._put_vectors(conn, rowid, m, [_deserialize(b) for b in blobs])
+            self._put_vectors(conn, rowid, m, [deserialize(b) for b in blobs])
             return
         for vector_id in ids:
             conn.execute(
@@ -415,16 +263,14 @@ class SqliteStore(DocumentTables, SessionTables):
                 "INSERT INTO vec_memories (vector_id, embedding, tenant, scope, vis, user_id, kind, "
                 "memory_type, source_type, source_id, created_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (cur.lastrowid, _serialize(vector), *meta),
+                (cur.lastrowid, serialize(vector), *meta),
             )
 
     def _delete_vectors(self, conn: Any, rowids: Sequence[int]) -> None:
         for rowid in rowids:
             ids = [r[0] for r in conn.execute("SELECT vector_id FROM memory_vectors WHERE memory_rowid = ?", (rowid,))]
             if ids and self._dims is not None:
-                conn.execute(
-                    f"DELETE FROM vec_memories WHERE vector_id IN ({', '.join('?' for _ in ids)})", ids
-                )
+                conn.execute(f"DELETE FROM vec_memories WHERE vector_id IN ({', '.join('?' for _ in ids)})", ids)
             conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
 
     def delete(self, memory_ids: Sequence[str]) -> int:
@@ -447,8 +293,8 @@ class SqliteStore(DocumentTables, SessionTables):
     # -- reads -------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:
         """A record by id."""
-        row = self.db.reader().execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return None if row is None else _to_memory(row)
+        row = self.db.reader().execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else to_memory(row)
 
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """Records by id."""
@@ -458,25 +304,30 @@ class SqliteStore(DocumentTables, SessionTables):
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
-                out[row[0]] = _to_memory(row)
+            for row in conn.execute(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
+                out[row[0]] = to_memory(row)
         return out
 
     def find_by_hash(
         self, tenant: str, vis: str, content_hash: str, kind: str, user_id: str | None = None
     ) -> Memory | None:
         """The record with exactly this content in this tenant, visibility, kind and owner."""
+        return self._find_by_hash(self.db.reader(), tenant, vis, content_hash, kind, user_id)
+
+    def _find_by_hash(
+        self, conn: Any, tenant: str, vis: str, content_hash: str, kind: str, user_id: str | None
+    ) -> Memory | None:
         # The owner is part of the identity: another user's record must never be handed back.
         row = (
-            self.db.reader()
+            conn
             .execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND vis = ? AND content_hash = ? AND kind = ? "
+                f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND vis = ? AND content_hash = ? AND kind = ? "
                 "AND user_id = ? ORDER BY rowid LIMIT 1",
                 (tenant, vis, content_hash, kind, user_id or ""),
             )
             .fetchone()
         )
-        return None if row is None else _to_memory(row)
+        return None if row is None else to_memory(row)
 
     def _where(
         self, filters: SearchFilters, now: datetime | None, params: list[Any], include_expired: bool = False
@@ -485,13 +336,13 @@ class SqliteStore(DocumentTables, SessionTables):
         params.append(filters.tenant)
         clauses = Visibility.from_filters(filters).clauses()
         if len(clauses) == 1:
-            where += _record_filters(filters, clauses[0], params, "m.")
+            where += record_filters(filters, clauses[0], params, "m.")
         else:
             alt: list[str] = []
             for clause in clauses:
-                alt.append(_in("m." + clause[0], clause[1], params))
+                alt.append(sql_in("m." + clause[0], clause[1], params))
             where.append("(" + " OR ".join(alt) + ")")
-            where += _record_filters(filters, None, params, "m.")
+            where += record_filters(filters, None, params, "m.")
         if not include_expired and now is not None:
             where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
             params.append(to_epoch(now))
@@ -516,10 +367,10 @@ class SqliteStore(DocumentTables, SessionTables):
         if cursor:
             where.append("m.id < ?")
             params.append(cursor)
-        sql = f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
+        sql = f"SELECT {', '.join('m.' + c.strip() for c in COLUMNS.split(','))} FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
         params.append(limit + 1)
         rows = self.db.reader().execute(sql, params).fetchall()
-        items = tuple(_to_memory(r) for r in rows[:limit])
+        items = tuple(to_memory(r) for r in rows[:limit])
         next_cursor = items[-1].id if len(rows) > limit and items else None
         return Page(items=items, next_cursor=next_cursor)
 
@@ -553,7 +404,7 @@ class SqliteStore(DocumentTables, SessionTables):
             # tags column has weight 0).
             match = f'tags : "{tenant_token(filters.tenant)}" AND {match}'
         params: list[Any] = [match]
-        where = ["memories_fts MATCH ?"] + self._where(filters, now, params)
+        where = ["memories_fts MATCH ?", *self._where(filters, now, params)]
         sql = (
             # CROSS JOIN pins the FTS index as the outer loop, so rows come
             # newest-first from the index and LIMIT stops the scan. With a
@@ -580,13 +431,13 @@ class SqliteStore(DocumentTables, SessionTables):
         """Exact cosine KNN with the filters inside the vec0 scan."""
         if self._dims is None or k <= 0:
             return []
-        blob = _serialize(vector)
+        blob = serialize(vector)
         conn = self.db.reader()
         found: dict[int, float] = {}
-        for clause in _knn_visibility(filters):
+        for clause in knn_visibility(filters):
             params: list[Any] = [blob, k, filters.tenant, to_epoch(now) if now else 0.0]
             where = ["embedding MATCH ?", "k = ?", "tenant = ?", "expires_at > ?"]
-            where += _record_filters(filters, clause, params, "")
+            where += record_filters(filters, clause, params, "")
             sql = f"SELECT vector_id, distance FROM vec_memories WHERE {' AND '.join(where)}"
             for vector_id, distance in conn.execute(sql, params):
                 found[vector_id] = 1.0 - float(distance)
@@ -623,7 +474,7 @@ class SqliteStore(DocumentTables, SessionTables):
                 f"WHERE m.id IN ({marks}) ORDER BY v.memory_rowid, v.part",
                 chunk,
             ):
-                out.setdefault(memory_id, []).append(_deserialize(blob))
+                out.setdefault(memory_id, []).append(deserialize(blob))
         return out
 
     def record_access(self, events: Sequence[AccessEvent], at: datetime) -> None:
@@ -672,7 +523,7 @@ class SqliteStore(DocumentTables, SessionTables):
                 f"SELECT text_hash, vector FROM embedding_cache WHERE model_id = ? AND text_hash IN ({marks})",
                 [model_id, *chunk],
             ):
-                out[h] = _deserialize(blob)
+                out[h] = deserialize(blob)
         return out
 
     def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
@@ -682,7 +533,7 @@ class SqliteStore(DocumentTables, SessionTables):
         with self.db.write() as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector) VALUES (?, ?, ?)",
-                [(model_id, h, _serialize(v)) for h, v in items],
+                [(model_id, h, serialize(v)) for h, v in items],
             )
 
     # -- bulk, stats, integrity ---------------------------------------------
@@ -691,7 +542,7 @@ class SqliteStore(DocumentTables, SessionTables):
         last = 0
         conn = self.db.reader()
         while True:
-            sql = f"SELECT rowid, {_COLUMNS} FROM memories WHERE rowid > ?"
+            sql = f"SELECT rowid, {COLUMNS} FROM memories WHERE rowid > ?"
             params: list[Any] = [last]
             if tenant is not None:
                 sql += " AND tenant = ?"
@@ -700,7 +551,7 @@ class SqliteStore(DocumentTables, SessionTables):
             if not rows:
                 return
             for row in rows:
-                yield _to_memory(row[1:])
+                yield to_memory(row[1:])
             last = rows[-1][0]
 
     def stats(self, tenant: str | None = None) -> dict[str, Any]:
@@ -730,7 +581,11 @@ class SqliteStore(DocumentTables, SessionTables):
             "by_kind": grouped("kind"),
             "by_type": grouped("memory_type"),
             "by_scope": grouped("scope"),
-            "pinned": int(conn.execute(f"SELECT COUNT(*) FROM memories {cond} {'AND' if cond else 'WHERE'} pinned = 1", params).fetchone()[0]),
+            "pinned": int(
+                conn.execute(
+                    f"SELECT COUNT(*) FROM memories {cond} {'AND' if cond else 'WHERE'} pinned = 1", params
+                ).fetchone()[0]
+            ),
             "vectors": int(vectors),
             "cached_embeddings": int(cached),
             "access_log_rows": int(conn.execute("SELECT COUNT(*) FROM access_log").fetchone()[0]),
@@ -801,28 +656,3 @@ class SqliteStore(DocumentTables, SessionTables):
     def close(self) -> None:
         """Close every connection."""
         self.db.close()
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements, keeping trigger bodies whole."""
-    statements: list[str] = []
-    buf: list[str] = []
-    in_trigger = False
-    for line in script.splitlines():
-        stripped = line.strip()
-        if not buf and (not stripped or stripped.startswith("--")):
-            continue
-        buf.append(line)
-        upper = stripped.upper()
-        if upper.startswith("CREATE TRIGGER"):
-            in_trigger = True
-        if in_trigger:
-            if upper == "END;":
-                statements.append("\n".join(buf))
-                buf, in_trigger = [], False
-        elif stripped.endswith(";"):
-            statements.append("\n".join(buf))
-            buf = []
-    if buf and "".join(buf).strip():
-        statements.append("\n".join(buf))
-    return statements

@@ -142,7 +142,9 @@ class DocumentTables:
 
     def count_document_chunks(self, doc_id: str) -> int:
         """How many records a document owns right now."""
-        return int(self.db.reader().execute("SELECT COUNT(*) FROM memories WHERE source_id = ?", (doc_id,)).fetchone()[0])
+        return int(
+            self.db.reader().execute("SELECT COUNT(*) FROM memories WHERE source_id = ?", (doc_id,)).fetchone()[0]
+        )
 
     # -- writes ------------------------------------------------------------
     def _upsert_document(self, conn: Any, doc: dict[str, Any]) -> None:

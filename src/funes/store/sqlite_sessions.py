@@ -168,7 +168,9 @@ class SessionTables:
             (to_epoch(at), tenant, session_id),
         )
 
-    def messages(self, tenant: str, session_id: str, *, limit: int | None = None, before_seq: int | None = None) -> list[Message]:
+    def messages(
+        self, tenant: str, session_id: str, *, limit: int | None = None, before_seq: int | None = None
+    ) -> list[Message]:
         """The session's messages oldest first; with ``limit``, the newest ``limit`` of them."""
         sql = f"SELECT {_MESSAGE_COLS} FROM messages WHERE tenant = ? AND session_id = ?"
         params: list[Any] = [tenant, session_id]
@@ -249,7 +251,9 @@ class SessionTables:
         dims = getattr(self, "_dims", None) or 0
         reclaimed = sum(int(r[2] or 0) for r in rows if not r[1]) + vectors * dims * 4
         project = next((r[3] for r in rows if r[3]), None)
-        session = conn.execute("SELECT project_id FROM sessions WHERE tenant = ? AND id = ?", (tenant, session_id)).fetchone()
+        session = conn.execute(
+            "SELECT project_id FROM sessions WHERE tenant = ? AND id = ?", (tenant, session_id)
+        ).fetchone()
         if session is not None and session[0]:
             project = session[0]
         deleted = self._delete(conn, doomed) if doomed else 0
@@ -275,8 +279,16 @@ class SessionTables:
     def cleanup_log(self, tenant: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Newest cleanup-log rows."""
         keys = (
-            "at", "tenant", "reason", "scope", "session_id", "project_id",
-            "records_deleted", "messages_deleted", "records_kept", "bytes_reclaimed",
+            "at",
+            "tenant",
+            "reason",
+            "scope",
+            "session_id",
+            "project_id",
+            "records_deleted",
+            "messages_deleted",
+            "records_kept",
+            "bytes_reclaimed",
         )
         sql = f"SELECT {', '.join(keys)} FROM cleanup_log"
         params: list[Any] = []
@@ -310,7 +322,7 @@ class SessionTables:
 
         Pinned first, then by importance, then newest; expired records are left out.
         """
-        from .sqlite import _COLUMNS, _to_memory
+        from .sqlite_rows import COLUMNS, to_memory
 
         params: list[Any] = [tenant]
         where = ["tenant = ?"]
@@ -338,11 +350,11 @@ class SessionTables:
             where.append("(expires_at IS NULL OR expires_at > ?)")
             params.append(to_epoch(now))
         sql = (
-            f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
+            f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} "
             "ORDER BY pinned DESC, importance DESC, updated_at DESC LIMIT ?"
         )
         params.append(limit)
-        return [_to_memory(r) for r in self.db.reader().execute(sql, params)]
+        return [to_memory(r) for r in self.db.reader().execute(sql, params)]
 
     def document_sources(self, tenant: str) -> list[tuple[str, str, str]]:
         """(source type, uri, source id) of every document that has records in the tenant."""

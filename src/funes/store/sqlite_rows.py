@@ -1,0 +1,253 @@
+"""Row mapping and filter SQL of the SQLite store.
+
+A :class:`~funes.models.Memory` is one row of ``memories``; this module maps
+records to rows and back, and builds the WHERE terms shared by the records
+table and the vec0 metadata columns, so that the same filters run inside
+both the keyword and the vector index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..models import (
+    Memory,
+    PreviousVersion,
+    Reference,
+    SearchFilters,
+    SourceRef,
+    format_time,
+    from_epoch,
+    parse_time,
+    to_epoch,
+)
+from . import Visibility, vis_key
+
+COLUMNS = (
+    "id, tenant, user_id, scope, session_id, project_id, vis, kind, memory_type, entity_type, "
+    "entity_id, topic, title, content, source_type, source_uri, source_id, locator, importance, "
+    "pinned, expires_at, access_count, last_accessed, version, content_hash, previous_versions, "
+    "created_at, updated_at, metadata, refs, tags"
+)
+PLACEHOLDERS = ", ".join("?" for _ in COLUMNS.split(","))
+
+
+def tenant_token(tenant: str) -> str:
+    """The FTS token standing for a tenant (hashed so any id tokenizes as one word)."""
+    return "t" + hashlib.sha1(tenant.encode("utf-8")).hexdigest()[:16]
+
+
+def serialize(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def deserialize(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def row_values(m: Memory) -> tuple[Any, ...]:
+    src = m.source
+    return (
+        m.id,
+        m.tenant,
+        m.user_id or "",
+        m.scope,
+        m.session_id,
+        m.project_id,
+        vis_key(m.scope, m.project_id, m.session_id),
+        m.kind,
+        m.memory_type,
+        m.entity_type,
+        m.entity_id,
+        m.topic,
+        m.title,
+        m.content,
+        src.type if src else "",
+        src.uri if src else None,
+        (src.source_id or "") if src else "",
+        json.dumps(src.locator if src else {}, sort_keys=True, ensure_ascii=False),
+        m.importance,
+        int(m.pinned),
+        to_epoch(m.expires_at),
+        m.access_count,
+        to_epoch(m.last_accessed),
+        m.version,
+        m.content_hash,
+        json.dumps(
+            [
+                {
+                    "version": v.version,
+                    "content": v.content,
+                    "content_hash": v.content_hash,
+                    "importance": v.importance,
+                    "updated_at": format_time(v.updated_at),
+                }
+                for v in m.previous_versions
+            ],
+            ensure_ascii=False,
+        ),
+        to_epoch(m.created_at),
+        to_epoch(m.updated_at),
+        json.dumps(m.metadata, sort_keys=True, ensure_ascii=False),
+        json.dumps([{"type": r.type, "id": r.id} for r in m.references], ensure_ascii=False),
+        tenant_token(m.tenant),
+    )
+
+
+def to_memory(row: Sequence[Any]) -> Memory:
+    (
+        id_,
+        tenant,
+        user_id,
+        scope,
+        session_id,
+        project_id,
+        _vis,
+        kind,
+        memory_type,
+        entity_type,
+        entity_id,
+        topic,
+        title,
+        content,
+        source_type,
+        source_uri,
+        source_id,
+        locator,
+        importance,
+        pinned,
+        expires_at,
+        access_count,
+        last_accessed,
+        version,
+        chash,
+        previous,
+        created_at,
+        updated_at,
+        metadata,
+        refs,
+        _tags,
+    ) = row
+    source = None
+    if source_type:
+        source = SourceRef(type=source_type, uri=source_uri, source_id=source_id or None, locator=json.loads(locator))
+    return Memory(
+        id=id_,
+        content=content,
+        tenant=tenant,
+        user_id=user_id or None,
+        scope=scope,
+        session_id=session_id,
+        project_id=project_id,
+        kind=kind,
+        memory_type=memory_type,
+        entity_type=entity_type,
+        entity_id=entity_id,
+        topic=topic,
+        title=title,
+        source=source,
+        importance=importance,
+        pinned=bool(pinned),
+        expires_at=from_epoch(expires_at),
+        access_count=access_count,
+        last_accessed=from_epoch(last_accessed),
+        version=version,
+        content_hash=chash,
+        previous_versions=tuple(
+            PreviousVersion(
+                version=v["version"],
+                content=v["content"],
+                content_hash=v["content_hash"],
+                importance=v["importance"],
+                updated_at=parse_time(v["updated_at"]),  # type: ignore[arg-type]
+            )
+            for v in json.loads(previous)
+        ),
+        created_at=from_epoch(created_at),  # type: ignore[arg-type]
+        updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
+        metadata=json.loads(metadata),
+        references=tuple(Reference(type=r["type"], id=r["id"]) for r in json.loads(refs)),
+    )
+
+
+def sql_in(column: str, values: Sequence[Any], params: list[Any]) -> str:
+    params.extend(values)
+    return f"{column} IN ({', '.join('?' for _ in values)})"
+
+
+def knn_visibility(filters: SearchFilters) -> list[tuple[str, tuple[str, ...]] | None]:
+    """The visibility as the fewest vec0 filters; each one costs a full KNN scan of the partition.
+
+    vec0 has no OR, so two alternatives mean two scans. The key ``team``
+    holds exactly the team-scope records, so it moves freely between the
+    ``scope`` and ``vis`` forms, which merges the common cases into one scan
+    (and a filter that admits every scope into none).
+    """
+    clauses = Visibility.from_filters(filters).clauses()
+    open_scopes = next((v for c, v in clauses if c == "scope"), ())
+    keys = next((v for c, v in clauses if c == "vis"), ())
+    if not keys or set(keys) == {"team"}:
+        scopes = tuple(dict.fromkeys(open_scopes + tuple(keys)))
+        if not scopes or set(scopes) >= {"team", "project", "session"}:
+            return [None]
+        return [("scope", scopes)]
+    if not open_scopes:
+        return [("vis", keys)]
+    return [("scope", open_scopes), ("vis", keys)]
+
+
+def record_filters(
+    filters: SearchFilters, vis_clause: tuple[str, tuple[str, ...]] | None, params: list[Any], prefix: str
+) -> list[str]:
+    """WHERE terms shared by the memories table and the vec0 metadata columns."""
+    where: list[str] = []
+    if vis_clause is not None:
+        column, values = vis_clause
+        where.append(sql_in(prefix + column, values, params))
+    if filters.user_id:
+        where.append(sql_in(prefix + "user_id", ("", filters.user_id), params))
+    if filters.kinds:
+        where.append(sql_in(prefix + "kind", filters.kinds, params))
+    if filters.memory_types:
+        where.append(sql_in(prefix + "memory_type", filters.memory_types, params))
+    if filters.source_types:
+        where.append(sql_in(prefix + "source_type", filters.source_types, params))
+    if filters.source_ids:
+        where.append(sql_in(prefix + "source_id", filters.source_ids, params))
+    if filters.created_after is not None:
+        where.append(f"{prefix}created_at >= ?")
+        params.append(to_epoch(filters.created_after))
+    if filters.created_before is not None:
+        where.append(f"{prefix}created_at <= ?")
+        params.append(to_epoch(filters.created_before))
+    return where
+
+
+def split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buf: list[str] = []
+    in_trigger = False
+    for line in script.splitlines():
+        stripped = line.strip()
+        if not buf and (not stripped or stripped.startswith("--")):
+            continue
+        buf.append(line)
+        upper = stripped.upper()
+        if upper.startswith("CREATE TRIGGER"):
+            in_trigger = True
+        if in_trigger:
+            if upper == "END;":
+                statements.append("\n".join(buf))
+                buf, in_trigger = [], False
+        elif stripped.endswith(";"):
+            statements.append("\n".join(buf))
+            buf = []
+    if buf and "".join(buf).strip():
+        statements.append("\n".join(buf))
+    return statements
