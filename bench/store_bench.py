@@ -327,8 +327,26 @@ class Bench:
             for n, t in enumerate(tenants)
         }
         stats: dict[str, list[float]] = {
-            k: [] for k in ("hybrid", "hybrid_common", "hybrid_rare", "kw_common", "kw_rare", "vec", "numpy", "vec_k10")
+            k: []
+            for k in (
+                "hybrid",
+                "hybrid_common",
+                "hybrid_rare",
+                "kw_common",
+                "kw_rare",
+                "vec",
+                "numpy",
+                "vec_k10",
+                "vec_sqlite",
+            )
         }
+        cache = store.vector_cache
+        min_vectors = cache.min_vectors
+        cache.clear()
+        t0 = time.perf_counter()
+        store.vector_search(corpus.query("rare")[1], SearchFilters(tenant=tenants[0]), k=50, now=now)
+        first_search = time.perf_counter() - t0
+        cached_tenants = len(cache._tenants)
         recalls: list[float] = []
         kw_hits_common: list[int] = []
         queries = [("common" if q % 2 else "rare") for q in range(args.queries)]
@@ -355,6 +373,10 @@ class Bench:
             best = np.argpartition(-sims, 10)[:10] if len(sims) > 10 else np.arange(len(sims))
             truth = {ids[int(rows[i])] for i in best}
             t5 = time.perf_counter()
+            cache.min_vectors = 0  # the same query through sqlite-vec alone
+            store.vector_search(qvec, filters, k=50, now=now)
+            t6 = time.perf_counter()
+            cache.min_vectors = min_vectors
             if not timed:
                 continue
             found = {i for i, _ in top10}
@@ -365,6 +387,7 @@ class Bench:
             stats["vec"].append(t3 - t2)
             stats["vec_k10"].append(t4 - t3)
             stats["numpy"].append(t5 - t4)
+            stats["vec_sqlite"].append(t6 - t5)
             if kind == "common":
                 kw_hits_common.append(len(kw))
         del svc.embed_query
@@ -390,7 +413,19 @@ class Bench:
             lat(stats["kw_common"]),
             f"scan cap {svc.config.keyword_scan_cap}",
         )
-        self.add(layout, size, "  vector leg k=50", lat(stats["vec"]))
+        self.add(
+            layout,
+            size,
+            "  vector leg k=50",
+            lat(stats["vec"]),
+            f"in-memory cache ({cached_tenants} tenant(s) cached)"
+            if cached_tenants
+            else f"sqlite-vec (tenant under vector_cache_min={min_vectors:,})",
+        )
+        self.add(layout, size, "  vector leg k=50, sqlite-vec only", lat(stats["vec_sqlite"]))
+        if cached_tenants:
+            self.add(layout, size, "  vector cache: first search (s)", f"{first_search:.2f}", "full load of the tenant")
+            self.interleaved(layout, size, store, corpus, tenants[0], now)
         self.add(
             layout,
             size,
@@ -407,6 +442,28 @@ class Bench:
             f"{pct(stats['vec_k10'], 50):.2f} ms vs {pct(stats['numpy'], 50):.2f} ms",
         )
         self.add(layout, size, "vector recall@10 vs brute force", f"{np.mean(recalls):.4f}", f"min {min(recalls):.2f}")
+
+    def interleaved(self, layout: str, size: int, store: Any, corpus: Corpus, tenant: str, now: datetime) -> None:
+        """Write one record, then search, repeatedly: the cache applies the change log, it does not reload."""
+        loads = store.vector_cache.full_loads
+        times: list[float] = []
+        written: list[str] = []
+        for n in range(40):
+            items, _, _ = corpus.records(size + n, 1, size + 40, lambda _i: tenant, now)
+            store.put_many(items)
+            written.append(items[0][0].id)
+            qvec = corpus.query("rare")[1]
+            t0 = time.perf_counter()
+            store.vector_search(qvec, SearchFilters(tenant=tenant), k=50, now=now)
+            times.append(time.perf_counter() - t0)
+        store.delete(written)
+        self.add(
+            layout,
+            size,
+            "  vector leg k=50 after each write",
+            f"{pct(times, 50):.2f}/{pct(times, 95):.2f}/{pct(times, 99):.2f}",
+            f"{len(times)} writes, {store.vector_cache.full_loads - loads} full reloads",
+        )
 
     def e2e_phase(self, layout: str, size: int, svc: Any, corpus: Corpus, tenants: list[str]) -> None:
         if self.args.skip_embed:

@@ -50,6 +50,13 @@ def register(name: str, default: Any, type_: type, help: str) -> Setting:
 register("db_path", "", str, "Path of the SQLite store. Empty means $FUNES_HOME/funes.db.")
 register("busy_timeout_ms", 15000, int, "How long a writer waits for another process's write lock, in milliseconds.")
 register("max_content_bytes", 1_000_000, int, "Largest content accepted for one memory, in bytes (UTF-8).")
+register(
+    "vector_cache_min",
+    20_000,
+    int,
+    "A tenant with at least this many vectors is searched from an exact in-memory copy (faster than sqlite-vec); 0 disables.",
+)
+register("vector_cache_mb", 1024, int, "Memory the in-memory vector copies of large tenants may use, in MB.")
 # -- identity defaults -------------------------------------------------------
 register("tenant", "default", str, "Tenant (team or user space) used when a call names none.")
 register("user", "", str, "User id within the tenant used when a call names none. Empty means tenant-wide.")

@@ -733,7 +733,12 @@ def open(
         # The CLI's --embedder names a backend; it is the setting, not an instance.
         settings["embedder"], embedder = embedder, None
     config = config_mod.load(db_path=path, **settings)
-    store = open_store(config.db_file, busy_timeout_ms=config.busy_timeout_ms)
+    store = open_store(
+        config.db_file,
+        busy_timeout_ms=config.busy_timeout_ms,
+        vector_cache_min=config.vector_cache_min,
+        vector_cache_mb=config.vector_cache_mb,
+    )
     try:
         emb = embedder or create_embedder(config)
         return Funes(store, emb, config, check_embedder=check_embedder)

@@ -10,6 +10,10 @@ Layout (see ``sql/001_core.sql``):
   KNN scan. Long records have several vectors; ``memory_vectors`` maps them.
 * A record's row, its FTS entry and its vectors are written in ONE
   transaction, so a crash never leaves half a record.
+* Triggers log every vector insert, delete and filter-metadata change in
+  ``vector_changes`` (``sql/004_vector_changes.sql``), in that same
+  transaction; the in-process cache of large tenants (``vector_cache.py``)
+  replays it to stay fresh across processes.
 
 Migrations are the numbered files in ``sql/``, recorded in ``migrations``.
 """
@@ -53,14 +57,24 @@ from .sqlite_rows import (
     to_memory,
 )
 from .sqlite_sessions import SessionTables
+from .vector_cache import VectorCache
 
 
 class SqliteStore(DocumentTables, SessionTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 15000) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 15000,
+        vector_cache_min: int = 20000,
+        vector_cache_mb: int = 1024,
+    ) -> None:
         self.path = str(Path(path).expanduser()) if str(path) != ":memory:" else ":memory:"
         self.db = Database(self.path, busy_timeout_ms=busy_timeout_ms)
+        # Large tenants are searched in memory; see vector_cache.py.
+        self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
         try:
             self._migrate()
         except Exception as exc:
@@ -125,6 +139,9 @@ class SqliteStore(DocumentTables, SessionTables):
             if reset:
                 conn.execute("DROP TABLE IF EXISTS vec_memories")
                 conn.execute("DELETE FROM memory_vectors")
+                # Every vector is gone: raise the change log's floor past its
+                # end, so each process's vector cache reloads in full.
+                self._trim_vector_changes(conn, 0)
             # vec0 preallocates one chunk per partition (tenant): 256 vectors
             # instead of the default 1024 keeps a small tenant at ~0.4 MB, not
             # 1.5 MB, and measured no slower to scan or insert.
@@ -395,7 +412,11 @@ class SqliteStore(DocumentTables, SessionTables):
             return []
         conn = self.db.reader()
         quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        match = f"{{title content topic}} : ({quoted})"
+        # No column filter on the user's terms: it makes FTS5 decode position
+        # lists for every match (about twice the cost of a common-word query
+        # at 100k records), and the only other column holds hashed tenant
+        # tokens, which carry weight 0 in bm25 and no word can equal.
+        match = f"({quoted})"
         if not self._tenant_dominates(conn, filters.tenant):
             # The tenant token skips other tenants' rows inside the index. When
             # the tenant holds most records it only adds work (bm25 counts the
@@ -428,11 +449,14 @@ class SqliteStore(DocumentTables, SessionTables):
     def vector_search(
         self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None
     ) -> list[tuple[str, float]]:
-        """Exact cosine KNN with the filters inside the vec0 scan."""
+        """Exact cosine KNN with the filters inside the scan (in memory for large tenants, else vec0)."""
         if self._dims is None or k <= 0:
             return []
-        blob = serialize(vector)
         conn = self.db.reader()
+        cached = self.vector_cache.search(conn, vector, filters, k=k, now=now)
+        if cached is not None:
+            return cached
+        blob = serialize(vector)
         found: dict[int, float] = {}
         for clause in knn_visibility(filters):
             params: list[Any] = [blob, k, filters.tenant, to_epoch(now) if now else 0.0]
@@ -628,6 +652,24 @@ class SqliteStore(DocumentTables, SessionTables):
             if vec_rows != mapped:
                 problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
         return problems
+
+    def trim_vector_changes(self, keep: int) -> None:
+        """Drop all but the newest ``keep`` rows of the vector change log (triggers also trim it as it grows)."""
+        with self.db.write() as conn:
+            self._trim_vector_changes(conn, keep)
+
+    @staticmethod
+    def _trim_vector_changes(conn: Any, keep: int) -> None:
+        top = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_changes'").fetchone()
+        floor = max(0, (int(top[0]) if top else 0) - max(0, keep))
+        conn.execute(
+            "UPDATE meta SET value = CAST(MAX(CAST(value AS INTEGER), ?) AS TEXT) WHERE key = 'vector_changes_floor'",
+            (floor,),
+        )
+        conn.execute(
+            "DELETE FROM vector_changes WHERE seq <= "
+            "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'vector_changes_floor')"
+        )
 
     def rebuild_keyword_index(self) -> None:
         """Rebuild the FTS5 index from the records."""

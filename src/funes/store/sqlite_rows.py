@@ -99,7 +99,18 @@ def row_values(m: Memory) -> tuple[Any, ...]:
     )
 
 
+def _loads(text: str) -> Any:
+    # Most records have no metadata, locator, history or references; skipping
+    # the JSON parser for those is measurable when ranking ~100 candidates.
+    if text == "{}":
+        return {}
+    if text == "[]":
+        return []
+    return json.loads(text)
+
+
 def to_memory(row: Sequence[Any]) -> Memory:
+    """A ``memories`` row (in :data:`COLUMNS` order) as a record."""
     (
         id_,
         tenant,
@@ -135,7 +146,7 @@ def to_memory(row: Sequence[Any]) -> Memory:
     ) = row
     source = None
     if source_type:
-        source = SourceRef(type=source_type, uri=source_uri, source_id=source_id or None, locator=json.loads(locator))
+        source = SourceRef(type=source_type, uri=source_uri, source_id=source_id or None, locator=_loads(locator))
     return Memory(
         id=id_,
         content=content,
@@ -166,12 +177,12 @@ def to_memory(row: Sequence[Any]) -> Memory:
                 importance=v["importance"],
                 updated_at=parse_time(v["updated_at"]),  # type: ignore[arg-type]
             )
-            for v in json.loads(previous)
+            for v in _loads(previous)
         ),
         created_at=from_epoch(created_at),  # type: ignore[arg-type]
         updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
-        metadata=json.loads(metadata),
-        references=tuple(Reference(type=r["type"], id=r["id"]) for r in json.loads(refs)),
+        metadata=_loads(metadata),
+        references=tuple(Reference(type=r["type"], id=r["id"]) for r in _loads(refs)),
     )
 
 
