@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, cast
 
 import numpy as np
 
@@ -84,6 +84,28 @@ class DocumentStore(Protocol):
         ...
 
 
+class IngestOptions(TypedDict, total=False):
+    """Options of :meth:`DocumentsMixin.ingest` and :meth:`DocumentsMixin.ingest_paths`.
+
+    kind forces a reader (text, markdown, pdf, sheet, csv, chat); scope,
+    project, session, tenant and user place the chunks; encoding and password
+    open difficult files; hidden_sheets includes hidden worksheets; force
+    re-indexes an unchanged file; metadata is added to every chunk.
+    """
+
+    kind: str | None
+    scope: str | None
+    project: str | None
+    session: str | None
+    tenant: str | None
+    user: str | None
+    encoding: str | None
+    password: str | None
+    hidden_sheets: bool | None
+    force: bool
+    metadata: dict[str, Any] | None
+
+
 class DocumentsMixin:
     """Ingestion and document management, mixed into :class:`funes.service.Funes`."""
 
@@ -108,18 +130,8 @@ class DocumentsMixin:
         self: Funes,  # type: ignore[misc]
         source: str | os.PathLike[str] | bytes,
         *,
-        kind: str | None = None,
         name: str | None = None,
-        scope: str | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        tenant: str | None = None,
-        user: str | None = None,
-        encoding: str | None = None,
-        password: str | None = None,
-        hidden_sheets: bool | None = None,
-        force: bool = False,
-        metadata: dict[str, Any] | None = None,
+        **options: Unpack[IngestOptions],
     ) -> IngestResult:
         """Ingest one file (a path) or bytes as a managed document.
 
@@ -142,20 +154,7 @@ class DocumentsMixin:
             item = items[0]
             if name:
                 item.name = name
-        result, error = self._ingest_one(
-            item,
-            kind=kind,
-            scope=scope,
-            project=project,
-            session=session,
-            tenant=tenant,
-            user=user,
-            encoding=encoding,
-            password=password,
-            hidden_sheets=hidden_sheets,
-            force=force,
-            metadata=metadata,
-        )
+        result, error = self._ingest_one(item, **options)
         if error is not None:
             raise error
         return result
@@ -164,38 +163,11 @@ class DocumentsMixin:
         self: Funes,  # type: ignore[misc]
         paths: Iterable[str | os.PathLike[str]],
         *,
-        kind: str | None = None,
-        scope: str | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        tenant: str | None = None,
-        user: str | None = None,
-        encoding: str | None = None,
-        password: str | None = None,
-        hidden_sheets: bool | None = None,
-        force: bool = False,
-        metadata: dict[str, Any] | None = None,
         progress: ProgressCallback | None = None,
+        **options: Unpack[IngestOptions],
     ) -> IngestReport:
         """Ingest files, folders (recursively) and globs; each failure is reported and the rest carry on."""
-        items = expand_paths(paths)
-        return self._ingest_items(
-            items,
-            progress,
-            dict(
-                kind=kind,
-                scope=scope,
-                project=project,
-                session=session,
-                tenant=tenant,
-                user=user,
-                encoding=encoding,
-                password=password,
-                hidden_sheets=hidden_sheets,
-                force=force,
-                metadata=metadata,
-            ),
-        )
+        return self._ingest_items(expand_paths(paths), progress, dict(options))
 
     def _ingest_items(
         self: Funes,  # type: ignore[misc]

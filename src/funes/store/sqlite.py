@@ -178,9 +178,7 @@ class SqliteStore(DocumentTables, SessionTables):
         """
         vis = vis_key(memory.scope, memory.project_id, memory.session_id)
         with self.db.write() as conn:
-            existing = self._find_by_hash(
-                conn, memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id
-            )
+            existing = self._find_by_hash(conn, memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id)
             if existing is not None and not existing.is_expired():
                 return existing
             if existing is not None:
@@ -335,15 +333,11 @@ class SqliteStore(DocumentTables, SessionTables):
         self, conn: Any, tenant: str, vis: str, content_hash: str, kind: str, user_id: str | None
     ) -> Memory | None:
         # The owner is part of the identity: another user's record must never be handed back.
-        row = (
-            conn
-            .execute(
-                f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND vis = ? AND content_hash = ? AND kind = ? "
-                "AND user_id = ? ORDER BY rowid LIMIT 1",
-                (tenant, vis, content_hash, kind, user_id or ""),
-            )
-            .fetchone()
-        )
+        row = conn.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND vis = ? AND content_hash = ? AND kind = ? "
+            "AND user_id = ? ORDER BY rowid LIMIT 1",
+            (tenant, vis, content_hash, kind, user_id or ""),
+        ).fetchone()
         return None if row is None else to_memory(row)
 
     def _where(
