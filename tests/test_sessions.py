@@ -358,3 +358,24 @@ def test_cli_instructions_and_overrides(tmp_path: Path, funes_home: Path) -> Non
     assert CliRunner().invoke(main, ["instructions"]).output.strip() == "Custom memory rules."
     with funes.open(str(tmp_path / "p.db"), embedder=HashEmbedder(64)) as f:
         assert "Custom memory rules." in f.session().build_context("hi").system
+
+
+def test_export_import_keeps_sessions_messages_and_usage(mem: funes.Funes, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    session = mem.session("trip", project="acme")
+    session.add_message("user", "Book the hotel in Lisbon.")
+    session.add_message("assistant", "Done: Hotel Rio, May 3-6.", usage={"prompt_tokens": 120, "completion_tokens": 12})
+    first = io.StringIO()
+    mem.export(first)
+    with funes.open(str(tmp_path / "restored.db"), embedder=mem.embedder) as restored:
+        restored.import_(io.StringIO(first.getvalue()))
+        assert [m.content for m in restored.history("trip")] == [
+            "Book the hotel in Lisbon.",
+            "Done: Hotel Rio, May 3-6.",
+        ]
+        assert restored.usage("trip")["totals"]["prompt_tokens"] == 120
+        restored.import_(io.StringIO(first.getvalue()))  # a repeated import changes nothing
+        again = io.StringIO()
+        restored.export(again)
+    assert again.getvalue() == first.getvalue()

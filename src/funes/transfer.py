@@ -7,6 +7,8 @@ Format, one JSON object per line:
 * then one ``{"type": "document", "document": {...}}`` per managed document
   source (its row: uri, hash, version, status, ...); files without these
   lines (older exports) import unchanged;
+* then ``{"type": "session" | "message" | "usage", <type>: {...}}`` lines, the
+  conversation tables as stored (sessions, then messages, then token usage);
 * then one ``{"type": "memory", "record": {...}, "vectors": [b64, ...]}`` per
   record, oldest first. ``record`` is :meth:`Memory.to_dict` (every field);
   ``vectors`` are little-endian float32, base64-encoded.
@@ -60,6 +62,9 @@ class TransferMixin:
         # Document sources (issue 3) travel with their chunks, so `funes docs` still knows them after import.
         for doc in getattr(self.store, "iter_documents", lambda _t: iter(()))(tenant):
             yield json.dumps({"type": "document", "document": doc}, sort_keys=True, ensure_ascii=False)
+        # Sessions, their messages and token usage (issue 4), so `funes chat history` survives a restore.
+        for kind, row in getattr(self.store, "iter_conversation_rows", lambda _t: iter(()))(tenant):
+            yield json.dumps({"type": kind, kind: row}, sort_keys=True, ensure_ascii=False)
         batch: list[Memory] = []
         for memory in self.store.iter_records(tenant):
             batch.append(memory)
@@ -112,12 +117,16 @@ class TransferMixin:
         same_model = emb.get("model_id") == self.embedder.model_id and emb.get("dimensions") == self.embedder.dimensions
         records: list[tuple[Memory, list[np.ndarray] | None]] = []
         documents: list[dict[str, Any]] = []
+        conversations: list[tuple[str, dict[str, Any]]] = []
         for number, line in iterator:
             if not line.strip():
                 continue
             item = _parse(line, number)
             if item.get("type") == "document" and isinstance(item.get("document"), dict):
                 documents.append(_document(item["document"], number))
+                continue
+            if item.get("type") in CONVERSATION_ROWS and isinstance(item.get(item["type"]), dict):
+                conversations.append((item["type"], _conversation_row(item["type"], item[item["type"]], number)))
                 continue
             if item.get("type") != "memory" or not isinstance(item.get("record"), dict):
                 raise InvalidInput(
@@ -146,10 +155,14 @@ class TransferMixin:
         embedded = self.embed_records([self._embed_text(todo[i][0]) for i in need]) if need else []
         for i, vectors in zip(need, embedded, strict=True):
             todo[i] = (todo[i][0], vectors)
-        if documents:
-            self.store.import_documents(documents, todo)  # type: ignore[attr-defined]
-        else:
-            self.store.put_many(todo)
+        # One transaction for everything: a failure leaves the store as it was.
+        with self.store.transaction():
+            if conversations:
+                self.store.import_conversation_rows(conversations)  # type: ignore[attr-defined]
+            if documents:
+                self.store.import_documents(documents, todo)  # type: ignore[attr-defined]
+            else:
+                self.store.put_many(todo)
         return {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need)}
 
 
@@ -184,6 +197,24 @@ def _validated(memory: Memory, number: int, max_bytes: int) -> Memory:
     # A hand-edited export may carry a stale hash; dedupe relies on it being right.
     fresh = content_hash(memory.content)
     return memory if memory.content_hash == fresh else memory.evolve(content_hash=fresh)
+
+
+CONVERSATION_ROWS: dict[str, tuple[str, ...]] = {
+    "session": ("tenant", "id", "created_at", "last_activity"),
+    "message": ("id", "tenant", "session_id", "seq", "role", "content", "created_at"),
+    "usage": ("tenant", "session_id", "at", "prompt_tokens", "completion_tokens"),
+}
+
+
+def _conversation_row(kind: str, row: dict[str, Any], number: int) -> dict[str, Any]:
+    """A session, message or usage row from an export line, checked for the fields the store needs."""
+    missing = [k for k in CONVERSATION_ROWS[kind] if row.get(k) in (None, "")]
+    if missing:
+        raise InvalidInput(
+            f"Line {number} has an invalid {kind} (missing {', '.join(missing)}).",
+            hint="Pass an unmodified `funes export` file.",
+        )
+    return row
 
 
 def _document(row: dict[str, Any], number: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ lists; that is the service's and :mod:`funes.retrieval`'s job.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -101,6 +102,10 @@ class Store(Protocol):
 
     def put(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
         """Insert or replace a record and its vectors in one transaction."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """Group several writes into one transaction."""
         ...
 
     def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -167,6 +168,10 @@ class SqliteStore(DocumentTables, SessionTables):
         with self.db.write() as conn:
             self._put(conn, memory, vectors)
         return memory
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """Group several writes into one transaction (nested writes become savepoints)."""
+        return self.db.write()
 
     def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
         """Write the record unless a live one with the same content, scope, kind and owner exists.

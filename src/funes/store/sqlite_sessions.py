@@ -9,9 +9,9 @@ unique within a tenant, like every other visibility key.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import Message, ToolCall
 from ..models import Memory, format_time, from_epoch, to_epoch
@@ -64,6 +64,96 @@ class SessionTables:
         def _put(self, conn: Any, m: Memory, vectors: Any) -> None: ...
 
         def _delete(self, conn: Any, memory_ids: Sequence[str]) -> int: ...
+
+    # -- export and import --------------------------------------------------
+    # Conversation tables travel in exports as raw rows (epoch timestamps and
+    # JSON text exactly as stored), so export -> import -> export is identical.
+    _TRANSFER: ClassVar[dict[str, tuple[str, tuple[str, ...], str]]] = {
+        "session": (
+            "sessions",
+            (
+                "tenant",
+                "id",
+                "user_id",
+                "project_id",
+                "title",
+                "created_at",
+                "last_activity",
+                "message_count",
+                "metadata",
+            ),
+            "created_at, tenant, id",
+        ),
+        "message": (
+            "messages",
+            (
+                "id",
+                "tenant",
+                "session_id",
+                "seq",
+                "role",
+                "content",
+                "tool_calls",
+                "tool_call_id",
+                "created_at",
+                "record_ids",
+            ),
+            "rowid",
+        ),
+        "usage": (
+            "usage",
+            (
+                "tenant",
+                "session_id",
+                "message_id",
+                "at",
+                "model",
+                "prompt_tokens",
+                "completion_tokens",
+                "context_window",
+            ),
+            "id",
+        ),
+    }
+
+    def iter_conversation_rows(self, tenant: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(kind, row) for every session, then message, then usage row, in a stable order."""
+        conn = self.db.reader()
+        for kind, (table, columns, order) in self._TRANSFER.items():
+            sql = f"SELECT {', '.join(columns)} FROM {table}"
+            params: list[Any] = []
+            if tenant is not None:
+                sql += " WHERE tenant = ?"
+                params.append(tenant)
+            for row in conn.execute(f"{sql} ORDER BY {order}", params).fetchall():
+                yield kind, dict(zip(columns, row, strict=True))
+
+    def import_conversation_rows(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Write exported session, message and usage rows (inside the caller's transaction if any)."""
+        written = 0
+        with self.db.write() as conn:
+            for kind, row in sorted(rows, key=lambda r: list(self._TRANSFER).index(r[0])):
+                _, columns, _ = self._TRANSFER[kind]
+                values = [row.get(c) for c in columns]
+                marks = ", ".join("?" for _ in columns)
+                if kind == "session":
+                    # An upsert, not REPLACE: replacing would cascade-delete the session's messages.
+                    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in ("tenant", "id"))
+                    conn.execute(
+                        f"INSERT INTO sessions ({', '.join(columns)}) VALUES ({marks}) "
+                        f"ON CONFLICT (tenant, id) DO UPDATE SET {updates}",
+                        values,
+                    )
+                elif kind == "message":
+                    conn.execute(f"INSERT OR REPLACE INTO messages ({', '.join(columns)}) VALUES ({marks})", values)
+                else:
+                    # Usage rows have no natural id: skip one that is already there (a repeated import).
+                    same = " AND ".join(f"{c} IS ?" for c in columns)
+                    if conn.execute(f"SELECT 1 FROM usage WHERE {same}", values).fetchone():
+                        continue
+                    conn.execute(f"INSERT INTO usage ({', '.join(columns)}) VALUES ({marks})", values)
+                written += 1
+        return written
 
     # -- sessions ------------------------------------------------------------
     def get_session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
