@@ -4,6 +4,12 @@ Run from the repository root (about 1-2 minutes per conversation on 2 cores)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/locomo_bench.py                 # conversations 1-3
     HF_HUB_OFFLINE=1 .venv/bin/python bench/locomo_bench.py --conversations 10
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/locomo_bench.py --compare --skip 3   # held out: conversations 4-6
+
+``--compare`` re-ranks the candidates each hybrid search fused under other
+fusion settings (see ``bench/scifact_bench.py``), and with a random
+importance on every record, to show how far that boost can override
+relevance.
 
 The data set (``/work/shared/bench/locomo/locomo10.json``, read in place and
 never copied) holds 10 long two-person conversations of about 600 turns in
@@ -53,6 +59,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from scifact_bench import capturing, noise_checks, rerank, variants  # same directory: run as bench/locomo_bench.py
+
 DATA = Path("/work/shared/bench/locomo/locomo10.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5)
@@ -68,6 +76,8 @@ class Ranked:
     hits: list[tuple[str, float | None, int | None]]  # (dia id, cosine, keyword rank)
     vector_only: list[str]
     keyword_only: list[str]
+    captured: Any = None  # the inputs production handed to rank(), for --compare
+    record_to_dia: dict[str, str] | None = None
 
 
 def parse_evidence(items: list[str]) -> set[str]:
@@ -134,7 +144,9 @@ def rank_questions(
         evidence = parse_evidence(qa.get("evidence") or [])
         if not evidence:
             continue
-        hits = mem.search(qa["question"], tenant=tenant, limit=50, track=False)
+        sink: list[Any] = []
+        with capturing(sink):
+            hits = mem.search(qa["question"], tenant=tenant, limit=50, track=False)
         ranked = [
             (record_to_dia.get(h.memory.id, "?"), h.explanation.vector_similarity, h.explanation.keyword_rank)
             for h in hits
@@ -153,6 +165,8 @@ def rank_questions(
                 hits=ranked,
                 vector_only=[record_to_dia.get(i, "?") for i, _ in vector],
                 keyword_only=[record_to_dia.get(i, "?") for i, _ in keyword],
+                captured=sink[0] if sink else None,
+                record_to_dia=record_to_dia,
             )
         )
     return out
@@ -197,6 +211,36 @@ def print_recall(results: list[Ranked]) -> None:
                     f"{statistics.mean(p[0] for p in pairs):>7.3f} {statistics.mean(p[1] for p in pairs):>7.3f}"
                 )
             print(f"{method:<9} {name:<12} {len(items):>5} " + " ".join(cells))
+
+
+def print_compare(results: list[Ranked]) -> dict[str, dict[str, float]]:
+    """Recall@k of the hybrid ranking under each fusion variant, on the candidates production fused."""
+    print("\n## Fusion variants on the same candidates (recall@k, all categories)")
+    print(f"{'variant':<40} " + " ".join(f"{'R@' + str(k):>7}" for k in KS))
+    rows: dict[str, dict[str, float]] = {}
+    usable = [r for r in results if r.captured is not None and r.record_to_dia is not None]
+    for name, make in variants().items():
+        lists = rerank([r.captured for r in usable], make)
+        cells = {}
+        for k in KS:
+            cells[f"R@{k}"] = statistics.mean(
+                recall_at([r.record_to_dia.get(i, "?") for i in ids], r.evidence, k)[0]  # type: ignore[union-attr]
+                for r, ids in zip(usable, lists, strict=True)
+            )
+        rows[name] = cells
+        print(f"{name:<40} " + " ".join(f"{v:>7.3f}" for v in cells.values()))
+    print("\n## Random importance on every record (boost robustness: less loss is better)")
+    for name, make in noise_checks().items():
+        lists = rerank([r.captured for r in usable], make, noise=True)
+        cells = {}
+        for k in KS:
+            cells[f"R@{k}"] = statistics.mean(
+                recall_at([r.record_to_dia.get(i, "?") for i in ids], r.evidence, k)[0]  # type: ignore[union-attr]
+                for r, ids in zip(usable, lists, strict=True)
+            )
+        rows[f"{name}, random importance"] = cells
+        print(f"{name + ', random importance':<40} " + " ".join(f"{v:>7.3f}" for v in cells.values()))
+    return rows
 
 
 def injected(r: Ranked, threshold: float | None, inject: int, strong_rank: int, keyword_exception: bool) -> list[str]:
@@ -264,11 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="Path of locomo10.json (read only).")
     parser.add_argument("--conversations", type=int, default=3, help="How many conversations, from the first (1-10).")
+    parser.add_argument("--skip", type=int, default=0, help="Start after this many conversations (held-out runs).")
     parser.add_argument("--inject", type=int, default=5, help="Most hits injected (context_retrieved_chunks).")
     parser.add_argument(
         "--off-topic", type=int, default=60, help="Questions of the next conversation asked per conversation."
     )
     parser.add_argument("--json", type=Path, help="Also write the numbers to this JSON file.")
+    parser.add_argument("--compare", action="store_true", help="Also re-rank the candidates under other fusions.")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"No data set at {args.data}; pass --data PATH.", file=sys.stderr)
@@ -277,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     from funes.embed.local import LocalEmbedder
 
     everything = json.loads(args.data.read_text(encoding="utf-8"))
-    samples = everything[: args.conversations]
+    samples = everything[args.skip : args.skip + args.conversations]
     embedder = LocalEmbedder()
     results: list[Ranked] = []
     noise: list[Ranked] = []
@@ -312,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{1000 * timing['search_s'] / max(1, timing['questions']):.0f} ms per question (hybrid search + both legs)"
     )
     print_recall(results)
+    if args.compare:
+        print_compare(results)
     rows = print_thresholds(results, args.inject, strong_rank)
     print_off_topic(noise, args.inject, strong_rank)
     print(f"\nConfigured auto_min_similarity: {default}")

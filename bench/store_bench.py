@@ -58,6 +58,7 @@ import numpy as np
 
 from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id
 from funes.retrieval import STOPWORDS, query_terms
+from funes.store.vector_cache import LOAD_ON_SEARCH
 
 DIMS = 384
 SCOPES = ("team", "project", "session")
@@ -343,9 +344,10 @@ class Bench:
         cache = store.vector_cache
         min_vectors = cache.min_vectors
         cache.clear()
-        t0 = time.perf_counter()
-        store.vector_search(corpus.query("rare")[1], SearchFilters(tenant=tenants[0]), k=50, now=now)
-        first_search = time.perf_counter() - t0
+        for _ in range(LOAD_ON_SEARCH):  # the search that loads the tenant into memory
+            t0 = time.perf_counter()
+            store.vector_search(corpus.query("rare")[1], SearchFilters(tenant=tenants[0]), k=50, now=now)
+            load_search = time.perf_counter() - t0
         cached_tenants = len(cache._tenants)
         recalls: list[float] = []
         kw_hits_common: list[int] = []
@@ -424,7 +426,13 @@ class Bench:
         )
         self.add(layout, size, "  vector leg k=50, sqlite-vec only", lat(stats["vec_sqlite"]))
         if cached_tenants:
-            self.add(layout, size, "  vector cache: first search (s)", f"{first_search:.2f}", "full load of the tenant")
+            self.add(
+                layout,
+                size,
+                "  vector cache: loading search (s)",
+                f"{load_search:.2f}",
+                "count + full load of the tenant",
+            )
             self.interleaved(layout, size, store, corpus, tenants[0], now)
         self.add(
             layout,

@@ -108,7 +108,8 @@ def test_rank_project_boost_reorders_and_limit_cuts() -> None:
         "team": _memory("team", scope="session", session_id="s"),
         "proj": _memory("proj", scope="project", project_id="acme"),
     }
-    keyword = [("team", 2.0), ("proj", 1.0)]
+    # A near tie: boosts reorder comparable matches (a far weaker one stays below; see test_fusion.py).
+    keyword = [("team", 2.0), ("proj", 1.8)]
     plain = rank(keyword, [], {}, records, RankSettings(), now, 10)
     assert [h.memory.id for h in plain] == ["team", "proj"]
     boosted = rank(keyword, [], {}, records, RankSettings(current_project="acme"), now, 1)

@@ -117,6 +117,14 @@ def fill(store: SqliteStore, tenant: str, count: int, seed: int) -> list[Memory]
     return [m for m, _ in items]
 
 
+def warm(store: SqliteStore, tenant: str) -> None:
+    """Search a tenant until it is served from memory (the first search of a process never loads)."""
+    query = np.ones(DIMS, dtype=np.float32)
+    for _ in range(2):
+        store.vector_search(query, SearchFilters(tenant=tenant), k=1, now=NOW)
+    assert tenant in store.vector_cache._tenants
+
+
 def test_parity_with_sqlite_vec_under_random_filters(stores) -> None:  # type: ignore[no-untyped-def]
     cached, plain = stores
     fill(cached, "big", 700, seed=1)
@@ -139,10 +147,12 @@ def test_parity_with_sqlite_vec_under_random_filters(stores) -> None:  # type: i
 
 def test_small_tenants_stay_on_sqlite_vec(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "t.db", vector_cache_min=100)
+    store.vector_cache.recheck_seconds = 0.0
     store.set_identity(EmbedderIdentity("test-model", DIMS))
     fill(store, "small", 60, seed=4)
     query = np.ones(DIMS, dtype=np.float32)
-    assert store.vector_search(query, SearchFilters(tenant="small"), k=5, now=NOW)
+    for _ in range(3):
+        assert store.vector_search(query, SearchFilters(tenant="small"), k=5, now=NOW)
     assert "small" not in store.vector_cache._tenants
     fill(store, "small", 60, seed=5)  # crosses the threshold
     assert store.vector_search(query, SearchFilters(tenant="small"), k=5, now=NOW)
@@ -150,12 +160,23 @@ def test_small_tenants_stay_on_sqlite_vec(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_one_shot_search_loads_nothing(stores) -> None:  # type: ignore[no-untyped-def]
+    cached, plain = stores
+    fill(cached, "big", 100, seed=30)
+    query = np.random.default_rng(31).standard_normal(DIMS).astype(np.float32)
+    filters = SearchFilters(tenant="big")
+    assert_same(cached.vector_search(query, filters, k=10, now=NOW), plain.vector_search(query, filters, k=10, now=NOW))
+    assert cached.vector_cache.full_loads == 0 and not cached.vector_cache._tenants
+    assert_same(cached.vector_search(query, filters, k=10, now=NOW), plain.vector_search(query, filters, k=10, now=NOW))
+    assert cached.vector_cache.full_loads == 1
+
+
 def test_fresh_after_inserts_deletes_and_updates_in_process(stores) -> None:  # type: ignore[no-untyped-def]
     cached, plain = stores
     records = fill(cached, "big", 300, seed=6)
     query = unit(np.random.default_rng(7).standard_normal((1, DIMS)))[0]
     filters = SearchFilters(tenant="big")
-    cached.vector_search(query, filters, k=10, now=NOW)
+    warm(cached, "big")
     loads = cached.vector_cache.full_loads
     # Insert the best possible match.
     best = make_record(random.Random(8), "big", scope="team", expires_at=None, user_id=None)
@@ -184,7 +205,9 @@ def test_fresh_after_inserts_deletes_and_updates_in_process(stores) -> None:  # 
     moved = records[150]
     cached.put(moved.evolve(tenant="elsewhere"), None)
     assert moved.id not in dict(cached.vector_search(query, filters, k=400, now=NOW))
-    assert_same(cached.vector_search(query, filters, k=400, now=NOW), plain.vector_search(query, filters, k=400, now=NOW))
+    assert_same(
+        cached.vector_search(query, filters, k=400, now=NOW), plain.vector_search(query, filters, k=400, now=NOW)
+    )
     # All of it came from the change log: no reload of the tenant.
     assert cached.vector_cache.full_loads == loads
     assert cached.vector_cache.delta_loads >= 6
@@ -214,6 +237,7 @@ def test_fresh_after_writes_from_another_process(stores, tmp_path: Path) -> None
     query = np.zeros(DIMS, dtype=np.float32)
     query[0] = 1.0
     filters = SearchFilters(tenant="big")
+    warm(cached, "big")
     before = dict(cached.vector_search(query, filters, k=500, now=NOW))
     victim = next(m.id for m in records if m.id in before)
     loads = cached.vector_cache.full_loads
@@ -235,7 +259,7 @@ def test_truncated_change_log_forces_a_full_reload(stores) -> None:  # type: ign
     records = fill(cached, "big", 200, seed=10)
     query = np.random.default_rng(11).standard_normal(DIMS).astype(np.float32)
     filters = SearchFilters(tenant="big")
-    cached.vector_search(query, filters, k=20, now=NOW)
+    warm(cached, "big")
     loads = cached.vector_cache.full_loads
     # Another handle writes and trims the log past what the cache has seen.
     plain.delete([m.id for m in records[:50]])
@@ -265,7 +289,9 @@ def test_expiry_is_applied_at_search_time(stores) -> None:  # type: ignore[no-un
     assert cached.vector_search(query, filters, k=3, now=NOW)[0][0] == soon.id
     later = NOW + timedelta(hours=2)
     assert soon.id not in dict(cached.vector_search(query, filters, k=3, now=later))
-    assert_same(cached.vector_search(query, filters, k=3, now=later), plain.vector_search(query, filters, k=3, now=later))
+    assert_same(
+        cached.vector_search(query, filters, k=3, now=later), plain.vector_search(query, filters, k=3, now=later)
+    )
 
 
 def test_reindex_reloads_every_vector(stores) -> None:  # type: ignore[no-untyped-def]
@@ -273,7 +299,7 @@ def test_reindex_reloads_every_vector(stores) -> None:  # type: ignore[no-untype
     records = fill(cached, "big", 120, seed=17)
     query = np.random.default_rng(18).standard_normal(DIMS).astype(np.float32)
     filters = SearchFilters(tenant="big")
-    cached.vector_search(query, filters, k=10, now=NOW)
+    warm(cached, "big")
     loads = cached.vector_cache.full_loads
     nrng = np.random.default_rng(19)
     cached.replace_index(EmbedderIdentity("test-model-2", DIMS), [(m, vectors(nrng, 1)) for m in records])

@@ -90,7 +90,15 @@ register(
 register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.")
 # -- retrieval ---------------------------------------------------------------
 register("search_limit", 10, int, "Hits returned by a search when no limit is given.")
-register("rrf_k", 60, int, "The k constant of reciprocal rank fusion.")
+register(
+    "fusion",
+    "convex",
+    str,
+    "How the keyword and vector legs combine: 'convex' (weighted sum of BM25 / best BM25 and cosine / best cosine) or 'rrf' (weighted reciprocal rank fusion).",
+)
+register("keyword_weight", 0.5, float, "Weight of the keyword (BM25) leg in the fusion.")
+register("vector_weight", 0.5, float, "Weight of the vector (cosine) leg in the fusion.")
+register("rrf_k", 60, int, "The k constant of reciprocal rank fusion (fusion = 'rrf').")
 register("candidates", 50, int, "Candidates taken from each of the keyword and vector legs before fusion.")
 register(
     "keyword_scan_cap",

@@ -377,6 +377,8 @@ class Explanation:
     fused: float
     boosts: dict[str, float]
     score: float
+    # Each leg's share of ``fused`` (they sum to it): keyword and vector.
+    contributions: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -388,6 +390,7 @@ class Explanation:
             "fused": self.fused,
             "boosts": self.boosts,
             "score": self.score,
+            "contributions": self.contributions,
         }
 
 

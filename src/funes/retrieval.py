@@ -26,6 +26,7 @@ STOPWORDS = frozenset(
 )
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 16
+FUSIONS = ("convex", "rrf")
 
 
 def query_terms(query: str) -> list[str]:
@@ -39,21 +40,63 @@ def query_terms(query: str) -> list[str]:
     return (kept or words)[:MAX_TERMS]
 
 
-def fuse_rrf(lists: Sequence[Sequence[str]], k: int = 60) -> dict[str, float]:
-    """Reciprocal rank fusion: sum over lists of 1 / (k + rank), rank starting at 1."""
+def fuse_rrf(lists: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """Reciprocal rank fusion: sum over lists of weight / (k + rank), rank starting at 1 (weights default to 1)."""
     if k < 0:
         raise ValueError("k must be >= 0")
+    if weights is not None and len(weights) != len(lists):
+        raise ValueError("one weight per list")
     scores: dict[str, float] = {}
-    for ranked in lists:
+    for n, ranked in enumerate(lists):
+        weight = 1.0 if weights is None else weights[n]
         for rank, item in enumerate(ranked, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return scores
+
+
+def scale_to_best(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores divided by the best one, clamped to [0, 1]; all 0 when none is positive.
+
+    Zero, not the lowest candidate, maps to 0 (the "theoretical minimum"
+    form of min-max): the last keyword candidate still matched a term, and
+    the last neighbour's cosine is not a property of the record but of how
+    many candidates were taken. Measured on SciFact and LoCoMo, mapping the
+    last neighbour to 0 instead ranked worse when the vector leg weighs more
+    (bench/README.md).
+    """
+    best = max(scores.values(), default=0.0)
+    if best <= 0.0:
+        return dict.fromkeys(scores, 0.0)
+    return {i: min(1.0, max(0.0, s / best)) for i, s in scores.items()}
+
+
+def fuse_convex(
+    keyword: Mapping[str, float],
+    vector: Mapping[str, float],
+    keyword_weight: float,
+    vector_weight: float,
+) -> dict[str, dict[str, float]]:
+    """Convex combination of the legs' scores, each scaled to its best: per-candidate contributions.
+
+    ``keyword`` holds BM25 scores and ``vector`` cosines. A candidate missing
+    from a leg gets 0 from it. The fused score is the sum of the two
+    contributions, at most ``keyword_weight + vector_weight``.
+    """
+    kw = scale_to_best(keyword)
+    vec = scale_to_best(vector)
+    return {
+        i: {"keyword": keyword_weight * kw.get(i, 0.0), "vector": vector_weight * vec.get(i, 0.0)}
+        for i in dict.fromkeys([*keyword, *vector])
+    }
 
 
 @dataclass(frozen=True)
 class RankSettings:
     """Knobs of :func:`rank`."""
 
+    fusion: str = "convex"
+    keyword_weight: float = 0.5
+    vector_weight: float = 0.5
     rrf_k: int = 60
     boost_project: float = 1.5
     boost_team: float = 1.3
@@ -65,6 +108,14 @@ class RankSettings:
     vector_floor: float | None = 0.15
     floor_exempt: int = 3
     current_project: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}")
+        if self.keyword_weight < 0 or self.vector_weight < 0 or self.keyword_weight + self.vector_weight <= 0:
+            raise ValueError("fusion weights must be >= 0 and not both 0")
+        if self.rrf_k < 0:
+            raise ValueError("rrf_k must be >= 0")
 
 
 def boosts_for(memory: Memory, settings: RankSettings, now: datetime) -> dict[str, float]:
@@ -81,6 +132,34 @@ def boosts_for(memory: Memory, settings: RankSettings, now: datetime) -> dict[st
     return boosts
 
 
+def _contributions(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    vec_ids: Sequence[str],
+    similarities: Mapping[str, float],
+    settings: RankSettings,
+) -> dict[str, dict[str, float]]:
+    """Each candidate's score from each leg under the configured fusion."""
+    kw_ids = [i for i, _ in keyword]
+    if settings.fusion == "rrf":
+        kw_part = fuse_rrf([kw_ids], k=settings.rrf_k, weights=[settings.keyword_weight])
+        vec_part = fuse_rrf([vec_ids], k=settings.rrf_k, weights=[settings.vector_weight])
+        return {
+            i: {"keyword": kw_part.get(i, 0.0), "vector": vec_part.get(i, 0.0)}
+            for i in dict.fromkeys([*kw_ids, *vec_ids])
+        }
+    # Keyword-only candidates have a known cosine too: it counts, as long as
+    # it clears the floor (a record the vector leg missed is not a non-match).
+    floor = settings.vector_floor
+    admitted = set(vec_ids)
+    cosines = {i: s for i, s in vector if i in admitted}
+    for i in kw_ids:
+        sim = similarities.get(i)
+        if i not in cosines and sim is not None and (floor is None or sim >= floor):
+            cosines[i] = sim
+    return fuse_convex(dict(keyword), cosines, settings.keyword_weight, settings.vector_weight)
+
+
 def rank(
     keyword: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
@@ -91,6 +170,16 @@ def rank(
     limit: int,
 ) -> list[SearchHit]:
     """Fuse the keyword and vector lists, boost, threshold and cut to ``limit``.
+
+    ``convex`` fusion (the default) adds ``keyword_weight × BM25/best BM25``
+    and ``vector_weight × cosine/best cosine``; a keyword-only candidate's
+    cosine counts when it clears the floor. ``rrf`` adds
+    ``weight / (rrf_k + rank)`` per leg. Each hit's explanation carries both
+    legs' contributions (they sum to ``fused``) and the boosts that multiply it.
+    The score scale matters for the boosts: RRF scores of the first ten
+    ranks differ by under 15%, so an importance or recency boost could lift
+    a much weaker match; convex scores spread over [0, 1], so boosts reorder
+    near ties and scope boosts (×1.5 / ×1.3) lift comparable matches only.
 
     ``similarities`` gives the cosine similarity of every candidate (also
     those found only by keyword). Vector candidates under ``vector_floor``
@@ -111,12 +200,13 @@ def rank(
         for rank_, (i, sim) in enumerate(vector, start=1)
         if floor is None or sim >= floor or rank_ <= settings.floor_exempt
     ]
-    fused = fuse_rrf([kw_ids, vec_ids], k=settings.rrf_k)
     kw_rank = {i: r for r, i in enumerate(kw_ids, start=1)}
     kw_score = dict(keyword)
     vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
+    parts = _contributions(keyword, vector, vec_ids, similarities, settings)
     hits: list[SearchHit] = []
-    for memory_id, base in fused.items():
+    for memory_id, contributions in parts.items():
+        base = sum(contributions.values())
         memory = records.get(memory_id)
         if memory is None or memory.is_expired(now):
             continue
@@ -139,6 +229,7 @@ def rank(
                     vector_similarity=sim,
                     fused=base,
                     boosts=boosts,
+                    contributions=contributions,
                     score=score,
                 ),
             )
@@ -147,4 +238,13 @@ def rank(
     return hits[:limit]
 
 
-__all__ = ["RankSettings", "boosts_for", "fuse_rrf", "query_terms", "rank"]
+__all__ = [
+    "FUSIONS",
+    "RankSettings",
+    "boosts_for",
+    "fuse_convex",
+    "fuse_rrf",
+    "query_terms",
+    "rank",
+    "scale_to_best",
+]

@@ -569,7 +569,7 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         track: bool = True,
         agent: str | None = None,
     ) -> list[SearchHit]:
-        """Hybrid search: BM25 and vector KNN fused by RRF, boosted, explained.
+        """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
         ``project`` both restricts project-scope records to that project and
         boosts them; ``min_similarity`` drops weak vector matches but keeps
@@ -635,18 +635,28 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         for memory_id, vectors in self.store.vectors_for(missing).items():
             sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
         records = self.store.get_many([i for i, _ in keyword] + [i for i, _ in nearest])
-        settings = RankSettings(
-            rrf_k=self.config.rrf_k,
-            boost_project=self.config.boost_project,
-            boost_team=self.config.boost_team,
-            importance_weight=self.config.importance_weight,
-            recency_weight=self.config.recency_weight,
-            recency_half_life_days=self.config.recency_half_life_days,
-            min_similarity=min_similarity,
-            strong_keyword_rank=self.config.strong_keyword_rank,
-            vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
-            current_project=project,
-        )
+        try:
+            settings = RankSettings(
+                fusion=self.config.fusion,
+                keyword_weight=self.config.keyword_weight,
+                vector_weight=self.config.vector_weight,
+                rrf_k=self.config.rrf_k,
+                boost_project=self.config.boost_project,
+                boost_team=self.config.boost_team,
+                importance_weight=self.config.importance_weight,
+                recency_weight=self.config.recency_weight,
+                recency_half_life_days=self.config.recency_half_life_days,
+                min_similarity=min_similarity,
+                strong_keyword_rank=self.config.strong_keyword_rank,
+                vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
+                current_project=project,
+            )
+        except ValueError as exc:
+            raise InvalidInput(
+                f"The fusion settings are invalid: {exc}.",
+                hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
+                "e.g. `funes config set fusion convex`.",
+            ) from exc
         return rank(keyword, nearest, sims, records, settings, now, limit)
 
     # -- maintenance -----------------------------------------------------------------

@@ -20,24 +20,38 @@ reset it) the tenant is reloaded in full.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from ..models import SearchFilters, to_epoch
+from ..models import NO_EXPIRY, SearchFilters, to_epoch
 from .sqlite_rows import knn_visibility
 
 STRING_COLUMNS = ("scope", "vis", "user_id", "kind", "memory_type", "source_type", "source_id")
+# The filter columns come from `memories`, of which vec0's metadata columns
+# are copies (SqliteStore._vector_metadata): scanning vec0's metadata is 2x
+# slower than its vectors alone, and its point lookups slower still.
+_META = (
+    "m.scope, m.vis, m.user_id, m.kind, m.memory_type, m.source_type, m.source_id, m.created_at, "
+    f"CASE WHEN m.expires_at IS NULL OR m.expires_at = 0 THEN {NO_EXPIRY!r} ELSE m.expires_at END, m.id"
+)
 _ROW_SQL = (
-    "SELECT e.vector_id, e.embedding, e.scope, e.vis, e.user_id, e.kind, e.memory_type, e.source_type, "
-    "e.source_id, e.created_at, e.expires_at, m.id FROM memory_vectors v "
-    "CROSS JOIN vec_memories e ON e.vector_id = v.vector_id "
-    "JOIN memories m ON m.rowid = v.memory_rowid"
+    f"SELECT v.vector_id, e.embedding, {_META} FROM memory_vectors v "
+    "CROSS JOIN vec_memories e ON e.vector_id = v.vector_id JOIN memories m ON m.rowid = v.memory_rowid"
+)
+_TENANT_SQL = (
+    f"SELECT v.vector_id, {_META} FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid WHERE m.tenant = ?"
 )
 _GROW = 1.5  # capacity growth factor: amortised O(1) appends
+# Loading 100k vectors takes ~1.5 s, 40 sqlite-vec searches' worth: a tenant
+# is loaded on its second search in a process, so a one-shot `funes search`
+# never pays for it while a server or a session pays once.
+LOAD_ON_SEARCH = 2
 _blas_limiter: Any = None
 
 
@@ -84,7 +98,8 @@ class TenantVectors:
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays, in bytes."""
-        return int(self.matrix.nbytes + self.vector_ids.nbytes * 4)
+        columns = (self.vector_ids, self.created, self.expires, *self.codes.values())
+        return int(self.matrix.nbytes + sum(a.nbytes for a in columns))
 
     def _code(self, text: str) -> int:
         code = self.strings.get(text)
@@ -104,6 +119,28 @@ class TenantVectors:
         self.created = np.resize(self.created, size)
         self.expires = np.resize(self.expires, size)
         self.codes = {c: np.resize(a, size) for c, a in self.codes.items()}
+
+    def load(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Replace the contents with rows shaped like ``_ROW_SQL`` (vectorised: a tenant of 100k at once)."""
+        n = len(rows)
+        self.reset(len(rows[0][1]) // 4 if rows else self.dims, int(n * 1.1) + 64)
+        if not n:
+            return
+        columns = list(zip(*rows, strict=True))
+        matrix = np.frombuffer(b"".join(columns[1]), dtype=np.float32).reshape(n, self.dims)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        np.divide(matrix, norms, out=self.matrix[:n])
+        self.vector_ids[:n] = columns[0]
+        for j, column in enumerate(STRING_COLUMNS):
+            for text in set(columns[2 + j]):
+                self._code(text)
+            self.codes[column][:n] = np.fromiter(map(self.strings.__getitem__, columns[2 + j]), np.int32, n)
+        self.created[:n] = columns[9]
+        self.expires[:n] = columns[10]
+        self.memory_ids = list(columns[11])
+        self.pos = {int(v): i for i, v in enumerate(columns[0])}
+        self.n = n
 
     def upsert(self, rows: Sequence[Sequence[Any]]) -> None:
         """Insert or overwrite vectors from rows shaped like ``_ROW_SQL``."""
@@ -194,6 +231,16 @@ class TenantVectors:
         return sorted(best.items(), key=lambda kv: kv[1], reverse=True)
 
 
+@dataclass
+class _Tally:
+    """What a process knows of a tenant it does not cache."""
+
+    count: int = 0  # vectors, or an upper bound of them
+    seq: int = -1  # the change-log seq the count is valid at
+    searches: int = 0
+    checked: float = 0.0  # time.monotonic() of the last look
+
+
 class VectorCache:
     """Per-tenant :class:`TenantVectors` for tenants of at least ``min_vectors``, kept fresh from the change log."""
 
@@ -201,8 +248,8 @@ class VectorCache:
         self.min_vectors = min_vectors
         self.max_bytes = max_bytes
         self._tenants: OrderedDict[str, TenantVectors] = OrderedDict()
-        # Tenants too small to cache: (vector count, seq it was counted at).
-        self._sizes: dict[str, tuple[int, int]] = {}
+        self._sizes: dict[str, _Tally] = {}  # tenants not cached
+        self.recheck_seconds = 1.0  # how often a small tenant's size is looked at again
         self._lock = threading.Lock()
         self.full_loads = 0  # counters, for tests and `stats`
         self.delta_loads = 0
@@ -244,18 +291,22 @@ class VectorCache:
     # -- admission and freshness ---------------------------------------------
     def _admit(self, conn: Any, tenant: str, dims: int) -> TenantVectors | None:
         """A new (empty, to be loaded) entry when the tenant is large enough, else None."""
+        clock = time.monotonic()
+        with self._lock:
+            tally = self._sizes.setdefault(tenant, _Tally())
+            tally.searches += 1
+            if tally.searches < LOAD_ON_SEARCH:
+                return None  # not even counted: a one-shot process pays nothing
+            if tally.seq >= 0 and clock - tally.checked < self.recheck_seconds:
+                return None  # the sqlite-vec path is fresh anyway: only admission waits
+            count, seq = tally.count, tally.seq
+        count_sql = (
+            "SELECT COUNT(*) FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid WHERE m.tenant = ?"
+        )
         with _snapshot(conn):
             floor, top = _log_bounds(conn)
-            count, seq = self._sizes.get(tenant, (0, -1))
             if seq < floor:
-                count = int(
-                    conn.execute(
-                        "SELECT COUNT(*) FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid "
-                        "WHERE m.tenant = ?",
-                        (tenant,),
-                    ).fetchone()[0]
-                )
-                seq = top
+                count = int(conn.execute(count_sql, (tenant,)).fetchone()[0])
             else:
                 # Only inserts add vectors, so this bounds the count from above
                 # without counting the tenant again.
@@ -265,17 +316,10 @@ class VectorCache:
                         (tenant, seq, top),
                     ).fetchone()[0]
                 )
-                seq = top
                 if count >= self.min_vectors:
-                    count = int(
-                        conn.execute(
-                            "SELECT COUNT(*) FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid "
-                            "WHERE m.tenant = ?",
-                            (tenant,),
-                        ).fetchone()[0]
-                    )
+                    count = int(conn.execute(count_sql, (tenant,)).fetchone()[0])
         with self._lock:
-            self._sizes[tenant] = (count, seq)
+            tally.count, tally.seq, tally.checked = count, top, clock
             if count < self.min_vectors or count * dims * 4 > self.max_bytes:
                 return None
             entry = self._tenants.get(tenant)
@@ -298,6 +342,9 @@ class VectorCache:
 
     def _refresh(self, conn: Any, tenant: str, entry: TenantVectors) -> None:
         """Bring the entry up to the newest committed state of its tenant."""
+        floor, top = _log_bounds(conn)
+        if floor <= entry.seq == top:
+            return  # nothing committed anywhere since: no transaction needed
         with _snapshot(conn):
             floor, top = _log_bounds(conn)
             if entry.seq < floor:
@@ -333,19 +380,22 @@ class VectorCache:
                 self.delta_loads += 1
 
     def _full_load(self, conn: Any, tenant: str, entry: TenantVectors, top: int) -> None:
-        rows = conn.execute(f"{_ROW_SQL} WHERE m.tenant = ?", (tenant,)).fetchall()
-        entry.reset(len(rows[0][1]) // 4 if rows else entry.dims, int(len(rows) * 1.1) + 64)
-        entry.upsert(rows)
+        entry.seq = -1  # should the load fail half way, the next search starts over
+        blobs = dict(conn.execute("SELECT vector_id, embedding FROM vec_memories WHERE tenant = ?", (tenant,)))
+        rows = [(r[0], blobs[r[0]], *r[1:]) for r in conn.execute(_TENANT_SQL, (tenant,)) if r[0] in blobs]
+        entry.load(rows)
         entry.seq = top
         self.full_loads += 1
 
 
 def _log_bounds(conn: Any) -> tuple[int, int]:
-    """(floor, top): changes up to floor may be gone; top is the newest seq."""
-    floor = conn.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'vector_changes_floor'").fetchone()
-    top = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_changes'").fetchone()
-    low = int(floor[0]) if floor else 0
-    return low, max(low, int(top[0]) if top else 0)
+    """(floor, top): changes up to floor may be gone; top is the newest seq (one statement, one snapshot)."""
+    floor, top = conn.execute(
+        "SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'vector_changes_floor'), "
+        "(SELECT seq FROM sqlite_sequence WHERE name = 'vector_changes')"
+    ).fetchone()
+    low = int(floor or 0)
+    return low, max(low, int(top or 0))
 
 
 class _snapshot:
