@@ -157,7 +157,14 @@ def rank_questions(
         # The two legs on their own, as baselines.
         filters = mem._filters(tenant, None, None, None, None, None, None)
         vector = mem.store.vector_search(mem.embed_query(qa["question"]), filters, k=10, now=utcnow())
-        keyword = mem.store.keyword_search(query_terms(qa["question"]), filters, limit=10, scan_cap=2000, now=utcnow())
+        keyword = mem.store.keyword_search(
+            query_terms(qa["question"]),
+            filters,
+            limit=10,
+            scan_cap=mem.config.keyword_scan_cap,
+            common_ratio=mem.config.keyword_common_ratio,
+            now=utcnow(),
+        )
         out.append(
             Ranked(
                 category=int(qa["category"]),

@@ -157,13 +157,25 @@ def run(mem: Any, queries: dict[str, str]) -> tuple[dict[str, dict[str, list[str
             out["hybrid"][qid] = [doc_of(h.memory.id) for h in hits]
             now = utcnow()
             keyword = mem.store.keyword_search(
-                query_terms(text), filters, limit=100, scan_cap=mem.config.keyword_scan_cap, now=now
+                query_terms(text),
+                filters,
+                limit=100,
+                scan_cap=mem.config.keyword_scan_cap,
+                common_ratio=mem.config.keyword_common_ratio,
+                now=now,
             )
             vector = mem.store.vector_search(mem.embed_query(text), filters, k=100, now=now)
             out["keyword"][qid] = [doc_of(i) for i, _ in keyword]
             # The query-side question: does dropping stopwords help BM25 here?
             words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", text)))[:16]
-            every = mem.store.keyword_search(words, filters, limit=100, scan_cap=mem.config.keyword_scan_cap, now=now)
+            every = mem.store.keyword_search(
+                words,
+                filters,
+                limit=100,
+                scan_cap=mem.config.keyword_scan_cap,
+                common_ratio=mem.config.keyword_common_ratio,
+                now=now,
+            )
             out["keyword, stopwords kept"][qid] = [doc_of(i) for i, _ in every]
             out["vector"][qid] = [doc_of(i) for i, _ in vector]
     return out, captured

@@ -106,6 +106,13 @@ register(
     int,
     "Most recent keyword matches ranked by BM25 per query; keeps common-word queries fast on big stores.",
 )
+register(
+    "keyword_common_ratio",
+    0.1,
+    float,
+    "On stores larger than keyword_scan_cap, query terms found in more than this share of records are left out "
+    "of BM25 when rarer terms remain; 0 keeps every term.",
+)
 register("boost_project", 1.5, float, "Score multiplier for records of the current project.")
 register("boost_team", 1.3, float, "Score multiplier for team-scope records.")
 register("importance_weight", 0.5, float, "How much importance moves the score: multiplier 1 + w*(importance-0.5).")

@@ -627,7 +627,12 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         candidates = max(self.config.candidates, limit * 2)
         vector = self.embed_query(query)
         keyword = self.store.keyword_search(
-            query_terms(query), filters, limit=candidates, scan_cap=self.config.keyword_scan_cap, now=now
+            query_terms(query),
+            filters,
+            limit=candidates,
+            scan_cap=self.config.keyword_scan_cap,
+            common_ratio=self.config.keyword_common_ratio,
+            now=now,
         )
         nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
         sims = dict(nearest)

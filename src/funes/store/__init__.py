@@ -148,7 +148,14 @@ class Store(Protocol):
         ...
 
     def keyword_search(
-        self, terms: Sequence[str], filters: SearchFilters, *, limit: int, scan_cap: int, now: datetime
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int,
+        now: datetime,
+        common_ratio: float = 0.1,
     ) -> list[tuple[str, float]]:
         """(memory id, BM25 score, higher is better), best first."""
         ...

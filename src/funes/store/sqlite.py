@@ -21,6 +21,7 @@ Migrations are the numbered files in ``sql/``, recorded in ``migrations``.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -60,6 +61,8 @@ from .sqlite_rows import (
 from .sqlite_sessions import SessionTables
 from .vector_cache import VectorCache
 
+_STATS_TTL = 120.0  # seconds a term count is trusted
+
 
 class SqliteStore(DocumentTables, SessionTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
@@ -76,6 +79,9 @@ class SqliteStore(DocumentTables, SessionTables):
         self.db = Database(self.path, busy_timeout_ms=busy_timeout_ms)
         # Large tenants are searched in memory; see vector_cache.py.
         self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
+        # Term counts for keyword-query planning: a plan choice only, so a
+        # slightly stale count is harmless (see _informative_terms).
+        self._fts_stats: dict[str, tuple[int, float]] = {}
         try:
             self._migrate()
         except Exception as exc:
@@ -398,18 +404,25 @@ class SqliteStore(DocumentTables, SessionTables):
         limit: int,
         scan_cap: int = 2000,
         now: datetime | None = None,
+        common_ratio: float = 0.1,
     ) -> list[tuple[str, float]]:
-        """BM25 over the newest ``scan_cap`` matches, best ``limit`` first.
+        """BM25 over the matches of the query's informative terms, best ``limit`` first.
 
         Terms are quoted, so no user text is ever parsed as FTS syntax. The
         filters run in the same statement, so the scan never returns fewer
         hits than exist within the cap. Ranking every match of a common word
-        is what makes naive FTS slow on a large store; the newest-first cap
-        bounds it.
+        is what makes naive FTS slow on a large store (310 ms at 100k), so
+        on a store larger than ``scan_cap``, terms found in more than
+        ``common_ratio`` of the records are left out when rarer ones remain
+        (their BM25 weight is small anyway), and at most the newest
+        ``scan_cap`` matches are ranked.
         """
         if not terms:
             return []
         conn = self.db.reader()
+        terms = self._informative_terms(conn, terms, scan_cap, common_ratio)
+        if not terms:
+            return []
         quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         # No column filter on the user's terms: it makes FTS5 decode position
         # lists for every match (about twice the cost of a common-word query
@@ -438,6 +451,49 @@ class SqliteStore(DocumentTables, SessionTables):
         rows = conn.execute(sql, params).fetchall()
         rows.sort(key=lambda r: r[1])
         return [(r[0], -float(r[1])) for r in rows[:limit]]
+
+    def _informative_terms(self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float) -> list[str]:
+        """The terms worth a BM25 pass: no term matching nothing, no common term beside rarer ones."""
+        total = self._record_estimate(conn)
+        if total <= scan_cap or ratio <= 0:
+            return list(terms)  # everything fits under the cap: rank it exactly
+        limit = max(1, int(ratio * total))
+        counts = {t: self._term_count(conn, t, limit + 1) for t in terms}
+        kept = [t for t in terms if 0 < counts[t] <= limit]
+        if kept:
+            return kept
+        common = [t for t in terms if counts[t] > 0]
+        if not common:
+            return []
+        # Only common words: keep the rarest one (a full count, cached).
+        return [min(common, key=lambda t: self._term_count(conn, t, None))]
+
+    def _record_estimate(self, conn: Any) -> int:
+        cached = self._fts_stats.get("\0total")
+        if cached is not None and time.monotonic() - cached[1] < _STATS_TTL:
+            return cached[0]
+        total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
+        self._fts_stats["\0total"] = (total, time.monotonic())
+        return total
+
+    def _term_count(self, conn: Any, term: str, bound: int | None) -> int:
+        """How many records contain the term, counting at most ``bound`` (cached for a while)."""
+        key = f"{term}\0{bound}"
+        cached = self._fts_stats.get(key)
+        if cached is not None and time.monotonic() - cached[1] < _STATS_TTL:
+            return cached[0]
+        phrase = '"' + term.replace('"', '""') + '"'
+        if bound is None:
+            sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (phrase,)
+        else:
+            # A bounded count stops early: deciding "common" never walks a whole doclist.
+            sql = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+            params = (phrase, bound)  # type: ignore[assignment]
+        count = int(conn.execute(sql, params).fetchone()[0])
+        if len(self._fts_stats) > 10_000:
+            self._fts_stats.clear()
+        self._fts_stats[key] = (count, time.monotonic())
+        return count
 
     @staticmethod
     def _tenant_dominates(conn: Any, tenant: str, sample: int = 64) -> bool:
