@@ -16,6 +16,7 @@ import queue
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
@@ -200,15 +201,27 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             )
         self._access = _AccessWriter(store)
         self._closed = False
+        self._worker: ThreadPoolExecutor | None = None
+        self._worker_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _AccessWriter.flush, self._access)
         atexit.register(self._finalizer)
 
     # -- lifecycle -------------------------------------------------------------
+    def _search_worker(self) -> ThreadPoolExecutor:
+        """The thread that runs the keyword leg of searches (one, started on first use)."""
+        if self._worker is None:
+            with self._worker_lock:
+                if self._worker is None:
+                    self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-keyword")
+        return self._worker
+
     def close(self) -> None:
         """Flush pending access events and close the store."""
         if self._closed:
             return
         self._closed = True
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
         self._access.flush()
         self.store.close()
 
@@ -625,8 +638,11 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         project: str | None,
     ) -> list[SearchHit]:
         candidates = max(self.config.candidates, limit * 2)
-        vector = self.embed_query(query)
-        keyword = self.store.keyword_search(
+        # The keyword leg runs beside the query embedding and the vector leg:
+        # SQLite, torch and numpy all release the GIL, so on two cores the
+        # search costs the slower leg, not the sum.
+        pending = self._search_worker().submit(
+            self.store.keyword_search,
             query_terms(query),
             filters,
             limit=candidates,
@@ -634,7 +650,11 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
             common_ratio=self.config.keyword_common_ratio,
             now=now,
         )
-        nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+        try:
+            vector = self.embed_query(query)
+            nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+        finally:
+            keyword = pending.result()
         sims = dict(nearest)
         missing = [i for i, _ in keyword if i not in sims]
         for memory_id, vectors in self.store.vectors_for(missing).items():
