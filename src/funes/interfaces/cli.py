@@ -182,14 +182,15 @@ class FunesGroup(click.Group):
             return super().invoke(ctx)
         except FunesError as exc:
             raise FunesCommandError(exc) from exc
+        except BrokenPipeError:
+            # `funes export | head`: the reader went away; that is not an error.
+            sys.stderr.close()
+            ctx.exit(0)
         except Exception as exc:
             translated = _store_error(exc)
             if translated is None:
                 raise
             raise FunesCommandError(translated) from exc
-        except BrokenPipeError:
-            sys.stderr.close()
-            ctx.exit(0)
 
 
 @click.group(cls=FunesGroup, context_settings={"help_option_names": ["-h", "--help"]})
