@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -91,9 +92,22 @@ def content_hash(text: str) -> str:
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
+_LAST_ID = [0]
+_ID_LOCK = threading.Lock()
+
+
 def new_id(prefix: str = "mem") -> str:
-    """A new time-sortable id (ULID body) with a readable prefix."""
-    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    """A new time-sortable id (monotonic ULID body) with a readable prefix.
+
+    Ids made in the same millisecond by one process still sort in creation
+    order (the random part is incremented), so "newest first" listings and
+    cursors never reorder records created together.
+    """
+    with _ID_LOCK:
+        value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+        if value >> 80 <= _LAST_ID[0] >> 80:
+            value = _LAST_ID[0] + 1
+        _LAST_ID[0] = value
     chars = []
     for _ in range(26):
         chars.append(_CROCKFORD[value & 31])
