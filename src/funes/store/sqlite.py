@@ -420,9 +420,13 @@ class SqliteStore(DocumentTables, SessionTables):
         if not terms:
             return []
         conn = self.db.reader()
-        terms = self._informative_terms(conn, terms, scan_cap, common_ratio)
+        terms, only_common = self._informative_terms(conn, terms, scan_cap, common_ratio)
         if not terms:
             return []
+        if only_common:
+            # Every term is common: BM25 barely separates the matches, and
+            # scoring 2,000 of them was the slowest part of such queries.
+            scan_cap = max(1, scan_cap // 4)
         quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         # No column filter on the user's terms: it makes FTS5 decode position
         # lists for every match (about twice the cost of a common-word query
@@ -452,21 +456,26 @@ class SqliteStore(DocumentTables, SessionTables):
         rows.sort(key=lambda r: r[1])
         return [(r[0], -float(r[1])) for r in rows[:limit]]
 
-    def _informative_terms(self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float) -> list[str]:
-        """The terms worth a BM25 pass: no term matching nothing, no common term beside rarer ones."""
+    def _informative_terms(
+        self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float
+    ) -> tuple[list[str], bool]:
+        """The terms worth a BM25 pass, and whether they are all common words.
+
+        No term matching nothing, no common term beside rarer ones.
+        """
         total = self._record_estimate(conn)
         if total <= scan_cap or ratio <= 0:
-            return list(terms)  # everything fits under the cap: rank it exactly
+            return list(terms), False  # everything fits under the cap: rank it exactly
         limit = max(1, int(ratio * total))
         counts = {t: self._term_count(conn, t, limit + 1) for t in terms}
         kept = [t for t in terms if 0 < counts[t] <= limit]
         if kept:
-            return kept
+            return kept, False
         common = [t for t in terms if counts[t] > 0]
         if not common:
-            return []
+            return [], False
         # Only common words: keep the rarest one (a full count, cached).
-        return [min(common, key=lambda t: self._term_count(conn, t, None))]
+        return [min(common, key=lambda t: self._term_count(conn, t, None))], True
 
     def _record_estimate(self, conn: Any) -> int:
         cached = self._fts_stats.get("\0total")
