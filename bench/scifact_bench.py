@@ -23,7 +23,7 @@ Per query it measures, with the record ranking of each method:
   whatever fusion the settings choose.
 
 ``--compare`` also re-ranks the very candidates production fused (captured by
-wrapping ``funes.service.rank``) under other fusion settings, which is how
+wrapping ``funes.service.rank_scored``) under other fusion settings, which is how
 the default was chosen; ``bench/locomo_bench.py --compare`` does the same on
 LoCoMo.
 """
@@ -127,20 +127,20 @@ def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> floa
 
 @contextmanager
 def capturing(sink: list[Captured]) -> Iterator[None]:
-    """Record every ``rank`` call production makes (its inputs), while still ranking normally."""
+    """Record every ``rank_scored`` call production makes (its inputs), while still ranking normally."""
     import funes.service as service
 
-    real = service.rank
+    real = service.rank_scored
 
     def recorder(keyword, vector, similarities, records, settings, now, limit):  # type: ignore[no-untyped-def]
         sink.append(Captured(list(keyword), list(vector), dict(similarities), dict(records), settings, now, limit))
         return real(keyword, vector, similarities, records, settings, now, limit)
 
-    service.rank = recorder
+    service.rank_scored = recorder
     try:
         yield
     finally:
-        service.rank = real
+        service.rank_scored = real
 
 
 def run(mem: Any, queries: dict[str, str]) -> tuple[dict[str, dict[str, list[str]]], list[Captured]]:
@@ -222,13 +222,13 @@ def rerank(captured: list[Captured], make: Callable[[Any], Any], noise: bool = F
     ``noise`` gives every record a random importance: the quality lost then
     is how far the importance boost can override relevance under a fusion.
     """
-    from funes.retrieval import rank
+    from funes.retrieval import rank_scored
 
     out = []
     for c in captured:
         records = noisy_importance(c.records) if noise else c.records
-        hits = rank(c.keyword, c.vector, c.similarities, records, make(c.settings), c.now, c.limit)
-        out.append([h.memory.id for h in hits])
+        scored = rank_scored(c.keyword, c.vector, c.similarities, records, make(c.settings), c.now, c.limit)
+        out.append([s.id for s in scored])
     return out
 
 

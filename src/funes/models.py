@@ -349,6 +349,22 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class RankFields:
+    """The fields of a record that ranking reads: fetched for every candidate, cheaper than a Memory."""
+
+    id: str
+    scope: str
+    project_id: str | None
+    importance: float
+    updated_at: datetime
+    expires_at: datetime | None
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """Whether the record's expiry has passed."""
+        return self.expires_at is not None and self.expires_at <= (now or utcnow())
+
+
+@dataclass(frozen=True)
 class Caller:
     """Who is asking: the tenant (team or user space) and optionally the user.
 
@@ -467,6 +483,7 @@ __all__ = [
     "MemoryType",
     "Page",
     "PreviousVersion",
+    "RankFields",
     "Reference",
     "Scope",
     "SearchFilters",

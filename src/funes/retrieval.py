@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from .models import Explanation, Memory, SearchHit
 
@@ -90,6 +91,33 @@ def fuse_convex(
     }
 
 
+class Rankable(Protocol):
+    """What ranking reads of a record (a :class:`~funes.models.Memory` has it all)."""
+
+    @property
+    def scope(self) -> str: ...
+
+    @property
+    def project_id(self) -> str | None: ...
+
+    @property
+    def importance(self) -> float: ...
+
+    @property
+    def updated_at(self) -> datetime: ...
+
+    def is_expired(self, now: datetime | None = None) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A ranked record id with its score and explanation."""
+
+    id: str
+    score: float
+    explanation: Explanation
+
+
 @dataclass(frozen=True)
 class RankSettings:
     """Knobs of :func:`rank`."""
@@ -118,7 +146,7 @@ class RankSettings:
             raise ValueError("rrf_k must be >= 0")
 
 
-def boosts_for(memory: Memory, settings: RankSettings, now: datetime) -> dict[str, float]:
+def boosts_for(memory: Rankable, settings: RankSettings, now: datetime) -> dict[str, float]:
     """The multiplicative boosts a record earns: scope, importance, recency."""
     boosts: dict[str, float] = {}
     if memory.scope == "project" and settings.current_project and memory.project_id == settings.current_project:
@@ -160,16 +188,19 @@ def _contributions(
     return fuse_convex(dict(keyword), cosines, settings.keyword_weight, settings.vector_weight)
 
 
-def rank(
+def rank_scored(
     keyword: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
     similarities: Mapping[str, float],
-    records: Mapping[str, Memory],
+    records: Mapping[str, Rankable],
     settings: RankSettings,
     now: datetime,
     limit: int,
-) -> list[SearchHit]:
+) -> list[Scored]:
     """Fuse the keyword and vector lists, boost, threshold and cut to ``limit``.
+
+    ``records`` need only the fields ranking reads (:class:`Rankable`): the
+    service passes light rows and loads whole records for the winners only.
 
     ``convex`` fusion (the default) adds ``keyword_weight × BM25/best BM25``
     and ``vector_weight × cosine/best cosine``; a keyword-only candidate's
@@ -204,7 +235,7 @@ def rank(
     kw_score = dict(keyword)
     vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
     parts = _contributions(keyword, vector, vec_ids, similarities, settings)
-    hits: list[SearchHit] = []
+    hits: list[Scored] = []
     for memory_id, contributions in parts.items():
         base = sum(contributions.values())
         memory = records.get(memory_id)
@@ -219,8 +250,8 @@ def rank(
         for factor in boosts.values():
             score *= factor
         hits.append(
-            SearchHit(
-                memory=memory,
+            Scored(
+                id=memory_id,
                 score=score,
                 explanation=Explanation(
                     keyword_rank=kw_rank.get(memory_id),
@@ -234,17 +265,36 @@ def rank(
                 ),
             )
         )
-    hits.sort(key=lambda h: (-h.score, h.memory.id))
+    hits.sort(key=lambda h: (-h.score, h.id))
     return hits[:limit]
+
+
+def rank(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    similarities: Mapping[str, float],
+    records: Mapping[str, Memory],
+    settings: RankSettings,
+    now: datetime,
+    limit: int,
+) -> list[SearchHit]:
+    """:func:`rank_scored` over whole records, as search hits."""
+    return [
+        SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation)
+        for s in rank_scored(keyword, vector, similarities, records, settings, now, limit)
+    ]
 
 
 __all__ = [
     "FUSIONS",
     "RankSettings",
+    "Rankable",
+    "Scored",
     "boosts_for",
     "fuse_convex",
     "fuse_rrf",
     "query_terms",
     "rank",
+    "rank_scored",
     "scale_to_best",
 ]

@@ -46,7 +46,7 @@ from .models import (
     parse_time,
     utcnow,
 )
-from .retrieval import RankSettings, query_terms, rank
+from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
 from .sessions import SessionsMixin
 from .store import AccessEvent, Store, open_store, vis_key
@@ -659,7 +659,8 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
         missing = [i for i, _ in keyword if i not in sims]
         for memory_id, vectors in self.store.vectors_for(missing).items():
             sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
-        records = self.store.get_many([i for i, _ in keyword] + [i for i, _ in nearest])
+        # Rank on light rows; decode whole records only for the winners.
+        fields = self.store.rank_fields([i for i, _ in keyword] + [i for i, _ in nearest])
         try:
             settings = RankSettings(
                 fusion=self.config.fusion,
@@ -682,7 +683,12 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
                 hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
                 "e.g. `funes config set fusion convex`.",
             ) from exc
-        return rank(keyword, nearest, sims, records, settings, now, limit)
+        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit)
+        records = self.store.get_many([s.id for s in scored])
+        # A record deleted between the two reads is left out, not half-shown.
+        return [
+            SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation) for s in scored if s.id in records
+        ]
 
     # -- maintenance -----------------------------------------------------------------
     def stats(self, *, tenant: str | None = None) -> dict[str, Any]:

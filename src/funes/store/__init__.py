@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..models import EmbedderIdentity, Memory, Page, SearchFilters
+from ..models import EmbedderIdentity, Memory, Page, RankFields, SearchFilters
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,10 @@ class Store(Protocol):
 
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """Records by id (missing ids are left out)."""
+        ...
+
+    def rank_fields(self, memory_ids: Sequence[str]) -> dict[str, RankFields]:
+        """What ranking reads of each record, by id (missing ids are left out)."""
         ...
 
     def find_by_hash(

@@ -37,6 +37,7 @@ from ..models import (
     EmbedderIdentity,
     Memory,
     Page,
+    RankFields,
     SearchFilters,
     format_time,
     from_epoch,
@@ -332,6 +333,28 @@ class SqliteStore(DocumentTables, SessionTables):
             marks = ", ".join("?" for _ in chunk)
             for row in conn.execute(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
                 out[row[0]] = to_memory(row)
+        return out
+
+    def rank_fields(self, memory_ids: Sequence[str]) -> dict[str, RankFields]:
+        """What ranking reads of each record (no content, no JSON to decode)."""
+        out: dict[str, RankFields] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        conn = self.db.reader()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for id_, scope, project_id, importance, updated_at, expires_at in conn.execute(
+                f"SELECT id, scope, project_id, importance, updated_at, expires_at FROM memories WHERE id IN ({marks})",
+                chunk,
+            ):
+                out[id_] = RankFields(
+                    id=id_,
+                    scope=scope,
+                    project_id=project_id,
+                    importance=importance,
+                    updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
+                    expires_at=from_epoch(expires_at),
+                )
         return out
 
     def find_by_hash(
