@@ -310,7 +310,10 @@ def test_embedding_cache_roundtrip(store: Store) -> None:
 def test_keyword_search_escapes_fts_syntax(store: Store) -> None:
     store.put(record("plain words here"), [unit(1)])
     for terms in (['"foo'], ["AND", "OR", "NOT"], ["*"], ["-x"], ["NEAR("], ["^"], ["a:b"], [""]):
-        store.keyword_search(terms, filters(), limit=5, now=utcnow())
+        assert store.keyword_search(terms, filters(), limit=5, now=utcnow()) == []
+    # Quotes inside a term are escaped, not interpreted: the word still matches.
+    found = store.keyword_search(['words"', "NOT"], filters(), limit=5, now=utcnow())
+    assert [memory_id for memory_id, _ in found] == [next(iter(store.iter_records())).id]
 
 
 def test_stats_and_iter_records(store: Store) -> None:

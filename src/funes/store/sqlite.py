@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from importlib import resources
@@ -500,20 +500,24 @@ class SqliteStore(DocumentTables, SessionTables):
         # Only common words: keep the rarest one (a full count, cached).
         return [min(common, key=lambda t: self._term_count(conn, t, None))], True
 
-    def _record_estimate(self, conn: Any) -> int:
-        cached = self._fts_stats.get("\0total")
-        if cached is not None and time.monotonic() - cached[1] < _STATS_TTL:
-            return cached[0]
-        total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
-        self._fts_stats["\0total"] = (total, time.monotonic())
-        return total
-
-    def _term_count(self, conn: Any, term: str, bound: int | None) -> int:
-        """How many records contain the term, counting at most ``bound`` (cached for a while)."""
-        key = f"{term}\0{bound}"
+    def _planning_stat(self, key: str, compute: Callable[[], int]) -> int:
+        """A query-planning statistic, recomputed after _STATS_TTL (a stale value only changes a plan)."""
         cached = self._fts_stats.get(key)
         if cached is not None and time.monotonic() - cached[1] < _STATS_TTL:
             return cached[0]
+        value = compute()
+        if len(self._fts_stats) > 10_000:
+            self._fts_stats.clear()
+        self._fts_stats[key] = (value, time.monotonic())
+        return value
+
+    def _record_estimate(self, conn: Any) -> int:
+        return self._planning_stat(
+            "\0total", lambda: int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
+        )
+
+    def _term_count(self, conn: Any, term: str, bound: int | None) -> int:
+        """How many records contain the term, counting at most ``bound`` (cached for a while)."""
         phrase = '"' + term.replace('"', '""') + '"'
         if bound is None:
             sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (phrase,)
@@ -521,17 +525,16 @@ class SqliteStore(DocumentTables, SessionTables):
             # A bounded count stops early: deciding "common" never walks a whole doclist.
             sql = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
             params = (phrase, bound)  # type: ignore[assignment]
-        count = int(conn.execute(sql, params).fetchone()[0])
-        if len(self._fts_stats) > 10_000:
-            self._fts_stats.clear()
-        self._fts_stats[key] = (count, time.monotonic())
-        return count
+        return self._planning_stat(f"{term}\0{bound}", lambda: int(conn.execute(sql, params).fetchone()[0]))
 
-    @staticmethod
-    def _tenant_dominates(conn: Any, tenant: str, sample: int = 64) -> bool:
+    def _tenant_dominates(self, conn: Any, tenant: str, sample: int = 64) -> bool:
         """Whether the tenant holds most of the newest records (a cheap sample, only a plan choice)."""
-        rows = conn.execute("SELECT tenant FROM memories ORDER BY rowid DESC LIMIT ?", (sample,)).fetchall()
-        return sum(1 for (t,) in rows if t == tenant) * 2 > len(rows)
+
+        def share() -> int:
+            rows = conn.execute("SELECT tenant FROM memories ORDER BY rowid DESC LIMIT ?", (sample,)).fetchall()
+            return int(sum(1 for (t,) in rows if t == tenant) * 2 > len(rows))
+
+        return bool(self._planning_stat(f"\0tenant\0{tenant}", share))
 
     def vector_search(
         self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None
