@@ -155,7 +155,7 @@ def rank_questions(
             out.append(Ranked(int(qa["category"]), set(), ranked, [], []))
             continue
         # The two legs on their own, as baselines.
-        filters = mem._filters(tenant, None, None, None, None, None, None)
+        filters = mem.core._filters(tenant, None, None, None, None, None, None)
         vector = mem.store.vector_search(mem.embed_query(qa["question"]), filters, k=10, now=utcnow())
         keyword = mem.store.keyword_search(
             query_terms(qa["question"]),

@@ -104,7 +104,7 @@ def ingest(mem: Any, corpus: list[dict[str, Any]], batch: int = 256) -> int:
             mem.prepare(d["text"] or d["title"], title=d["title"] or None, tenant=TENANT, id=record_id(d["_id"]))
             for d in chunk
         ]
-        vectors = mem.embed_records([mem._embed_text(m) for m in memories])
+        vectors = mem.embed_records([mem.core.embed_text(m) for m in memories])
         mem.store.put_many(zip(memories, vectors, strict=True))
         done = pos + len(chunk)
         rate = done / (time.perf_counter() - start)
@@ -148,7 +148,7 @@ def run(mem: Any, queries: dict[str, str]) -> tuple[dict[str, dict[str, list[str
     from funes.models import utcnow
     from funes.retrieval import query_terms
 
-    filters = mem._filters(TENANT, None, None, None, None, None, None, None, None, None, None)
+    filters = mem.core._filters(TENANT, None, None, None, None, None, None, None, None, None, None)
     out: dict[str, dict[str, list[str]]] = {"keyword": {}, "vector": {}, "hybrid": {}, "keyword, stopwords kept": {}}
     captured: list[Captured] = []
     with capturing(captured):

@@ -364,7 +364,7 @@ def test_cli_ingest_and_docs(tmp_path: Path) -> None:
 
 def test_cli_progress_bar_draws_on_stderr_only() -> None:
     from funes.documents import IngestProgress
-    from funes.interfaces.cli_docs import progress_printer
+    from funes.interfaces.cli.docs import progress_printer
 
     stream = io.StringIO()
     show, clear = progress_printer(stream)

@@ -231,7 +231,6 @@ def test_facts_and_budget_overrides(mem: funes.Funes) -> None:
 def test_injected_memories_count_as_accessed(mem: funes.Funes) -> None:
     note = mem.remember("The standup moved to 9:30", type="fact", importance=0.5)
     mem.session("s1").build_context("when is the standup?", min_similarity=0.0)
-    mem._access.flush()
     assert mem.get(note.id).access_count == 1
     assert mem.store.access_log(note.id)[0]["action"] == "context"
 

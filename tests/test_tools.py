@@ -499,7 +499,7 @@ def test_an_internal_failure_is_an_error_result(mem: funes.Funes, monkeypatch: p
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(mem, "search", broken)
+    monkeypatch.setattr(mem.core, "search", broken)  # the tools call the core, not the facade
     result = mem.execute_tool("search_memories", {"query": "x"}, caller=ALICE)
     assert result.is_error and result.data["error"]["code"] == "internal_error"
     assert "disk on fire" in result.text and "retry" in result.text

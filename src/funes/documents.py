@@ -39,7 +39,7 @@ from .models import Memory, SourceRef, new_id, to_epoch, utcnow
 from .store import vis_key
 
 if TYPE_CHECKING:
-    from .service import Funes
+    from .core import Core
 
 EMBED_SLICE = 256  # chunks embedded between progress reports
 
@@ -106,28 +106,33 @@ class IngestOptions(TypedDict, total=False):
     metadata: dict[str, Any] | None
 
 
-class DocumentsMixin:
-    """Ingestion and document management, mixed into :class:`funes.service.Funes`."""
+class Documents:
+    """Ingestion and document management: a feature service over the core."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.store = core.store
+        self.config = core.config
 
     # -- helpers ---------------------------------------------------------------
-    def _doc_store(self: Funes) -> DocumentStore:  # type: ignore[misc]
+    def _doc_store(self) -> DocumentStore:
         return cast(DocumentStore, self.store)
 
-    def _chunker(self: Funes) -> Chunker:  # type: ignore[misc]
-        size = max(16, min(int(self.config.chunk_tokens), int(self.embedder.max_tokens)))
+    def _chunker(self) -> Chunker:
+        size = max(16, min(int(self.config.chunk_tokens), int(self.core.embedder.max_tokens)))
         overlap = max(0, min(int(self.config.chunk_overlap), size // 2))
-        return Chunker(self.embedder.count_tokens, size, overlap)
+        return Chunker(self.core.embedder.count_tokens, size, overlap)
 
-    def _pipeline(self: Funes, hidden: bool) -> str:  # type: ignore[misc]
+    def _pipeline(self, hidden: bool) -> str:
         c = self._chunker()
         return (
             f"r{READER_VERSION}:t{c.max_tokens}:o{c.overlap}:l{self.config.long_cell_chars}:"
-            f"h{int(hidden)}:{self.embedder.model_id}"
+            f"h{int(hidden)}:{self.core.embedder.model_id}"
         )
 
     # -- ingest ------------------------------------------------------------------
     def ingest(
-        self: Funes,  # type: ignore[misc]
+        self,
         source: str | os.PathLike[str] | bytes,
         *,
         name: str | None = None,
@@ -160,7 +165,7 @@ class DocumentsMixin:
         return result
 
     def ingest_paths(
-        self: Funes,  # type: ignore[misc]
+        self,
         paths: Iterable[str | os.PathLike[str]],
         *,
         progress: ProgressCallback | None = None,
@@ -170,7 +175,7 @@ class DocumentsMixin:
         return self._ingest_items(expand_paths(paths), progress, dict(options))
 
     def _ingest_items(
-        self: Funes,  # type: ignore[misc]
+        self,
         items: list[InputFile],
         progress: ProgressCallback | None,
         options: dict[str, Any] | Callable[[InputFile], dict[str, Any]],
@@ -211,7 +216,7 @@ class DocumentsMixin:
         return IngestReport(results=tuple(results), seconds=time.monotonic() - started)
 
     def _ingest_one(
-        self: Funes,  # type: ignore[misc]
+        self,
         item: InputFile,
         *,
         kind: str | None = None,
@@ -228,10 +233,10 @@ class DocumentsMixin:
         on_chunks: Callable[[int, int], None] | None = None,
     ) -> tuple[IngestResult, FunesError | None]:
         started = time.monotonic()
-        tenant_id = self._tenant(tenant)
-        user_id = self._user(user)
-        project_id = self._project(project)
-        scope_name = self._check_scope(scope, project_id, session)
+        tenant_id = self.core.tenant_of(tenant)
+        user_id = self.core.user_of(user)
+        project_id = self.core.project_of(project)
+        scope_name = self.core.check_scope(scope, project_id, session)
         vis = vis_key(scope_name, project_id, session)
         store = self._doc_store()
         existing = store.find_document(tenant_id, user_id, vis, item.uri)
@@ -305,9 +310,9 @@ class DocumentsMixin:
                 parsed, chunks, item, doc_id, version, tenant_id, user_id, scope_name, project_id, session, metadata
             )
             vectors: list[list[np.ndarray]] = []
-            texts = [self._embed_text(m) for m in records]
+            texts = [self.core.embed_text(m) for m in records]
             for start in range(0, len(texts), EMBED_SLICE):
-                vectors.extend(self.embed_records(texts[start : start + EMBED_SLICE]))
+                vectors.extend(self.core.embed_records(texts[start : start + EMBED_SLICE]))
                 if on_chunks is not None:
                     on_chunks(min(start + EMBED_SLICE, len(texts)), len(texts))
             now = utcnow()
@@ -365,7 +370,7 @@ class DocumentsMixin:
             None,
         )
 
-    def _load_bytes(self: Funes, item: InputFile) -> bytes:  # type: ignore[misc]
+    def _load_bytes(self, item: InputFile) -> bytes:
         limit = int(self.config.max_file_mb) * 1024 * 1024
         if item.data is not None:
             data = item.data
@@ -394,7 +399,7 @@ class DocumentsMixin:
         return data
 
     def _chunk_records(
-        self: Funes,  # type: ignore[misc]
+        self,
         parsed: Parsed,
         chunks: list[Any],
         item: InputFile,
@@ -413,7 +418,7 @@ class DocumentsMixin:
             locator = {**chunk.locator, "display_name": item.name}
             chunk_meta = {**(metadata or {}), **chunk.metadata, "document_version": version, "chunk_index": index}
             records.append(
-                self.prepare(
+                self.core.prepare(
                     chunk.text,
                     type=chunk.memory_type,
                     kind=chunk.kind,
@@ -430,7 +435,7 @@ class DocumentsMixin:
         return records
 
     def _record_failure(
-        self: Funes,  # type: ignore[misc]
+        self,
         existing: dict[str, Any] | None,
         item: InputFile,
         error: FunesError,
@@ -478,7 +483,7 @@ class DocumentsMixin:
 
     # -- management ----------------------------------------------------------------
     def documents(
-        self: Funes,  # type: ignore[misc]
+        self,
         *,
         tenant: str | None = None,
         user: str | None = None,
@@ -489,14 +494,14 @@ class DocumentsMixin:
         if status is not None and status not in ("indexed", "failed"):
             raise InvalidInput(f"Unknown status {status!r}.", hint="Use 'indexed' or 'failed'.")
         rows = self._doc_store().list_documents(
-            self._tenant(tenant), user_id=self._user(user), status=status, kind=normalize_kind(kind)
+            self.core.tenant_of(tenant), user_id=self.core.user_of(user), status=status, kind=normalize_kind(kind)
         )
         return [Document.from_row(r) for r in rows]
 
-    def document(self: Funes, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:  # type: ignore[misc]
+    def document(self, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:
         """A document by id, or by the path or name it was ingested from."""
-        tenant_id = self._tenant(tenant)
-        user_id = self._user(user)
+        tenant_id = self.core.tenant_of(tenant)
+        user_id = self.core.user_of(user)
         store = self._doc_store()
         row = store.get_document(ref)
         candidates = [row] if row is not None else []
@@ -517,21 +522,21 @@ class DocumentsMixin:
             )
         return Document.from_row(visible[0])
 
-    def document_chunks(self: Funes, ref: str, *, tenant: str | None = None, user: str | None = None) -> list[Memory]:  # type: ignore[misc]
+    def document_chunks(self, ref: str, *, tenant: str | None = None, user: str | None = None) -> list[Memory]:
         """The records of a document, in reading order."""
         doc = self.document(ref, tenant=tenant, user=user)
         ids = self._doc_store().document_chunk_ids(doc.id)
         found = self.store.get_many(ids)
         return [found[i] for i in ids if i in found]
 
-    def remove_document(self: Funes, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:  # type: ignore[misc]
+    def remove_document(self, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:
         """Remove a document with its chunks and their vectors; returns what was removed."""
         doc = self.document(ref, tenant=tenant, user=user)
         removed = self._doc_store().delete_document(doc.id)
         return replace(doc, chunk_count=removed)
 
     def reindex_document(
-        self: Funes,  # type: ignore[misc]
+        self,
         ref: str,
         *,
         password: str | None = None,
@@ -545,7 +550,7 @@ class DocumentsMixin:
         return result
 
     def reindex_documents(
-        self: Funes,  # type: ignore[misc]
+        self,
         refs: Sequence[str] | None = None,
         *,
         password: str | None = None,
@@ -598,7 +603,7 @@ class DocumentsMixin:
 __all__ = [
     "Document",
     "DocumentStore",
-    "DocumentsMixin",
+    "Documents",
     "IngestProgress",
     "IngestReport",
     "IngestResult",

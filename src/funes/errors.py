@@ -64,6 +64,16 @@ class BackendUnavailable(FunesError):
     code = "backend_unavailable"
 
 
+class EmbedderUnavailable(BackendUnavailable):
+    """The embedding server cannot be reached (or keeps failing) right now.
+
+    Writes are still accepted (their vectors wait as jobs) and searches fall
+    back to keywords; see :mod:`funes.core`.
+    """
+
+    code = "embedder_unavailable"
+
+
 class StoreCorrupt(BackendUnavailable):
     """The database file is damaged or is not a Funes store."""
 

@@ -1,229 +1,87 @@
-"""The Funes service: the only door to memory.
+"""The Funes facade: the public API, composed of the core and the feature services.
 
-Every shell (CLI, MCP, REST, Python callers) goes through :class:`Funes`.
-This module holds the record operations: remember, get, update, forget,
-list, search, stats, reindex and doctor. Other nouns live beside it and are
-mixed in: export/import (:mod:`funes.transfer`), documents (:mod:`funes.documents`),
-sessions and context (:mod:`funes.sessions`), agent tools (:mod:`funes.tools`).
+Every shell (CLI, MCP, REST, Python callers) goes through :class:`Funes`. It
+holds no logic of its own: each public method is the same method of one
+service, so there is exactly one implementation of everything.
+
+The parts, innermost first (each may use only those before it):
+
+* ``core`` (:class:`funes.core.Core`): records over a store and an embedder;
+* ``jobs`` (:class:`funes.jobs.Jobs`): the durable job runner;
+* ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
+* ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
+* ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
+* ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
+
+See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-import atexit
-import hashlib
-import logging
-import queue
-import threading
-import weakref
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
-from typing import Any, TypedDict, Unpack
-
-import numpy as np
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from . import config as config_mod
-from .documents import DocumentsMixin
-from .embed import Embedder, create_embedder
-from .errors import EmbedderMismatch, InvalidInput, NotFound
-from .ingest.chunking import split_text
-from .models import (
-    DEFAULT_IMPORTANCE,
-    KINDS,
-    MAX_PREVIOUS_VERSIONS,
-    MEMORY_TYPES,
-    SCOPES,
-    EmbedderIdentity,
-    Memory,
-    Page,
-    PreviousVersion,
-    Reference,
-    SearchFilters,
-    SearchHit,
-    SourceRef,
-    content_hash,
-    new_id,
-    parse_time,
-    utcnow,
-)
-from .retrieval import RankSettings, query_terms, rank_scored
-from .safety import flag_instruction_like
-from .sessions import SessionsMixin
-from .store import AccessEvent, Store, open_store, vis_key
-from .tools import ToolsMixin
-from .transfer import TransferMixin
+from .core import Core
+from .documents import Documents
+from .embed import Embedder
+from .sessions import Conversations
+from .store import Store, open_store
+from .tools import AgentTools
+from .transfer import Transfer
 
-log = logging.getLogger("funes")
-
-_UNSET: Any = object()
-PART_TOKENS = 200
-PART_OVERLAP = 40
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise InvalidInput(f"Invalid {name} {value!r}.", hint=f"Use one of: {', '.join(allowed)}.")
-    return value
+def _delegate(part: str, func: _F) -> _F:
+    """A facade method that calls ``func`` on the named part; its name, docstring and signature are kept."""
+    name = func.__name__
+
+    @functools.wraps(func)
+    def method(self: Funes, *args: Any, **kwargs: Any) -> Any:
+        return getattr(getattr(self, part), name)(*args, **kwargs)
+
+    return cast(_F, method)
 
 
-def _check_importance(value: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"Importance must be a number, got {value!r}.", hint="Use a value from 0 to 1.") from exc
-    if not 0.0 <= number <= 1.0 or number != number:
-        raise InvalidInput(f"Importance {value!r} is out of range.", hint="Use a value from 0 to 1, e.g. 0.7.")
-    return number
-
-
-def _as_time(value: datetime | str | None, name: str) -> datetime | None:
-    try:
-        return parse_time(value)
-    except ValueError as exc:
-        raise InvalidInput(
-            f"{name} {value!r} is not a date.", hint="Use ISO-8601, e.g. 2026-12-31 or 2026-12-31T18:00:00Z."
-        ) from exc
-
-
-class RecordFields(TypedDict, total=False):
-    """Optional fields of a new record (see :meth:`Funes.prepare`)."""
-
-    type: str
-    importance: float | None
-    scope: str | None
-    project: str | None
-    session: str | None
-    tenant: str | None
-    user: str | None
-    kind: str
-    title: str | None
-    topic: str | None
-    entity_type: str | None
-    entity_id: str | None
-    source: SourceRef | None
-    pinned: bool
-    expires_at: datetime | str | None
-    metadata: dict[str, Any] | None
-    references: Iterable[Reference | tuple[str, str] | dict[str, str]]
-
-
-class _AccessWriter:
-    """Writes access counters and log rows off the search path, in batches.
-
-    Searches enqueue events and return; a daemon thread writes them in one
-    transaction per batch. ``sync`` waits until everything queued is written
-    (reads that must see the counters, such as export, call it); ``flush``
-    (called by ``close`` and at exit) drains the queue and stops the thread,
-    so a process that closes cleanly loses nothing.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.queue: queue.Queue[list[AccessEvent] | None] = queue.Queue()
-        self._pending = 0
-        self._idle = threading.Condition()
-        self.thread = threading.Thread(target=self._run, name="funes-access-log", daemon=True)
-        self.thread.start()
-
-    def submit(self, events: list[AccessEvent]) -> None:
-        if events:
-            with self._idle:
-                self._pending += 1
-            self.queue.put(events)
-
-    def _drain(self, first: list[AccessEvent]) -> None:
-        batch = list(first)
-        taken = 1
-        stop = False
-        while True:
-            try:
-                more = self.queue.get_nowait()
-            except queue.Empty:
-                break
-            if more is None:
-                stop = True
-                break
-            batch.extend(more)
-            taken += 1
-        try:
-            self.store.record_access(batch, utcnow())
-        except Exception:  # access tracking must never break a search
-            log.exception("could not record %d access events", len(batch))
-        finally:
-            with self._idle:
-                self._pending -= taken
-                self._idle.notify_all()
-        if stop:
-            self.queue.put(None)
-
-    def _run(self) -> None:
-        while True:
-            item = self.queue.get()
-            if item is None:
-                return
-            self._drain(item)
-
-    def sync(self, timeout: float = 30.0) -> None:
-        """Wait until every submitted event is written."""
-        with self._idle:
-            self._idle.wait_for(lambda: self._pending <= 0 or not self.thread.is_alive(), timeout=timeout)
-
-    def flush(self) -> None:
-        if not self.thread.is_alive():
-            return
-        self.queue.put(None)
-        self.thread.join(timeout=30)
-
-
-class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
-    """Long-term memory: remember, recall, update and forget records."""
+class Funes:
+    """Long-term memory: records, documents, conversations, agent tools, jobs and transfer."""
 
     def __init__(
         self,
         store: Store,
-        embedder: Embedder,
+        embedder: Embedder | Callable[[], Embedder],
         config: config_mod.Config,
         *,
         check_embedder: bool = True,
     ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.config = config
-        ident = EmbedderIdentity(embedder.model_id, embedder.dimensions)
-        current = store.identity()
-        if current is None:
-            store.set_identity(ident)
-        elif current != ident and check_embedder:
-            raise EmbedderMismatch(
-                f"The store {store.path} was built with {current.model_id} ({current.dimensions} dims), "
-                f"but the configured embedder is {ident.model_id} ({ident.dimensions} dims).",
-                hint="Run `funes reindex` to re-embed everything with the configured model, or set the embedder back.",
-            )
-        self._access = _AccessWriter(store)
-        self._closed = False
-        self._worker: ThreadPoolExecutor | None = None
-        self._worker_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _AccessWriter.flush, self._access)
-        atexit.register(self._finalizer)
+        self.core = Core(store, embedder, config, check_embedder=check_embedder)
+        self.docs = Documents(self.core)
+        self.conversations = Conversations(self.core, self.docs)
+        self.agent_tools = AgentTools(self.core, self.conversations)
+        self.transfer = Transfer(self.core)
 
-    # -- lifecycle -------------------------------------------------------------
-    def _search_worker(self) -> ThreadPoolExecutor:
-        """The thread that runs the keyword leg of searches (one, started on first use)."""
-        if self._worker is None:
-            with self._worker_lock:
-                if self._worker is None:
-                    self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-keyword")
-        return self._worker
+    # -- the parts' shared state -----------------------------------------------------
+    @property
+    def store(self) -> Store:
+        """The storage backend."""
+        return self.core.store
 
+    @property
+    def config(self) -> config_mod.Config:
+        """The resolved settings."""
+        return self.core.config
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder (created on first use: commands that do not embed never touch it)."""
+        return self.core.embedder
+
+    # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
-        """Flush pending access events and close the store."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._worker is not None:
-            self._worker.shutdown(wait=True)
-        self._access.flush()
-        self.store.close()
+        """Stop the job worker (if this process started one) and close the store."""
+        self.core.close()
 
     def __enter__(self) -> Funes:
         return self
@@ -231,531 +89,58 @@ class Funes(TransferMixin, DocumentsMixin, SessionsMixin, ToolsMixin):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- defaults ----------------------------------------------------------------
-    def _tenant(self, tenant: str | None) -> str:
-        return tenant or self.config.tenant
+    # -- records (core) ----------------------------------------------------------------
+    remember = _delegate("core", Core.remember)
+    prepare = _delegate("core", Core.prepare)
+    get = _delegate("core", Core.get)
+    update = _delegate("core", Core.update)
+    pin = _delegate("core", Core.pin)
+    unpin = _delegate("core", Core.unpin)
+    forget = _delegate("core", Core.forget)
+    list = _delegate("core", Core.list)
+    search = _delegate("core", Core.search)
+    stats = _delegate("core", Core.stats)
+    doctor = _delegate("core", Core.doctor)
+    reindex = _delegate("core", Core.reindex)
+    embed = _delegate("core", Core.embed)
+    embed_records = _delegate("core", Core.embed_records)
+    embed_query = _delegate("core", Core.embed_query)
+    parts = _delegate("core", Core.parts)
 
-    def _user(self, user: str | None) -> str | None:
-        return user if user is not None else (self.config.user or None)
+    # -- documents -----------------------------------------------------------------------
+    ingest = _delegate("docs", Documents.ingest)
+    ingest_paths = _delegate("docs", Documents.ingest_paths)
+    documents = _delegate("docs", Documents.documents)
+    document = _delegate("docs", Documents.document)
+    document_chunks = _delegate("docs", Documents.document_chunks)
+    remove_document = _delegate("docs", Documents.remove_document)
+    reindex_document = _delegate("docs", Documents.reindex_document)
+    reindex_documents = _delegate("docs", Documents.reindex_documents)
 
-    def _project(self, project: str | None) -> str | None:
-        return project if project is not None else (self.config.project or None)
+    # -- conversations ----------------------------------------------------------------------
+    session = _delegate("conversations", Conversations.session)
+    sessions = _delegate("conversations", Conversations.sessions)
+    add_message = _delegate("conversations", Conversations.add_message)
+    history = _delegate("conversations", Conversations.history)
+    record_usage = _delegate("conversations", Conversations.record_usage)
+    usage = _delegate("conversations", Conversations.usage)
+    memory_instructions = _delegate("conversations", Conversations.memory_instructions)
+    context_budget = _delegate("conversations", Conversations.context_budget)
+    build_context = _delegate("conversations", Conversations.build_context)
+    prune_sessions = _delegate("conversations", Conversations.prune_sessions)
+    clear_session = _delegate("conversations", Conversations.clear_session)
+    promote = _delegate("conversations", Conversations.promote)
+    cleanup_log = _delegate("conversations", Conversations.cleanup_log)
 
-    # -- embedding -----------------------------------------------------------------
-    def parts(self, text: str) -> list[str]:
-        """The text split into pieces the embedder can read whole (one piece if it fits)."""
-        limit = self.embedder.max_tokens
-        if self.embedder.count_tokens(text) <= limit:
-            return [text]
-        return split_text(text, self.embedder.count_tokens, min(PART_TOKENS, limit), PART_OVERLAP)
+    # -- agent tools ------------------------------------------------------------------------
+    execute_tool = _delegate("agent_tools", AgentTools.execute_tool)
+    run_tool_calls = _delegate("agent_tools", AgentTools.run_tool_calls)
+    read_memory = _delegate("agent_tools", AgentTools.read_memory)
 
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        """Embed texts through the cache; each text must fit the model (see :meth:`parts`)."""
-        model = self.embedder.model_id
-        hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
-        cached = self.store.cache_get(model, hashes)
-        missing = [i for i, h in enumerate(hashes) if h not in cached]
-        out = np.zeros((len(texts), self.embedder.dimensions), dtype=np.float32)
-        if missing:
-            unique: dict[str, str] = {}
-            for i in missing:
-                unique.setdefault(hashes[i], texts[i])
-            order = list(unique)
-            batch = self.config.embed_batch_size
-            new: dict[str, np.ndarray] = {}
-            for start in range(0, len(order), batch):
-                chunk = order[start : start + batch]
-                vectors = np.asarray(
-                    self.embedder.embed_batch([unique[h] for h in chunk], query=query), dtype=np.float32
-                )
-                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-                vectors = vectors / np.where(norms == 0, 1.0, norms)
-                new.update(zip(chunk, vectors, strict=True))
-            self.store.cache_put(model, list(new.items()))
-            cached.update(new)
-        for i, h in enumerate(hashes):
-            out[i] = cached[h]
-        return out
-
-    def embed_records(self, texts: Sequence[str]) -> list[list[np.ndarray]]:
-        """Vectors of each text, split into parts where it is longer than the model reads."""
-        split = [self.parts(t) for t in texts]
-        flat = [p for parts in split for p in parts]
-        matrix = self.embed(flat) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
-        out: list[list[np.ndarray]] = []
-        pos = 0
-        for parts in split:
-            out.append([matrix[pos + j] for j in range(len(parts))])
-            pos += len(parts)
-        return out
-
-    def embed_query(self, query: str) -> np.ndarray:
-        """One vector for a query (a long query is the normalised mean of its parts)."""
-        vectors = self.embed(self.parts(query), query=True)
-        vector = vectors.mean(axis=0)
-        norm = float(np.linalg.norm(vector))
-        return vector / norm if norm else vector
-
-    # -- validation ----------------------------------------------------------------
-    def _check_content(self, content: Any) -> str:
-        if not isinstance(content, str):
-            raise InvalidInput(f"Content must be text, got {type(content).__name__}.", hint="Pass a string.")
-        if not content.strip():
-            raise InvalidInput("Content is empty.", hint="Pass the text to remember.")
-        try:
-            size = len(content.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise InvalidInput(
-                "Content is not valid Unicode text (it has a lone surrogate).",
-                hint="Decode the text properly (e.g. with errors='replace') before remembering it.",
-            ) from exc
-        if size > self.config.max_content_bytes:
-            raise InvalidInput(
-                f"Content is {size:,} bytes, over the limit of {self.config.max_content_bytes:,}.",
-                hint="Ingest large texts as documents (`funes ingest FILE`), or raise max_content_bytes.",
-            )
-        return content.strip()
-
-    def _check_scope(self, scope: str | None, project: str | None, session: str | None) -> str:
-        if scope is None:
-            scope = "session" if session and not project else ("project" if project else "team")
-        _check_choice("scope", scope, SCOPES)
-        if scope == "project" and not project:
-            raise InvalidInput(
-                "Scope 'project' needs a project.", hint="Pass project=... (CLI: --project NAME) or use scope 'team'."
-            )
-        if scope == "session" and not session:
-            raise InvalidInput("Scope 'session' needs a session id.", hint="Pass session=... (CLI: --session ID).")
-        return scope
-
-    # -- records -------------------------------------------------------------------
-    def remember(self, content: str, **fields: Unpack[RecordFields]) -> Memory:
-        """Store a memory. The same content in the same scope returns the existing record.
-
-        ``fields`` are those of :meth:`prepare`: type, importance, scope,
-        project, session, tenant, user, kind, title, topic, entity_type,
-        entity_id, source, pinned, expires_at, metadata, references.
-        """
-        memory = self.prepare(content, **fields)
-        existing = self.store.find_by_hash(
-            memory.tenant,
-            vis_key(memory.scope, memory.project_id, memory.session_id),
-            memory.content_hash,
-            memory.kind,
-            memory.user_id,
-        )
-        if existing is not None and not existing.is_expired():
-            return existing  # fast path: no embedding for a known duplicate
-        vectors = self.embed_records([self._embed_text(memory)])[0]
-        # The store re-checks inside its write transaction (another process may
-        # have stored the same text meanwhile); an expired duplicate is renewed.
-        return self.store.put_unique(memory, vectors)
-
-    def prepare(
-        self,
-        content: str,
-        *,
-        type: str = "fact",
-        importance: float | None = None,
-        scope: str | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        tenant: str | None = None,
-        user: str | None = None,
-        kind: str = "memory",
-        title: str | None = None,
-        topic: str | None = None,
-        entity_type: str | None = None,
-        entity_id: str | None = None,
-        source: SourceRef | None = None,
-        pinned: bool = False,
-        expires_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        references: Iterable[Reference | tuple[str, str] | dict[str, str]] = (),
-        id: str | None = None,
-    ) -> Memory:
-        """Validate and build a record without storing it (ingestion stores many at once)."""
-        text = self._check_content(content)
-        _check_choice("memory type", type, MEMORY_TYPES)
-        _check_choice("kind", kind, KINDS)
-        project = self._project(project)
-        scope = self._check_scope(scope, project, session)
-        # Ids outside the scope are kept as provenance; visibility follows the scope.
-        project_id, session_id = project, session
-        value = DEFAULT_IMPORTANCE[type] if importance is None else _check_importance(importance)
-        expiry = _as_time(expires_at, "expires_at")
-        refs = tuple(_as_reference(r) for r in references)
-        now = utcnow()
-        return Memory(
-            id=id or new_id(),
-            content=text,
-            tenant=self._tenant(tenant),
-            user_id=self._user(user),
-            scope=scope,
-            session_id=session_id,
-            project_id=project_id,
-            kind=kind,
-            memory_type=type,
-            entity_type=entity_type,
-            entity_id=entity_id,
-            topic=topic,
-            title=title,
-            source=source or SourceRef(type="user"),
-            importance=value,
-            pinned=bool(pinned),
-            expires_at=expiry,
-            content_hash=content_hash(text),
-            created_at=now,
-            updated_at=now,
-            metadata=flag_instruction_like(text, metadata),  # memory-poisoning defence (issue 4)
-            references=refs,
-        )
-
-    @staticmethod
-    def _embed_text(memory: Memory) -> str:
-        return f"{memory.title}\n{memory.content}" if memory.title else memory.content
-
-    def _visible(self, memory: Memory | None, tenant: str | None, user: str | None) -> bool:
-        if memory is None or memory.tenant != self._tenant(tenant):
-            return False
-        caller_user = self._user(user)
-        return not (caller_user and memory.user_id and memory.user_id != caller_user)
-
-    def get(self, memory_id: str, *, tenant: str | None = None, user: str | None = None) -> Memory:
-        """A record by id; another tenant's record reads as not found."""
-        memory = self.store.get(memory_id)
-        if not self._visible(memory, tenant, user):
-            raise NotFound(f"No memory with id {memory_id!r}.", hint="`funes list` or `funes search` shows ids.")
-        assert memory is not None
-        return memory
-
-    def update(
-        self,
-        memory_id: str,
-        *,
-        content: str | None = None,
-        importance: float | None = None,
-        type: str | None = None,
-        pinned: bool | None = None,
-        expires_at: datetime | str | None = _UNSET,
-        title: str | None = _UNSET,
-        topic: str | None = _UNSET,
-        metadata: dict[str, Any] | None = None,
-        tenant: str | None = None,
-        user: str | None = None,
-    ) -> Memory:
-        """Change a record. New content is re-embedded and the old one kept (5 versions at most)."""
-        current = self.get(memory_id, tenant=tenant, user=user)
-        changes: dict[str, Any] = {}
-        vectors = None
-        now = utcnow()
-        if content is not None:
-            text = self._check_content(content)
-            if content_hash(text) != current.content_hash:
-                previous = PreviousVersion(
-                    version=current.version,
-                    content=current.content,
-                    content_hash=current.content_hash,
-                    importance=current.importance,
-                    updated_at=current.updated_at,
-                )
-                history = (*current.previous_versions, previous)[-MAX_PREVIOUS_VERSIONS:]
-                changes.update(
-                    content=text,
-                    content_hash=content_hash(text),
-                    previous_versions=history,
-                    version=current.version + 1,
-                )
-        if importance is not None:
-            changes["importance"] = _check_importance(importance)
-        if type is not None:
-            changes["memory_type"] = _check_choice("memory type", type, MEMORY_TYPES)
-        if pinned is not None:
-            changes["pinned"] = bool(pinned)
-        if expires_at is not _UNSET:
-            changes["expires_at"] = _as_time(expires_at, "expires_at")
-        if title is not _UNSET:
-            changes["title"] = title
-        if topic is not _UNSET:
-            changes["topic"] = topic
-        if metadata is not None:
-            changes["metadata"] = {**current.metadata, **metadata}
-        if not changes:
-            return current
-        updated = current.evolve(**changes, updated_at=now)
-        if "content" in changes or ("title" in changes and changes["title"] != current.title):
-            vectors = self.embed_records([self._embed_text(updated)])[0]
-        self.store.put(updated, vectors)
-        return updated
-
-    def pin(self, memory_id: str, **caller: Any) -> Memory:
-        """Pin a record: it survives retention policies and is always in project facts."""
-        return self.update(memory_id, pinned=True, **caller)
-
-    def unpin(self, memory_id: str, **caller: Any) -> Memory:
-        """Unpin a record."""
-        return self.update(memory_id, pinned=False, **caller)
-
-    def forget(self, memory_id: str, *, tenant: str | None = None, user: str | None = None) -> Memory:
-        """Delete a record with its vectors and keyword entry; returns what was deleted."""
-        memory = self.get(memory_id, tenant=tenant, user=user)
-        self.store.delete([memory.id])
-        return memory
-
-    def list(
-        self,
-        *,
-        tenant: str | None = None,
-        user: str | None = None,
-        types: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-        scopes: Sequence[str] | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        source_types: Sequence[str] | None = None,
-        source_ids: Sequence[str] | None = None,
-        pinned: bool | None = None,
-        include_expired: bool = False,
-        cursor: str | None = None,
-        limit: int = 50,
-    ) -> Page:
-        """Records newest first; pass ``page.next_cursor`` back for the next page."""
-        if not 1 <= int(limit) <= 1000:
-            raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
-        filters = self._filters(tenant, user, types, kinds, scopes, project, session, source_types, source_ids)
-        return self.store.list(
-            filters, cursor=cursor, limit=int(limit), include_expired=include_expired, pinned=pinned, now=utcnow()
-        )
-
-    def _filters(
-        self,
-        tenant: str | None,
-        user: str | None,
-        types: Sequence[str] | None,
-        kinds: Sequence[str] | None,
-        scopes: Sequence[str] | None,
-        project: str | None,
-        session: str | None,
-        source_types: Sequence[str] | None = None,
-        source_ids: Sequence[str] | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-    ) -> SearchFilters:
-        for t in types or ():
-            _check_choice("memory type", t, MEMORY_TYPES)
-        for k in kinds or ():
-            _check_choice("kind", k, KINDS)
-        for s in scopes or ():
-            _check_choice("scope", s, SCOPES)
-        return SearchFilters(
-            tenant=self._tenant(tenant),
-            user_id=self._user(user),
-            scopes=tuple(scopes) if scopes else None,
-            project_id=project,
-            session_id=session,
-            memory_types=tuple(types) if types else None,
-            kinds=tuple(kinds) if kinds else None,
-            source_types=_expand_source_types(source_types),
-            source_ids=tuple(source_ids) if source_ids else None,
-            created_after=_as_time(since, "since"),
-            created_before=_as_time(until, "until"),
-        )
-
-    # -- search ----------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        *,
-        tenant: str | None = None,
-        user: str | None = None,
-        scopes: Sequence[str] | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        types: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-        source_types: Sequence[str] | None = None,
-        source_ids: Sequence[str] | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        min_similarity: float | None = None,
-        limit: int | None = None,
-        track: bool = True,
-        agent: str | None = None,
-    ) -> list[SearchHit]:
-        """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
-
-        ``project`` both restricts project-scope records to that project and
-        boosts them; ``min_similarity`` drops weak vector matches but keeps
-        strong keyword matches. Expired records are never returned. Each hit
-        updates the record's access counters and the access log.
-        """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
-        try:
-            query.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInput(
-                "The search query is not valid Unicode text (it has a lone surrogate).",
-                hint="Decode the text properly before searching.",
-            ) from exc
-        limit = self.config.search_limit if limit is None else int(limit)
-        if not 1 <= limit <= 1000:
-            raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
-        if min_similarity is not None and not -1.0 <= float(min_similarity) <= 1.0:
-            raise InvalidInput(
-                f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
-            )
-        project = self._project(project)
-        filters = self._filters(
-            tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until
-        )
-        now = utcnow()
-        hits = self._search(query, filters, now, limit, min_similarity, project)
-        if track:
-            self._access.submit(
-                [
-                    AccessEvent(
-                        memory_id=h.memory.id,
-                        tenant=filters.tenant,
-                        action="search",
-                        query=query[:500],
-                        score=h.score,
-                        session_id=session,
-                        agent_id=agent,
-                    )
-                    for h in hits
-                ]
-            )
-        return hits
-
-    def _search(
-        self,
-        query: str,
-        filters: SearchFilters,
-        now: datetime,
-        limit: int,
-        min_similarity: float | None,
-        project: str | None,
-    ) -> list[SearchHit]:
-        candidates = max(self.config.candidates, limit * 2)
-        # The keyword leg runs beside the query embedding and the vector leg:
-        # SQLite, torch and numpy all release the GIL, so on two cores the
-        # search costs the slower leg, not the sum.
-        pending = self._search_worker().submit(
-            self.store.keyword_search,
-            query_terms(query),
-            filters,
-            limit=candidates,
-            scan_cap=self.config.keyword_scan_cap,
-            common_ratio=self.config.keyword_common_ratio,
-            now=now,
-        )
-        try:
-            vector = self.embed_query(query)
-            nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
-        finally:
-            keyword = pending.result()
-        sims = dict(nearest)
-        missing = [i for i, _ in keyword if i not in sims]
-        for memory_id, vectors in self.store.vectors_for(missing).items():
-            sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
-        # Rank on light rows; decode whole records only for the winners.
-        fields = self.store.rank_fields([i for i, _ in keyword] + [i for i, _ in nearest])
-        try:
-            settings = RankSettings(
-                fusion=self.config.fusion,
-                keyword_weight=self.config.keyword_weight,
-                vector_weight=self.config.vector_weight,
-                rrf_k=self.config.rrf_k,
-                boost_project=self.config.boost_project,
-                boost_team=self.config.boost_team,
-                importance_weight=self.config.importance_weight,
-                recency_weight=self.config.recency_weight,
-                recency_half_life_days=self.config.recency_half_life_days,
-                min_similarity=min_similarity,
-                strong_keyword_rank=self.config.strong_keyword_rank,
-                vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
-                current_project=project,
-            )
-        except ValueError as exc:
-            raise InvalidInput(
-                f"The fusion settings are invalid: {exc}.",
-                hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
-                "e.g. `funes config set fusion convex`.",
-            ) from exc
-        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit)
-        records = self.store.get_many([s.id for s in scored])
-        # A record deleted between the two reads is left out, not half-shown.
-        return [
-            SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation) for s in scored if s.id in records
-        ]
-
-    # -- maintenance -----------------------------------------------------------------
-    def stats(self, *, tenant: str | None = None) -> dict[str, Any]:
-        """Counts by kind, type and scope, sizes, and the embedder in use."""
-        out = self.store.stats(tenant)
-        out["embedder_configured"] = {"model_id": self.embedder.model_id, "dimensions": self.embedder.dimensions}
-        return out
-
-    def doctor(self) -> list[str]:
-        """Integrity problems of the store (empty when healthy)."""
-        problems = self.store.check()
-        current = self.store.identity()
-        ident = EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
-        if current is not None and current != ident:
-            problems.append(
-                f"The store's vectors come from {current.model_id} but the configured embedder is "
-                f"{ident.model_id}; run `funes reindex`."
-            )
-        return problems
-
-    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every record with the configured embedder and rebuild the keyword index.
-
-        Vectors are computed first (through the cache), then swapped in with
-        one transaction, so a crash leaves the old index intact.
-        """
-        records = list(self.store.iter_records())
-        vectors: list[list[np.ndarray]] = []
-        step = 256
-        for start in range(0, len(records), step):
-            batch = records[start : start + step]
-            vectors.extend(self.embed_records([self._embed_text(m) for m in batch]))
-            if progress:
-                progress(min(start + step, len(records)), len(records))
-        ident = EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
-        self.store.replace_index(ident, zip(records, vectors, strict=True))
-        return len(records)
-
-
-def _expand_source_types(names: Sequence[str] | None) -> tuple[str, ...] | None:
-    """Source filter names (documents, sheets, chat, markdown, all) or raw types as source types."""
-    if not names:
-        return None
-    from .ingest import source_types_for
-
-    out: list[str] = []
-    for name in names:
-        types = source_types_for(name)
-        if types is None:
-            return None
-        out.extend(t for t in types if t not in out)
-    return tuple(out)
-
-
-def _as_reference(value: Reference | tuple[str, str] | dict[str, str]) -> Reference:
-    if isinstance(value, Reference):
-        return value
-    if isinstance(value, dict):
-        try:
-            return Reference(type=str(value["type"]), id=str(value["id"]))
-        except KeyError as exc:
-            raise InvalidInput(
-                "A reference needs 'type' and 'id'.", hint='Use {"type": "vendor", "id": "V-12"}.'
-            ) from exc
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return Reference(type=str(value[0]), id=str(value[1]))
-    raise InvalidInput(f"Cannot read reference {value!r}.", hint="Use (type, id), e.g. ('vendor', 'V-12').")
+    # -- export and import --------------------------------------------------------------------
+    export_lines = _delegate("transfer", Transfer.export_lines)
+    export = _delegate("transfer", Transfer.export)
+    import_ = _delegate("transfer", Transfer.import_)
 
 
 def open(
@@ -768,8 +153,12 @@ def open(
     """Open (or create) a Funes store. ``path`` defaults to ``$FUNES_HOME/funes.db``.
 
     ``embedder`` is an :class:`Embedder` instance, or the name of a backend
-    (the ``embedder`` setting: ``local``, ``openai``, ``hash``).
+    (the ``embedder`` setting: ``local``, ``openai``, ``hash``). A backend
+    named by the settings is created on first use, so commands that do not
+    embed (list, get, stats, export, doctor, ...) work while it is down.
     """
+    from .embed import create_embedder
+
     if isinstance(embedder, str):
         # The CLI's --embedder names a backend; it is the setting, not an instance.
         settings["embedder"], embedder = embedder, None
@@ -781,8 +170,9 @@ def open(
         vector_cache_mb=config.vector_cache_mb,
     )
     try:
-        emb = embedder or create_embedder(config)
-        return Funes(store, emb, config, check_embedder=check_embedder)
+        return Funes(
+            store, embedder or functools.partial(create_embedder, config), config, check_embedder=check_embedder
+        )
     except BaseException:
         store.close()
         raise

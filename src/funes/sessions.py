@@ -35,7 +35,8 @@ from .store import AccessEvent, vis_key
 from .tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
-    from .service import Funes
+    from .core import Core
+    from .documents import Documents
 
 HISTORY_FETCH = 2000  # messages read for one build; far more than any conversation cap holds
 TIERS = ("session", "project", "team")
@@ -45,7 +46,7 @@ TIERS = ("session", "project", "team")
 class Session:
     """A handle on one conversation: add messages, read history, build context."""
 
-    funes: Funes
+    service: Conversations
     id: str
     tenant: str
     user_id: str | None
@@ -57,23 +58,23 @@ class Session:
 
     def add_message(self, role: str, content: str, **options: Any) -> Message:
         """Persist a message (see :meth:`SessionsMixin.add_message`)."""
-        return self.funes.add_message(self, role, content, **options)
+        return self.service.add_message(self, role, content, **options)
 
     def history(self, limit: int | None = None) -> list[Message]:
         """The messages, oldest first (the newest ``limit`` when given)."""
-        return self.funes.history(self, limit=limit)
+        return self.service.history(self, limit=limit)
 
     def usage(self) -> dict[str, Any]:
         """Token usage totals and the last call's breakdown."""
-        return self.funes.usage(self)
+        return self.service.usage(self)
 
     def record_usage(self, prompt_tokens: int, completion_tokens: int, **options: Any) -> dict[str, Any]:
         """Record one model call's token usage."""
-        return self.funes.record_usage(self, prompt_tokens, completion_tokens, **options)
+        return self.service.record_usage(self, prompt_tokens, completion_tokens, **options)
 
     def build_context(self, query: str, **options: Any) -> BuiltContext:
         """The request for the next model call (see :meth:`SessionsMixin.build_context`)."""
-        return self.funes.build_context(self, query, **options)
+        return self.service.build_context(self, query, **options)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -117,12 +118,18 @@ def _usage_numbers(usage: Any) -> tuple[int, int, str | None, int | None]:
     return p, c, get("model"), None if window is None else int(window)
 
 
-class SessionsMixin:
-    """Conversation memory, mixed into :class:`funes.service.Funes`."""
+class Conversations:
+    """Conversation memory: sessions, messages, usage, context, retention and promotion."""
+
+    def __init__(self, core: Core, docs: Documents) -> None:
+        self.core = core
+        self.docs = docs
+        self.store = core.store
+        self.config = core.config
 
     # -- sessions --------------------------------------------------------------------
     def session(
-        self: Funes,
+        self,
         id: str | None = None,
         *,
         project: str | None = None,
@@ -131,7 +138,7 @@ class SessionsMixin:
         user: str | None = None,
     ) -> Session:
         """Create a session, or resume it when ``id`` exists (its project is kept)."""
-        tenant_id = self._tenant(tenant)
+        tenant_id = self.core.tenant_of(tenant)
         if id is not None and (not isinstance(id, str) or not id.strip() or len(id) > 200):
             raise InvalidInput(
                 f"Invalid session id {id!r}.", hint="Use a short non-empty string, or omit it to get a new id."
@@ -139,7 +146,7 @@ class SessionsMixin:
         sid = id.strip() if id else new_id("ses")
         row = self.store.get_session(tenant_id, sid)
         if row is not None:
-            project_id = self._project(project)
+            project_id = self.core.project_of(project)
             if project is not None and row["project_id"] != project_id:
                 raise InvalidInput(
                     f"Session {sid!r} belongs to project {row['project_id']!r}, not {project_id!r}.",
@@ -148,19 +155,23 @@ class SessionsMixin:
             session = self._session_from(row)
             self._check_session_user(session, user)
             return session
-        row = self.store.create_session(tenant_id, sid, self._user(user), self._project(project), title, utcnow())
+        row = self.store.create_session(
+            tenant_id, sid, self.core.user_of(user), self.core.project_of(project), title, utcnow()
+        )
         return self._session_from(row)
 
     def sessions(
-        self: Funes, *, project: str | None = None, tenant: str | None = None, user: str | None = None, limit: int = 50
+        self, *, project: str | None = None, tenant: str | None = None, user: str | None = None, limit: int = 50
     ) -> list[Session]:
         """Sessions by most recent activity."""
-        rows = self.store.list_sessions(self._tenant(tenant), user_id=self._user(user), project_id=project, limit=limit)
+        rows = self.store.list_sessions(
+            self.core.tenant_of(tenant), user_id=self.core.user_of(user), project_id=project, limit=limit
+        )
         return [self._session_from(r) for r in rows]
 
-    def _session_from(self: Funes, row: Mapping[str, Any]) -> Session:
+    def _session_from(self, row: Mapping[str, Any]) -> Session:
         return Session(
-            funes=self,
+            service=self,
             id=row["id"],
             tenant=row["tenant"],
             user_id=row["user_id"],
@@ -171,19 +182,19 @@ class SessionsMixin:
             message_count=row["message_count"],
         )
 
-    def _check_session_user(self: Funes, session: Session, user: str | None) -> None:
-        caller = self._user(user)
+    def _check_session_user(self, session: Session, user: str | None) -> None:
+        caller = self.core.user_of(user)
         if caller and session.user_id and session.user_id != caller:
             raise NotFound(f"No session {session.id!r}.", hint="`funes sessions list` shows your sessions.")
 
-    def _resolve(self: Funes, session: Session | str, tenant: str | None = None, user: str | None = None) -> Session:
+    def resolve(self, session: Session | str, tenant: str | None = None, user: str | None = None) -> Session:
         if isinstance(session, Session):
             return session
         if not isinstance(session, str) or not session:
             raise InvalidInput(
                 f"Invalid session {session!r}.", hint="Pass a session id or a Session from funes.session()."
             )
-        row = self.store.get_session(self._tenant(tenant), session)
+        row = self.store.get_session(self.core.tenant_of(tenant), session)
         if row is None:
             raise NotFound(
                 f"No session {session!r}.",
@@ -195,7 +206,7 @@ class SessionsMixin:
 
     # -- messages ----------------------------------------------------------------------
     def add_message(
-        self: Funes,
+        self,
         session: Session | str,
         role: str,
         content: str,
@@ -212,7 +223,7 @@ class SessionsMixin:
         ``usage`` (a dict or an SDK usage object) records the token usage of
         the model call that produced this message.
         """
-        sess = self._resolve(session, tenant, user)
+        sess = self.resolve(session, tenant, user)
         if role not in ROLES:
             hint = "The system message is built by build_context; pass instructions= there." if role == "system" else ""
             raise InvalidInput(
@@ -238,8 +249,8 @@ class SessionsMixin:
         message_id = new_id("msg")
         records: list[Memory] = []
         if content.strip():
-            self._check_content(content)  # the size limit applies to transcripts too
-            pieces = self.parts(content.strip())
+            self.core.check_content(content)  # the size limit applies to transcripts too
+            pieces = self.core.parts(content.strip())
             for part, piece in enumerate(pieces, start=1):
                 locator: dict[str, Any] = {
                     "message_id": message_id,
@@ -251,7 +262,7 @@ class SessionsMixin:
                     locator["title"] = sess.title
                 if len(pieces) > 1:
                     locator.update(part=part, parts=len(pieces))
-                memory = self.prepare(
+                memory = self.core.prepare(
                     piece,
                     type="conversation",
                     kind="message",
@@ -264,7 +275,7 @@ class SessionsMixin:
                 )
                 records.append(memory.evolve(user_id=sess.user_id, created_at=stamp, updated_at=stamp))
         # Embedding is slow: do it before taking the write lock.
-        vectors = self.embed_records([self._embed_text(m) for m in records]) if records else []
+        vectors = self.core.embed_records([self.core.embed_text(m) for m in records]) if records else []
         with self.store.db.write() as conn:
             seq = self.store._insert_message(
                 conn,
@@ -301,7 +312,7 @@ class SessionsMixin:
         )
 
     def history(
-        self: Funes,
+        self,
         session: Session | str,
         *,
         limit: int | None = None,
@@ -311,12 +322,12 @@ class SessionsMixin:
         """The session's messages, oldest first; with ``limit``, the newest ``limit`` of them."""
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidInput(f"Limit {limit!r} is out of range.", hint="Use a positive number of messages.")
-        sess = self._resolve(session, tenant, user)
+        sess = self.resolve(session, tenant, user)
         return self.store.messages(sess.tenant, sess.id, limit=limit)
 
     # -- usage ---------------------------------------------------------------------------
     def record_usage(
-        self: Funes,
+        self,
         session: Session | str,
         prompt_tokens: int,
         completion_tokens: int,
@@ -328,7 +339,7 @@ class SessionsMixin:
         user: str | None = None,
     ) -> dict[str, Any]:
         """Record the token usage of one model call in the session; returns the new usage summary."""
-        sess = self._resolve(session, tenant, user)
+        sess = self.resolve(session, tenant, user)
         prompt, completion, _, _ = _usage_numbers(
             {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
         )
@@ -338,11 +349,9 @@ class SessionsMixin:
             )
         return self.usage(sess)
 
-    def usage(
-        self: Funes, session: Session | str, *, tenant: str | None = None, user: str | None = None
-    ) -> dict[str, Any]:
+    def usage(self, session: Session | str, *, tenant: str | None = None, user: str | None = None) -> dict[str, Any]:
         """Totals over the session's calls and the last call: context used out of the window, prompt and response tokens."""
-        sess = self._resolve(session, tenant, user)
+        sess = self.resolve(session, tenant, user)
         summary = self.store.usage_summary(sess.tenant, sess.id)
         last = summary.pop("last")
         out: dict[str, Any] = {
@@ -367,13 +376,13 @@ class SessionsMixin:
         return out
 
     # -- context -------------------------------------------------------------------------
-    def memory_instructions(self: Funes) -> str:
+    def memory_instructions(self) -> str:
         """The memory instructions text (a user override when one exists)."""
         from .prompts import load_prompt
 
         return load_prompt("memory", prompts_dir=self.config.prompts_dir)
 
-    def context_budget(self: Funes, model_window: int | None = None) -> Budget:
+    def context_budget(self, model_window: int | None = None) -> Budget:
         """The configured caps (for 128k) scaled to a model window."""
         base = Budget(
             window=128_000,
@@ -388,7 +397,7 @@ class SessionsMixin:
         return Budget.for_window(self.config.context_window if model_window is None else model_window, base)
 
     def build_context(
-        self: Funes,
+        self,
         session: Session | str,
         query: str,
         *,
@@ -416,7 +425,7 @@ class SessionsMixin:
             raise InvalidInput(f"Unknown format {format!r}.", hint="Use 'anthropic' or 'openai'.")
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The user message is empty.", hint="Pass the current user message as the query.")
-        sess = self._resolve(session, tenant, user)
+        sess = self.resolve(session, tenant, user)
         caps = self.context_budget(model_window)
         if isinstance(budget, Budget):
             caps = budget
@@ -432,7 +441,7 @@ class SessionsMixin:
         threshold = self.config.auto_min_similarity if min_similarity is None else float(min_similarity)
         limit = max(caps.retrieved_chunks * 2, 10)
         query = query.strip()
-        hits = self.search(
+        hits = self.core.search(
             query,
             tenant=sess.tenant,
             user=sess.user_id,
@@ -482,7 +491,7 @@ class SessionsMixin:
         ]
         scores = {h.memory.id: h.score for h in hits}
         # Injected memories count as accessed (promotion looks at access counts); facts are always there, so not.
-        self._access.submit(
+        self.core.track(
             [
                 AccessEvent(
                     memory_id=i,
@@ -497,12 +506,12 @@ class SessionsMixin:
         )
         return built
 
-    def _named_document_hits(self: Funes, query: str, sess: Session, limit: int) -> list[Recalled]:
+    def _named_document_hits(self, query: str, sess: Session, limit: int) -> list[Recalled]:
         """The best passages of every document the query names, whatever their similarity."""
         # Managed documents first (by their name), then sources of records written directly.
         candidates = [
             (d.kind, d.name or d.uri, d.id)
-            for d in self.documents(tenant=sess.tenant, user=sess.user_id, status="indexed")
+            for d in self.docs.documents(tenant=sess.tenant, user=sess.user_id, status="indexed")
         ]
         known = {c[2] for c in candidates}
         candidates += [s for s in self.store.document_sources(sess.tenant) if not s[2] or s[2] not in known]
@@ -513,7 +522,7 @@ class SessionsMixin:
                 src = m.source
                 return src is not None and (src.source_id == source_id if source_id else src.uri == name)
 
-            hits = self.search(
+            hits = self.core.search(
                 query,
                 tenant=sess.tenant,
                 user=sess.user_id,
@@ -530,9 +539,9 @@ class SessionsMixin:
             if len(picked) < limit:
                 # Nothing in the document resembles the question: its opening passages still belong in the prompt.
                 if source_id in known:
-                    chunks = self.document_chunks(source_id, tenant=sess.tenant, user=sess.user_id)
+                    chunks = self.docs.document_chunks(source_id, tenant=sess.tenant, user=sess.user_id)
                 else:
-                    page = self.list(tenant=sess.tenant, user=sess.user_id, source_types=[kind], limit=200)
+                    page = self.core.list(tenant=sess.tenant, user=sess.user_id, source_types=[kind], limit=200)
                     chunks = sorted(page.items, key=lambda m: m.created_at)
                 have = {r.memory.id for r in picked}
                 visible = [m for m in chunks if same(m) and m.id not in have and self._in_session_view(m, sess)]
@@ -551,7 +560,7 @@ class SessionsMixin:
 
     # -- tiers ---------------------------------------------------------------------------
     def prune_sessions(
-        self: Funes,
+        self,
         *,
         older_than_days: float | None = None,
         now: datetime | None = None,
@@ -569,7 +578,7 @@ class SessionsMixin:
         if days == 0 and older_than_days is None:
             return {"retention_days": 0, "cutoff": None, "sessions": [], "dry_run": dry_run, "disabled": True}
         cutoff = now - timedelta(days=days)
-        stale = self.store.stale_sessions(cutoff, self._tenant(tenant))
+        stale = self.store.stale_sessions(cutoff, self.core.tenant_of(tenant))
         cleared: list[dict[str, Any]] = []
         if stale and not dry_run:
             with self.store.db.write() as conn:
@@ -583,15 +592,15 @@ class SessionsMixin:
         }
 
     def clear_session(
-        self: Funes, session: Session | str, *, tenant: str | None = None, user: str | None = None
+        self, session: Session | str, *, tenant: str | None = None, user: str | None = None
     ) -> dict[str, Any]:
         """Clear one session now: its unpinned records, messages and usage (logged)."""
-        sess = self._resolve(session, tenant, user)
+        sess = self.resolve(session, tenant, user)
         with self.store.db.write() as conn:
             return self.store._clear_session(conn, sess.tenant, sess.id, utcnow(), "cleared by request")
 
     def promote(
-        self: Funes,
+        self,
         record_ids: Sequence[str] | None = None,
         *,
         to: str | None = None,
@@ -613,17 +622,17 @@ class SessionsMixin:
         """
         if to is not None and to not in TIERS[1:]:
             raise InvalidInput(f"Cannot promote to {to!r}.", hint="Use 'project' or 'team'.")
-        tenant_id = self._tenant(tenant)
+        tenant_id = self.core.tenant_of(tenant)
         if record_ids is not None:
             if isinstance(record_ids, str):
                 record_ids = [record_ids]
-            candidates = [self.get(i, tenant=tenant, user=user) for i in record_ids]
+            candidates = [self.core.get(i, tenant=tenant, user=user) for i in record_ids]
         else:
             candidates = self.store.important_records(
                 tenant_id,
                 [vis_key("session", None, session)] if session else None,
                 scope="session",
-                user_id=self._user(user),
+                user_id=self.core.user_of(user),
                 min_importance=self.config.promote_importance if min_importance is None else min_importance,
                 min_access=self.config.promote_access_count if min_access is None else min_access,
                 now=utcnow(),
@@ -635,7 +644,7 @@ class SessionsMixin:
         now = utcnow()
         for memory in candidates:
             target = to or ("project" if memory.scope == "session" else "team")
-            target_project = project or memory.project_id or self._project(None)
+            target_project = project or memory.project_id or self.core.project_of(None)
             if target == "project" and not target_project:
                 target = "team" if to is None else target
             if TIERS.index(target) <= TIERS.index(memory.scope):
@@ -679,9 +688,9 @@ class SessionsMixin:
                     self.store._put(conn, memory, None)  # same vectors; their filter columns follow the scope
         return {"promoted": promoted, "skipped": skipped, "dry_run": dry_run}
 
-    def cleanup_log(self: Funes, *, tenant: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    def cleanup_log(self, *, tenant: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The newest cleanup-log rows (retention and manual clears)."""
-        return self.store.cleanup_log(self._tenant(tenant), limit)
+        return self.store.cleanup_log(self.core.tenant_of(tenant), limit)
 
 
-__all__ = ["Session", "SessionsMixin"]
+__all__ = ["Conversations", "Session"]

@@ -1,4 +1,4 @@
-"""Agent tools: the executor mixed into :class:`funes.service.Funes`, and tool-use runners.
+"""Agent tools: the executor service and tool-use runners.
 
 The tools themselves (names, descriptions, input models, the four renderings)
 are defined once in :mod:`funes.tool_specs`, which imports pydantic and is
@@ -28,7 +28,8 @@ from .models import Caller, Memory, SearchHit, SourceRef, format_time, parse_tim
 from .store import AccessEvent, vis_key
 
 if TYPE_CHECKING:
-    from .service import Funes
+    from .core import Core
+    from .sessions import Conversations
     from .tool_specs import (
         CreateMemoryArgs,
         DeleteMemoryArgs,
@@ -133,12 +134,18 @@ def _memory_brief(memory: Memory) -> dict[str, Any]:
     }
 
 
-class ToolsMixin:
-    """Tool execution, mixed into :class:`funes.service.Funes`."""
+class AgentTools:
+    """Agent tool execution: a feature service over the core and the conversations."""
+
+    def __init__(self, core: Core, conversations: Conversations) -> None:
+        self.core = core
+        self.conversations = conversations
+        self.store = core.store
+        self.config = core.config
 
     # -- public ---------------------------------------------------------------------
     def execute_tool(
-        self: Funes,
+        self,
         name: str,
         arguments: Mapping[str, Any] | str | None = None,
         *,
@@ -180,7 +187,7 @@ class ToolsMixin:
         except ValueError as exc:
             return _error(name, f"Invalid arguments for {name}: {exc}.", hint=f"Fix them and call {name} again.")
         who = caller or Caller(tenant=self.config.tenant, user_id=self.config.user or None)
-        current = self._project(project)
+        current = self.core.project_of(project)
         handler = getattr(self, f"_tool_{name}")
         try:
             return handler(args, who, current)  # type: ignore[no-any-return]
@@ -200,7 +207,7 @@ class ToolsMixin:
             )
 
     def run_tool_calls(
-        self: Funes,
+        self,
         message: Any,
         *,
         caller: Caller | None = None,
@@ -227,17 +234,17 @@ class ToolsMixin:
                 out.append(result.responses_item(call_id))
         return out
 
-    def read_memory(self: Funes, memory_id: str, *, caller: Caller) -> Memory:
+    def read_memory(self, memory_id: str, *, caller: Caller) -> Memory:
         """One memory as a caller may see it: not found for other tenants, an error once expired; logged."""
-        memory = self.get(memory_id, tenant=caller.tenant, user=caller.user_id)
+        memory = self.core.get(memory_id, tenant=caller.tenant, user=caller.user_id)
         if memory.is_expired():
             raise self._expired_error(memory)
         self._log_tool_access([memory], "read", caller)
         return memory
 
     # -- helpers ------------------------------------------------------------------
-    def _log_tool_access(self: Funes, memories: Iterable[Memory], action: str, caller: Caller) -> None:
-        self._access.submit(
+    def _log_tool_access(self, memories: Iterable[Memory], action: str, caller: Caller) -> None:
+        self.core.track(
             [
                 AccessEvent(
                     memory_id=m.id,
@@ -250,8 +257,8 @@ class ToolsMixin:
             ]
         )
 
-    def _agent_record(self: Funes, memory_id: str, caller: Caller, action: str) -> Memory:
-        memory = self.get(memory_id, tenant=caller.tenant, user=caller.user_id)
+    def _agent_record(self, memory_id: str, caller: Caller, action: str) -> Memory:
+        memory = self.core.get(memory_id, tenant=caller.tenant, user=caller.user_id)
         if memory.kind not in AGENT_KINDS:
             raise InvalidInput(
                 f"{memory_id} is part of {memory.attribution} ({memory.kind.replace('_', ' ')}), "
@@ -268,7 +275,7 @@ class ToolsMixin:
             "or store the current information with create_memory.",
         )
 
-    def _default_scope(self: Funes, memory_type: str, project: str | None, session: str | None) -> str:
+    def _default_scope(self, memory_type: str, project: str | None, session: str | None) -> str:
         scope = DEFAULT_SCOPE_BY_TYPE[memory_type]
         if scope == "session" and not session:
             scope = "project"
@@ -276,7 +283,7 @@ class ToolsMixin:
             scope = "team"
         return scope
 
-    def _hit_lines(self: Funes, hits: list[SearchHit], *, with_ids: bool) -> list[str]:
+    def _hit_lines(self, hits: list[SearchHit], *, with_ids: bool) -> list[str]:
         limit = int(self.config.tool_snippet_chars)
         lines = []
         for n, hit in enumerate(hits, 1):
@@ -294,12 +301,12 @@ class ToolsMixin:
     def _hit_data(hits: list[SearchHit]) -> list[dict[str, Any]]:
         return [{**_memory_brief(h.memory), "relevance": _percent(h.similarity) / 100, "score": h.score} for h in hits]
 
-    def _tool_min_similarity(self: Funes) -> float | None:
+    def _tool_min_similarity(self) -> float | None:
         value = float(self.config.tool_min_similarity)
         return value if value > 0 else None
 
     # -- the tools ---------------------------------------------------------------
-    def _tool_create_memory(self: Funes, args: CreateMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
+    def _tool_create_memory(self, args: CreateMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
         scope = args.scope or self._default_scope(args.memory_type, project, caller.session_id)
         if scope == "project" and not project:
             raise InvalidInput(
@@ -325,7 +332,7 @@ class ToolsMixin:
             metadata["agent_id"] = caller.agent_id
         references = [(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else []
         locator = {k: v for k, v in (("agent", caller.agent_id), ("session", caller.session_id)) if v}
-        memory = self.prepare(
+        memory = self.core.prepare(
             args.content,
             type=args.memory_type,
             importance=args.importance_score,
@@ -346,7 +353,7 @@ class ToolsMixin:
             "memory",
             memory.user_id,
         )
-        visible = existing is not None and self._visible(existing, caller.tenant, caller.user_id)
+        visible = existing is not None and self.core.visible(existing, caller.tenant, caller.user_id)
         if existing is not None and visible and not existing.is_expired():
             self._log_tool_access([existing], "create_duplicate", caller)
             return ToolResult(
@@ -358,7 +365,7 @@ class ToolsMixin:
         if existing is not None and visible:
             # The same words again after the old record expired: renew that record rather than keep both.
             memory = memory.evolve(id=existing.id, created_at=existing.created_at)
-        vectors = self.embed_records([self._embed_text(memory)])[0]
+        vectors = self.core.embed_records([self.core.embed_text(memory)])[0]
         similar = self._near_duplicates(memory, vectors, caller)
         same = [s for s, _ in similar if _normalised(s.content) == _normalised(memory.content)]
         similar_data = [
@@ -390,7 +397,7 @@ class ToolsMixin:
             {"memory_id": memory.id, "duplicate": False, "similar": similar_data, "memory": _memory_brief(memory)},
         )
 
-    def _near_duplicates(self: Funes, memory: Memory, vectors: list[Any], caller: Caller) -> list[tuple[Memory, float]]:
+    def _near_duplicates(self, memory: Memory, vectors: list[Any], caller: Caller) -> list[tuple[Memory, float]]:
         """Visible memories at or above the near-duplicate threshold, most similar first."""
         import numpy as np
 
@@ -402,7 +409,7 @@ class ToolsMixin:
         vector = vector / norm if norm else vector
         filters = SearchFilters(
             tenant=memory.tenant,
-            user_id=caller.user_id if caller.user_id is not None else self._user(None),
+            user_id=caller.user_id if caller.user_id is not None else self.core.user_of(None),
             kinds=AGENT_KINDS,
             project_id=memory.project_id,
             session_id=caller.session_id,
@@ -412,11 +419,11 @@ class ToolsMixin:
         return [
             (records[i], s)
             for i, s in nearest
-            if i in records and i != memory.id and self._visible(records[i], caller.tenant, caller.user_id)
+            if i in records and i != memory.id and self.core.visible(records[i], caller.tenant, caller.user_id)
         ]
 
-    def _tool_search_memories(self: Funes, args: SearchMemoriesArgs, caller: Caller, project: str | None) -> ToolResult:
-        hits = self.search(
+    def _tool_search_memories(self, args: SearchMemoriesArgs, caller: Caller, project: str | None) -> ToolResult:
+        hits = self.core.search(
             args.query,
             tenant=caller.tenant,
             user=caller.user_id,
@@ -441,7 +448,7 @@ class ToolsMixin:
         lines += self._hit_lines(hits, with_ids=True)
         return ToolResult("search_memories", "\n".join(lines).rstrip(), data)
 
-    def _tool_update_memory(self: Funes, args: UpdateMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
+    def _tool_update_memory(self, args: UpdateMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
         current = self._agent_record(args.memory_id, caller, "changed")
         expires: Any = _UNSET_EXPIRY
         if args.expires_at is not None:
@@ -457,7 +464,7 @@ class ToolsMixin:
         kwargs: dict[str, Any] = {}
         if expires is not _UNSET_EXPIRY:
             kwargs["expires_at"] = expires
-        updated = self.update(
+        updated = self.core.update(
             current.id,
             content=args.content,
             importance=args.importance_score,
@@ -481,7 +488,7 @@ class ToolsMixin:
             "update_memory", text, {"memory_id": updated.id, "changed": bool(changed), "memory": _memory_brief(updated)}
         )
 
-    def _tool_delete_memory(self: Funes, args: DeleteMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
+    def _tool_delete_memory(self, args: DeleteMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
         # Deleting an expired memory is allowed: the caller's goal (it is gone) is met either way.
         memory = self._agent_record(args.memory_id, caller, "deleted")
         self.store.delete([memory.id])
@@ -492,15 +499,13 @@ class ToolsMixin:
             {"memory_id": memory.id, "deleted": True, "memory": _memory_brief(memory)},
         )
 
-    def _tool_get_memory_context(
-        self: Funes, args: GetMemoryContextArgs, caller: Caller, project: str | None
-    ) -> ToolResult:
+    def _tool_get_memory_context(self, args: GetMemoryContextArgs, caller: Caller, project: str | None) -> ToolResult:
         if args.query:
             return self._built_memory_context(args.query, args.session_id, caller, project)
         return self._ranked_memory_context(args.session_id or caller.session_id, caller, project)
 
     def _built_memory_context(
-        self: Funes, query: str, session_id: str | None, caller: Caller, project: str | None
+        self, query: str, session_id: str | None, caller: Caller, project: str | None
     ) -> ToolResult:
         """The context builder's budgeted memory sections for this query."""
         from .context import SECTIONS
@@ -508,7 +513,7 @@ class ToolsMixin:
 
         if session_id:  # the model named a conversation: it must exist and be the caller's
             try:
-                session = self._resolve(session_id, caller.tenant, caller.user_id)
+                session = self.conversations.resolve(session_id, caller.tenant, caller.user_id)
             except NotFound as exc:
                 raise NotFound(exc.message, hint="Leave session_id empty to use the current conversation.") from exc
         else:
@@ -517,11 +522,13 @@ class ToolsMixin:
             sid = caller.session_id or "tool-context"
             stored = self.store.get_session(caller.tenant, sid) if caller.session_id else None
             session = (
-                self._resolve(sid, caller.tenant, caller.user_id)
+                self.conversations.resolve(sid, caller.tenant, caller.user_id)
                 if stored is not None
-                else Session(self, sid, caller.tenant, self._user(caller.user_id), project, None, now, now)
+                else Session(
+                    self.conversations, sid, caller.tenant, self.core.user_of(caller.user_id), project, None, now, now
+                )
             )
-        built = self.build_context(
+        built = self.conversations.build_context(
             session,
             query,
             min_similarity=self._tool_min_similarity(),
@@ -545,7 +552,7 @@ class ToolsMixin:
         text = block or "Memory holds nothing relevant to this yet. Store what the user tells you with create_memory."
         return ToolResult("get_memory_context", text, data)
 
-    def _ranked_memory_context(self: Funes, session: str | None, caller: Caller, project: str | None) -> ToolResult:
+    def _ranked_memory_context(self, session: str | None, caller: Caller, project: str | None) -> ToolResult:
         """Without a query: pinned memories, then the most important, newest first among equals."""
         limit = int(self.config.search_limit)
         common: dict[str, Any] = {
@@ -555,9 +562,9 @@ class ToolsMixin:
             "project": project,
             "session": session,
         }
-        pinned = list(self.list(pinned=True, limit=limit, **common).items)
+        pinned = list(self.core.list(pinned=True, limit=limit, **common).items)
         seen = {m.id for m in pinned}
-        recent = [m for m in self.list(limit=50, **common).items if m.id not in seen]
+        recent = [m for m in self.core.list(limit=50, **common).items if m.id not in seen]
         ranked = sorted(recent, key=lambda m: (m.importance, m.updated_at), reverse=True)[:limit]
         self._log_tool_access(pinned + ranked, "context", caller)
         snippet = int(self.config.tool_snippet_chars)
@@ -579,9 +586,9 @@ class ToolsMixin:
         }
         return ToolResult("get_memory_context", "\n".join(lines), data)
 
-    def _tool_memory_search(self: Funes, args: MemorySearchArgs, caller: Caller, project: str | None) -> ToolResult:
+    def _tool_memory_search(self, args: MemorySearchArgs, caller: Caller, project: str | None) -> ToolResult:
         source_filter = args.source_filter or "all"
-        hits = self.search(
+        hits = self.core.search(
             args.query,
             tenant=caller.tenant,
             user=caller.user_id,
@@ -605,11 +612,11 @@ class ToolsMixin:
         lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False)]
         return ToolResult("memory_search", "\n".join(lines).rstrip(), data)
 
-    def _tool_list_scopes(self: Funes, args: ListScopesArgs, caller: Caller, project: str | None) -> ToolResult:
+    def _tool_list_scopes(self, args: ListScopesArgs, caller: Caller, project: str | None) -> ToolResult:
         counts: dict[tuple[str, str | None], int] = {}
         now = utcnow()
         for m in self.store.iter_records(caller.tenant):
-            if m.is_expired(now) or not self._visible(m, caller.tenant, caller.user_id):
+            if m.is_expired(now) or not self.core.visible(m, caller.tenant, caller.user_id):
                 continue
             key = (m.scope, m.project_id if m.scope == "project" else m.session_id if m.scope == "session" else None)
             counts[key] = counts.get(key, 0) + 1
@@ -718,4 +725,4 @@ def _tool_calls(message: Any) -> tuple[str, list[tuple[str, str, Any]]]:
     )
 
 
-__all__ = ["AGENT_KINDS", "ToolResult", "ToolsMixin", "render_tools"]
+__all__ = ["AGENT_KINDS", "AgentTools", "ToolResult", "render_tools"]

@@ -31,7 +31,7 @@ from .errors import InvalidInput
 from .models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
 
 if TYPE_CHECKING:
-    from .service import Funes
+    from .core import Core
 
 FORMAT = 1
 
@@ -44,13 +44,18 @@ def _unb64(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
 
 
-class TransferMixin:
-    """Export and import of a whole store (mixed into :class:`funes.service.Funes`)."""
+class Transfer:
+    """Export and import of a whole store: a feature service over the core."""
 
-    def export_lines(self: Funes, *, tenant: str | None = None) -> Iterator[str]:  # type: ignore[misc]
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.store = core.store
+        self.config = core.config
+
+    def export_lines(self, *, tenant: str | None = None) -> Iterator[str]:
         """The export, line by line (without newlines)."""
-        self._access.sync()  # counters from recent searches belong in the export
-        ident = self.store.identity() or EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
+        self.core.sync_access()  # counters from recent searches belong in the export
+        ident = self.store.identity() or EmbedderIdentity(self.core.embedder.model_id, self.core.embedder.dimensions)
         yield json.dumps(
             {
                 "type": "funes-export",
@@ -74,7 +79,7 @@ class TransferMixin:
         if batch:
             yield from self._export_batch(batch)
 
-    def _export_batch(self: Funes, batch: list[Memory]) -> Iterator[str]:  # type: ignore[misc]
+    def _export_batch(self, batch: list[Memory]) -> Iterator[str]:
         vectors = self.store.vectors_for([m.id for m in batch])
         for memory in batch:
             record = memory.to_dict()
@@ -85,7 +90,7 @@ class TransferMixin:
                 ensure_ascii=False,
             )
 
-    def export(self: Funes, out: IO[str], *, tenant: str | None = None) -> int:  # type: ignore[misc]
+    def export(self, out: IO[str], *, tenant: str | None = None) -> int:
         """Write the export to a text stream; returns the number of records."""
         count = 0
         for line in self.export_lines(tenant=tenant):
@@ -93,7 +98,7 @@ class TransferMixin:
             count += line.startswith('{"record"')
         return count
 
-    def import_(self: Funes, lines: Iterable[str]) -> dict[str, int]:  # type: ignore[misc]
+    def import_(self, lines: Iterable[str]) -> dict[str, int]:
         """Read an export; returns counts of imported, unchanged and re-embedded records.
 
         The whole import is one transaction: a bad line aborts it with nothing written.
@@ -114,7 +119,10 @@ class TransferMixin:
                 hint="Export again with this version of Funes.",
             )
         emb = header.get("embedder") or {}
-        same_model = emb.get("model_id") == self.embedder.model_id and emb.get("dimensions") == self.embedder.dimensions
+        same_model = (
+            emb.get("model_id") == self.core.embedder.model_id
+            and emb.get("dimensions") == self.core.embedder.dimensions
+        )
         records: list[tuple[Memory, list[np.ndarray] | None]] = []
         documents: list[dict[str, Any]] = []
         conversations: list[tuple[str, dict[str, Any]]] = []
@@ -140,7 +148,7 @@ class TransferMixin:
                 ) from exc
             memory = _validated(memory, number, self.config.max_content_bytes)
             vectors = [_unb64(v) for v in item.get("vectors") or []] if same_model else None
-            if vectors is not None and any(len(v) != self.embedder.dimensions for v in vectors):
+            if vectors is not None and any(len(v) != self.core.embedder.dimensions for v in vectors):
                 vectors = None
             records.append((memory, vectors or None))
         existing = self.store.get_many([m.id for m, _ in records])
@@ -152,7 +160,7 @@ class TransferMixin:
                 continue
             todo.append((memory, vectors))
         need = [i for i, (_, v) in enumerate(todo) if v is None]
-        embedded = self.embed_records([self._embed_text(todo[i][0]) for i in need]) if need else []
+        embedded = self.core.embed_records([self.core.embed_text(todo[i][0]) for i in need]) if need else []
         for i, vectors in zip(need, embedded, strict=True):
             todo[i] = (todo[i][0], vectors)
         # One transaction for everything: a failure leaves the store as it was.

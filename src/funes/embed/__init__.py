@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..models import EmbedderIdentity
+
 if TYPE_CHECKING:
     from ..config import Config
 
@@ -72,8 +74,33 @@ class HashEmbedder:
         return len(re.findall(r"\w+|[^\w\s]", text))
 
 
-def create_embedder(config: Config) -> Embedder:
-    """The embedder the settings ask for."""
+def configured_identity(config: Config, known: EmbedderIdentity | None = None) -> EmbedderIdentity | None:
+    """The identity of the embedder the settings name, without creating it (None when only the server knows).
+
+    ``known`` is the store's recorded identity: an OpenAI-compatible model the
+    store already holds vectors of needs no probe for its size.
+    """
+    name = config.embedder
+    if name == "local":
+        from .local import DIMENSIONS, MODEL_ID
+
+        return EmbedderIdentity(MODEL_ID, DIMENSIONS)
+    if name.startswith("hash"):
+        dims = int(name.split(":", 1)[1]) if ":" in name else 64
+        return EmbedderIdentity(f"funes-hash-{dims}", dims)
+    if name == "openai":
+        from .openai import KNOWN_DIMENSIONS
+
+        model_id = f"openai-compatible:{config.embed_model}"
+        dims = config.embed_dimensions or KNOWN_DIMENSIONS.get(config.embed_model, 0)
+        if not dims and known is not None and known.model_id == model_id:
+            dims = known.dimensions
+        return EmbedderIdentity(model_id, dims) if dims else None
+    return None
+
+
+def create_embedder(config: Config, known: EmbedderIdentity | None = None) -> Embedder:
+    """The embedder the settings ask for (``known``: the store's recorded identity, see :func:`configured_identity`)."""
     from ..errors import InvalidInput
 
     name = config.embedder
@@ -84,7 +111,8 @@ def create_embedder(config: Config) -> Embedder:
     if name == "openai":
         from .openai import OpenAIEmbedder
 
-        return OpenAIEmbedder.from_config(config)
+        same = known is not None and known.model_id == f"openai-compatible:{config.embed_model}"
+        return OpenAIEmbedder.from_config(config, known_dimensions=known.dimensions if same and known else None)
     if name.startswith("hash"):
         dims = int(name.split(":", 1)[1]) if ":" in name else 64
         return HashEmbedder(dims)
@@ -94,4 +122,4 @@ def create_embedder(config: Config) -> Embedder:
     )
 
 
-__all__ = ["Embedder", "HashEmbedder", "create_embedder"]
+__all__ = ["Embedder", "HashEmbedder", "configured_identity", "create_embedder"]

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import DependencyMissing, InvalidInput
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSIONS = 384
 SEQUENCE_LIMIT = 256  # word pieces, special tokens included
 
 
@@ -44,7 +45,7 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 on the CPU, loaded on first use."""
 
     model_id = MODEL_ID
-    dimensions = 384
+    dimensions = DIMENSIONS
     max_tokens = SEQUENCE_LIMIT - 2
 
     def __init__(self, *, batch_threads: int = 0, query_threads: int = 1, batch_size: int = 32) -> None:

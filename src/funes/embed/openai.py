@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import BackendUnavailable, InvalidInput
+from ..errors import BackendUnavailable, EmbedderUnavailable, InvalidInput
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -55,20 +55,32 @@ class OpenAIEmbedder:
         self._transport = transport
         self._client: Any = None
         self._encoding: Any = None
-        self.dimensions = dimensions or KNOWN_DIMENSIONS.get(model, 0)
+        self._dimensions = dimensions or KNOWN_DIMENSIONS.get(model, 0)
         self.model_id = f"openai-compatible:{model}"
-        if not self.dimensions:
-            # Unknown model: ask the server once for its vector size.
-            self.dimensions = int(self._request(["dimension probe"]).shape[1])
+
+    @property
+    def dimensions(self) -> int:
+        """The vector size: configured, known for the model, or asked of the server once (on first use)."""
+        if not self._dimensions:
+            self._dimensions = int(self._request(["dimension probe"]).shape[1])
+        return self._dimensions
+
+    @dimensions.setter
+    def dimensions(self, value: int) -> None:
+        self._dimensions = int(value)
 
     @classmethod
-    def from_config(cls, config: Config) -> OpenAIEmbedder:
-        """Build from settings; the API key comes from the named environment variable."""
+    def from_config(cls, config: Config, *, known_dimensions: int | None = None) -> OpenAIEmbedder:
+        """Build from settings; the API key comes from the named environment variable.
+
+        ``known_dimensions`` is the size the store recorded for this model, so
+        an unknown model needs no probe of the server to open a store.
+        """
         return cls(
             config.embed_model,
             base_url=config.embed_base_url,
             api_key=os.environ.get(config.embed_api_key_env) or None,
-            dimensions=config.embed_dimensions or None,
+            dimensions=config.embed_dimensions or known_dimensions or None,
             timeout=config.embed_timeout,
             batch_size=config.embed_batch_size,
         )
@@ -100,7 +112,7 @@ class OpenAIEmbedder:
         """Vectors for the texts, one request per batch."""
         rows = [self._request(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
         if not rows:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
+            return np.zeros((0, self._dimensions), dtype=np.float32)
         return np.vstack(rows)
 
     def _request(self, texts: list[str]) -> np.ndarray:
@@ -116,7 +128,7 @@ class OpenAIEmbedder:
                 response = self._http().post("/embeddings", json=body)
             except httpx.HTTPError as exc:
                 if attempt == 2:
-                    raise BackendUnavailable(f"The embedding server did not answer ({exc}).", hint=hint) from exc
+                    raise EmbedderUnavailable(f"The embedding server did not answer ({exc}).", hint=hint) from exc
                 time.sleep(0.2 * (attempt + 1))
                 continue
             if response.status_code in (429, 500, 502, 503, 504) and attempt < 2:
@@ -128,6 +140,10 @@ class OpenAIEmbedder:
             raise BackendUnavailable(
                 f"The embedding server refused the API key (HTTP {response.status_code}).",
                 hint="Set the key in the environment variable named by embed_api_key_env (default OPENAI_API_KEY).",
+            )
+        if response.status_code in (429, 500, 502, 503, 504):
+            raise EmbedderUnavailable(
+                f"The embedding server is failing (HTTP {response.status_code}): {response.text[:200]}", hint=hint
             )
         if response.status_code >= 400:
             raise BackendUnavailable(
@@ -144,9 +160,9 @@ class OpenAIEmbedder:
             raise BackendUnavailable(
                 f"The embedding server returned {matrix.shape[0]} vectors for {len(texts)} texts.", hint=hint
             )
-        if self.dimensions and matrix.shape[1] != self.dimensions:
+        if self._dimensions and matrix.shape[1] != self._dimensions:
             raise InvalidInput(
-                f"The server's vectors have {matrix.shape[1]} dimensions, expected {self.dimensions}.",
+                f"The server's vectors have {matrix.shape[1]} dimensions, expected {self._dimensions}.",
                 hint="Set embed_dimensions to the model's real size, then run `funes reindex`.",
             )
         return matrix

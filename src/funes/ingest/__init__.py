@@ -18,12 +18,10 @@ from __future__ import annotations
 import json
 import re
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from io import BytesIO
-from typing import Any
 
 from ..errors import InvalidInput
+from .base import Chunk, Parsed, Reader, ReadOptions
 from .chunking import Chunker
 
 #: Source types written by ingestion (``SourceRef.type``), one per reader.
@@ -96,43 +94,6 @@ def source_types_for(name: str) -> tuple[str, ...] | None:
     )
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """One piece of a document, with where it came from."""
-
-    text: str
-    locator: dict[str, Any]
-    title: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    kind: str = "document_chunk"
-    memory_type: str = "context"
-
-
-@dataclass
-class Parsed:
-    """What a reader got out of one file."""
-
-    source_type: str
-    chunks: list[Chunk]
-    metadata: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    pages: int | None = None
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """Per-file reading options."""
-
-    name: str
-    extension: str = ""
-    encoding: str | None = None
-    password: str | None = None
-    hidden_sheets: bool = False
-    long_cell_chars: int = 200
-
-
-Reader = Callable[[bytes, ReadOptions, Chunker], Parsed]
-
 _MARKDOWN_HINTS = re.compile(r"^(#{1,6} \S|```|---\s*$|\s*[-*] \[[ x]\] )", re.MULTILINE)
 
 
@@ -204,8 +165,15 @@ def reader_for(kind: str) -> Reader:
         return read_pdf
     if kind == "sheet":
         from .sheets import read_sheet
+        from .workbook import read_workbook
 
-        return read_sheet
+        def read_any_sheet(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
+            """A workbook (.xlsx/.xlsm, a zip archive) or a CSV/TSV file."""
+            if data[:4] == b"PK\x03\x04":
+                return read_workbook(data, options, chunker)
+            return read_sheet(data, options, chunker)
+
+        return read_any_sheet
     if kind == "chat":
         from .chats import read_chat
 

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import InvalidInput
-from . import Chunk, Parsed, ReadOptions
+from .base import Chunk, Parsed, ReadOptions
 from .chunking import Chunker
 from .text import decode, decode_note
 

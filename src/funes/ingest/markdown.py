@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import Chunk, Parsed, ReadOptions
+from .base import Chunk, Parsed, ReadOptions
 from .chunking import Chunker, pack
 from .text import decode, decode_note
 

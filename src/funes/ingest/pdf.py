@@ -18,7 +18,7 @@ from io import BytesIO
 from typing import Any
 
 from ..errors import DependencyMissing, InvalidInput
-from . import Chunk, Parsed, ReadOptions
+from .base import Chunk, Parsed, ReadOptions
 from .chunking import Chunker, pack, split_sentences
 
 _NUMBERED = re.compile(r"^(?:(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?)|(?:[IVXLC]{1,6}\.)|(?:[A-H]\.))\s+([A-Z][^\n]{1,80})$")

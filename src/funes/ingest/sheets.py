@@ -22,7 +22,7 @@ from datetime import date, datetime, time
 from typing import Any
 
 from ..errors import InvalidInput
-from . import Chunk, Parsed, ReadOptions
+from .base import Chunk, Parsed, ReadOptions
 from .chunking import Chunker, pack
 from .text import decode, decode_note
 
@@ -414,11 +414,7 @@ def _csv_value(text: str) -> Any:
 
 
 def read_sheet(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
-    """A workbook (.xlsx/.xlsm) or a CSV/TSV file."""
-    if data[:4] == b"PK\x03\x04":
-        from .workbook import read_workbook
-
-        return read_workbook(data, options, chunker)
+    """A CSV or TSV file (workbooks are read by :func:`funes.ingest.workbook.read_workbook`)."""
     grid, encoding, guessed = read_csv_grid(data, options)
     if not grid.cells:
         raise InvalidInput(f"{options.name} has no cells with values.", hint="Check the file.")

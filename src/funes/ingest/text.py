@@ -6,7 +6,7 @@ import codecs
 import unicodedata
 
 from ..errors import InvalidInput
-from . import Chunk, Parsed, ReadOptions
+from .base import Chunk, Parsed, ReadOptions
 from .chunking import Chunker
 
 _BOMS: tuple[tuple[bytes, str], ...] = (

@@ -21,7 +21,7 @@ from io import BytesIO
 from typing import Any
 
 from ..errors import DependencyMissing, InvalidInput
-from . import Chunk, Parsed, ReadOptions
+from .base import Chunk, Parsed, ReadOptions
 from .chunking import Chunker
 from .sheets import (
     Grid,

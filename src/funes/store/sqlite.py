@@ -43,7 +43,7 @@ from ..models import (
     from_epoch,
     to_epoch,
 )
-from . import AccessEvent, Visibility, vis_key
+from .base import AccessEvent, Visibility, vis_key
 from .connection import Database
 from .sqlite_documents import DocumentTables
 from .sqlite_rows import (

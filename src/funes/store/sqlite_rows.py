@@ -26,7 +26,7 @@ from ..models import (
     parse_time,
     to_epoch,
 )
-from . import Visibility, vis_key
+from .base import Visibility, vis_key
 
 COLUMNS = (
     "id, tenant, user_id, scope, session_id, project_id, vis, kind, memory_type, entity_type, "

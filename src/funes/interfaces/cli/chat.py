@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cli import State, emit, json_option, pass_state, read_text_arg
+from .common import State, emit, json_option, pass_state, read_text_arg
 
 if TYPE_CHECKING:
-    from ..context import BuiltContext, Message
+    from ...context import BuiltContext, Message
 
 
 def _read_json_file(path: str, what: str) -> Any:
-    from ..errors import InvalidInput
+    from ...errors import InvalidInput
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -187,8 +187,8 @@ def register(group: click.Group) -> None:
     @json_option
     def instructions_cmd(agent: bool, as_json: bool) -> None:
         """Print the memory instructions for system prompts (override in $FUNES_HOME/prompts/)."""
-        from .. import config
-        from ..prompts import load_prompt
+        from ... import config
+        from ...prompts import load_prompt
 
         name = "agent" if agent else "memory"
         text = load_prompt(name, prompts_dir=config.load().prompts_dir)

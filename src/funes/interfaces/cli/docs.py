@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cli import SCOPES, State, emit, json_option, pass_state
+from .common import SCOPES, State, emit, json_option, pass_state
 
 if TYPE_CHECKING:
-    from ..documents import Document, IngestProgress, IngestReport, IngestResult
+    from ...documents import Document, IngestProgress, IngestReport, IngestResult
 
 KINDS = ("text", "markdown", "pdf", "sheet", "xlsx", "csv", "tsv", "chat")
 _BAR = 24
@@ -111,8 +111,8 @@ def ingest(
     Reads text, Markdown, PDF, .xlsx/.xlsm, .csv/.tsv and chat exports. Each
     file's outcome is listed at the end; the exit code is 1 if any failed.
     """
-    from ..documents import IngestReport, IngestResult
-    from ..errors import FunesError
+    from ...documents import IngestReport, IngestResult
+    from ...errors import FunesError
 
     f = state.funes()
     options: dict[str, Any] = dict(

@@ -1,0 +1,243 @@
+"""Store commands: stats, export, import, reindex, doctor, config, demo."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import (
+    State,
+    emit,
+    hit_line,
+    json_option,
+    pass_state,
+)
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the main group."""
+    group.add_command(stats)
+    group.add_command(export_)
+    group.add_command(import_)
+    group.add_command(reindex)
+    group.add_command(doctor)
+    group.add_command(config)
+    group.add_command(demo)
+
+
+@click.command()
+@json_option
+@pass_state
+def stats(state: State, as_json: bool) -> None:
+    """Counts, sizes and the embedder of the store."""
+    data = state.funes().stats(tenant=state.tenant)
+
+    def text_out() -> str:
+        lines = [
+            f"store:      {data['path']}",
+            f"records:    {data['records']}",
+            f"size:       {data['size_bytes']:,} bytes",
+        ]
+        for key in ("by_kind", "by_type", "by_scope"):
+            if data.get(key):
+                lines.append(f"{key[3:]:<11} " + ", ".join(f"{k}={v}" for k, v in sorted(data[key].items())))
+        emb = data.get("embedder") or {}
+        lines.append(f"embedder:   {emb.get('model_id')} ({emb.get('dimensions')} dims)")
+        for key, value in data.items():
+            if key not in (
+                "path",
+                "records",
+                "size_bytes",
+                "by_kind",
+                "by_type",
+                "by_scope",
+                "embedder",
+                "embedder_configured",
+            ):
+                lines.append(f"{key + ':':<11} {value}")
+        return "\n".join(lines)
+
+    emit(as_json, data, text_out)
+
+
+@click.command(name="export")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, writable=True))
+@click.option("--all-tenants", is_flag=True, help="Export every tenant, not only the current one.")
+@json_option
+@pass_state
+def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) -> None:
+    """Export to lossless JSONL (stdout, or FILE)."""
+    f = state.funes()
+    tenant = None if all_tenants else f.config.tenant
+    if file in (None, "-"):
+        count = f.export(sys.stdout, tenant=tenant)
+        click.echo(f"Exported {count} records.", err=True)
+        return
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(file))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".funes-export-", suffix=".jsonl")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            count = f.export(out, tenant=tenant)
+        os.replace(tmp, file)  # a crash never leaves a half-written backup under the real name
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    emit(as_json, {"file": file, "records": count}, f"Exported {count} records to {file}.")
+
+
+@click.command(name="import")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@json_option
+@pass_state
+def import_(state: State, file: str | None, as_json: bool) -> None:
+    """Import a JSONL export (FILE, or stdin). Re-embeds when the model differs."""
+    if file in (None, "-"):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError("Give the export FILE, or pipe it on stdin.")
+        result = state.funes().import_(sys.stdin)
+    else:
+        try:
+            handle = open(file, encoding="utf-8")
+        except FileNotFoundError as exc:
+            from ...errors import InvalidInput
+
+            raise InvalidInput(f"No such file: {file}.", hint="Check the path of the export.") from exc
+        with handle:
+            result = state.funes().import_(handle)
+    emit(
+        as_json,
+        result,
+        f"Imported {result['imported']} records ({result['unchanged']} unchanged, {result['reembedded']} re-embedded).",
+    )
+
+
+@click.command()
+@json_option
+@pass_state
+def reindex(state: State, as_json: bool) -> None:
+    """Re-embed every record with the configured embedder and rebuild the keyword index."""
+    f = state.funes(check_embedder=False)
+    progress = None
+    if sys.stderr.isatty() and not as_json:
+
+        def progress(done: int, total: int) -> None:
+            click.echo(f"\rembedding {done}/{total}", err=True, nl=done >= total)
+
+    count = f.reindex(progress=progress)
+    emit(as_json, {"reindexed": count}, f"Reindexed {count} records with {f.embedder.model_id}.")
+
+
+@click.command()
+@json_option
+@pass_state
+def doctor(state: State, as_json: bool) -> None:
+    """Check the store: rows, keyword entries and vectors agree; the embedder matches."""
+    from ...errors import EmbedderMismatch
+
+    try:
+        f = state.funes(check_embedder=False)
+        problems = f.doctor()
+        path = f.store.path
+    except EmbedderMismatch as exc:
+        problems, path = [str(exc)], state.db or ""
+    emit(
+        as_json,
+        {"ok": not problems, "problems": problems, "path": path},
+        lambda: "\n".join(problems) if problems else f"OK: {path} is healthy.",
+    )
+    if problems:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("action", required=False, type=click.Choice(["show", "get", "set", "path"]), default="show")
+@click.argument("name", required=False)
+@click.argument("value", required=False)
+@json_option
+def config(action: str, name: str | None, value: str | None, as_json: bool) -> None:
+    """Show settings with their origin; `config get NAME`, `config set NAME VALUE`, `config path`."""
+    from ... import config as cfg
+
+    if action == "path":
+        emit(as_json, {"path": str(cfg.config_path()), "home": str(cfg.home())}, str(cfg.config_path()))
+        return
+    if action == "set":
+        if not name or value is None:
+            raise click.UsageError("Usage: funes config set NAME VALUE")
+        path = cfg.write_setting(name, value)
+        emit(as_json, {"name": name, "value": value, "file": str(path)}, f"Set {name} in {path}.")
+        return
+    loaded = cfg.load()
+    if action == "get":
+        if not name:
+            raise click.UsageError("Usage: funes config get NAME")
+        if name not in cfg.SETTINGS:
+            from ...errors import InvalidInput
+
+            raise InvalidInput(f"Unknown setting {name!r}.", hint="`funes config` lists every setting.")
+        emit(
+            as_json,
+            {"name": name, "value": loaded.values[name], "origin": loaded.origins[name]},
+            str(loaded.values[name]),
+        )
+        return
+    rows = [
+        {"name": s.name, "value": loaded.values[s.name], "origin": loaded.origins[s.name], "env": s.env, "help": s.help}
+        for s in cfg.SETTINGS.values()
+    ]
+    emit(
+        as_json,
+        {"home": str(cfg.home()), "config_file": str(cfg.config_path()), "settings": rows},
+        lambda: "\n".join(
+            [f"# home: {cfg.home()}", f"# config file: {cfg.config_path()}"]
+            + [f"{r['name']} = {r['value']!r}  ({r['origin']})  # {r['help']}" for r in rows]
+        ),
+    )
+
+
+DEMO_MEMORIES = (
+    ("I prefer US-based vendors with at least 90% energy efficiency", "preference"),
+    ("Our fiscal year starts in April; budget reviews happen every March", "fact"),
+    ("We decided to ship the mobile app before the desktop app", "decision"),
+    ("The team is currently migrating the billing service to PostgreSQL", "context"),
+    ("Alice asked for weekly status summaries on Fridays", "preference"),
+)
+
+
+@click.command()
+@click.option("--query", default="which suppliers does the user like?", show_default=True, help="What to search for.")
+@json_option
+@pass_state
+def demo(state: State, query: str, as_json: bool) -> None:
+    """Remember a few sample memories in a demo store and answer a search.
+
+    Uses $FUNES_HOME/demo.db (or --db), so your own memories are untouched.
+    Running it again adds nothing: the same content in the same scope is
+    never stored twice.
+    """
+    from ... import config as cfg
+
+    if state.db is None:
+        state.db = str(cfg.home() / "demo.db")
+    f = state.funes()
+    stored = [f.remember(text, type=kind) for text, kind in DEMO_MEMORIES]
+    hits = f.search(query, limit=3)
+    data = {
+        "store": f.store.path,
+        "remembered": [m.id for m in stored],
+        "query": query,
+        "hits": [h.to_dict() for h in hits],
+    }
+
+    def text_out() -> str:
+        lines = [f"Demo store: {f.store.path}", f"Remembered {len(stored)} sample memories.", "", f"Search: {query!r}"]
+        lines += [hit_line(n, h) for n, h in enumerate(hits, 1)]
+        lines += ["", 'Next: funes add "..." --type preference; funes search "..."; funes --help']
+        return "\n".join(lines)
+
+    emit(as_json, data, text_out)

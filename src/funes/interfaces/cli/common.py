@@ -1,0 +1,192 @@
+"""What every command module of the CLI shares: options, the lazily opened service, output and errors.
+
+Command modules import this module and nothing else of the CLI; the entry
+module (``__init__``) imports the command modules. Nothing heavy is imported
+here: the service (and torch) load only when a command needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from ...models import Memory, SearchHit
+    from ...service import Funes
+
+MEMORY_TYPES = ("preference", "fact", "decision", "context", "conversation")
+SCOPES = ("session", "project", "team")
+
+
+@dataclass
+class State:
+    """Options shared by every command, and the lazily opened service."""
+
+    db: str | None = None
+    tenant: str | None = None
+    user: str | None = None
+    project: str | None = None
+    embedder: str | None = None
+    _funes: Funes | None = field(default=None, repr=False)
+
+    def funes(self, **kwargs: Any) -> Funes:
+        """Open the service on first use."""
+        if self._funes is None:
+            import funes
+
+            settings = {"tenant": self.tenant, "user": self.user, "project": self.project, "embedder": self.embedder}
+            self._funes = funes.open(self.db, **settings, **kwargs)
+        return self._funes
+
+    def close(self) -> None:
+        """Close the service if it was opened."""
+        if self._funes is not None:
+            self._funes.close()
+            self._funes = None
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--json`` flag every command takes."""
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
+
+
+def emit(as_json: bool, data: Any, text: Callable[[], str] | str | None = None) -> None:
+    """Print data as JSON, or as text for people."""
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    elif text is not None:
+        out = text() if callable(text) else text
+        if out:
+            click.echo(out)
+
+
+def read_text_arg(value: str | None, what: str) -> str:
+    """The argument, or stdin when it is '-' or missing and stdin is piped."""
+    if value in (None, "-"):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError(f"Give the {what} as an argument, or pipe it on stdin.")
+        return sys.stdin.read()
+    return value
+
+
+def short(memory: Memory, width: int = 100) -> str:
+    """One line describing a record."""
+    text = " ".join(memory.content.split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    flags = " [pinned]" if memory.pinned else ""
+    return f"{memory.id}  {memory.memory_type:<12} {memory.scope:<8} {memory.importance:.2f}{flags}  {text}"
+
+
+def describe(memory: Memory) -> str:
+    """Every field of a record, for people."""
+    lines = [
+        f"id:           {memory.id}",
+        f"type:         {memory.memory_type} ({memory.kind})",
+        f"scope:        {memory.scope}"
+        + (f"  project={memory.project_id}" if memory.project_id else "")
+        + (f"  session={memory.session_id}" if memory.session_id else ""),
+        f"tenant:       {memory.tenant}" + (f"  user={memory.user_id}" if memory.user_id else ""),
+        f"importance:   {memory.importance:.2f}{'  pinned' if memory.pinned else ''}",
+        f"source:       {memory.attribution}",
+        f"version:      {memory.version}  ({len(memory.previous_versions)} previous)",
+        f"created:      {memory.created_at.isoformat()}",
+        f"updated:      {memory.updated_at.isoformat()}",
+        f"accessed:     {memory.access_count} times"
+        + (f", last {memory.last_accessed.isoformat()}" if memory.last_accessed else ""),
+    ]
+    if memory.expires_at:
+        lines.append(f"expires:      {memory.expires_at.isoformat()}")
+    if memory.title:
+        lines.append(f"title:        {memory.title}")
+    if memory.topic:
+        lines.append(f"topic:        {memory.topic}")
+    if memory.references:
+        lines.append("references:   " + ", ".join(f"{r.type}:{r.id}" for r in memory.references))
+    if memory.metadata:
+        lines.append("metadata:     " + json.dumps(memory.metadata, ensure_ascii=False))
+    lines += ["", memory.content]
+    return "\n".join(lines)
+
+
+def hit_line(n: int, hit: SearchHit) -> str:
+    """A numbered search hit with its attribution and score."""
+    text = " ".join(hit.memory.content.split())
+    if len(text) > 160:
+        text = text[:159] + "…"
+    ex = hit.explanation
+    why = []
+    if ex.keyword_rank is not None:
+        why.append(f"kw#{ex.keyword_rank}")
+    if ex.vector_rank is not None:
+        why.append(f"vec#{ex.vector_rank}")
+    sim = f"{hit.similarity:.2f}" if ex.vector_similarity is not None else "-"
+    return f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  score={hit.score:.4f} cos={sim} {' '.join(why)}"
+
+
+class FunesCommandError(click.ClickException):
+    """A FunesError shown as one line plus a hint, exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, error: Any) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.error.message}", err=True)
+        if self.error.hint:
+            click.echo(f"Hint: {self.error.hint}", err=True)
+
+
+def _store_error(exc: Exception) -> Any:
+    """A SQLite driver error as a FunesError with a hint, or None for anything else.
+
+    A store damaged after it was opened fails in the middle of a command; the
+    user gets one line and what to do, not a traceback.
+    """
+    if not type(exc).__module__.startswith(("sqlite3", "pysqlite3")):
+        return None
+    from ...errors import BackendUnavailable, StoreCorrupt
+
+    text = str(exc).lower()
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return StoreCorrupt(
+            f"The store is damaged ({exc}).",
+            hint="Run `funes doctor` to see the damage; save what is readable with `funes export FILE`, "
+            "then restore into a new store with `funes --db NEW.db import FILE`.",
+        )
+    if "locked" in text or "busy" in text:
+        return BackendUnavailable(
+            f"The store is busy ({exc}).", hint="Retry; another process is holding the write lock."
+        )
+    return BackendUnavailable(f"The store failed: {exc}.", hint="Run `funes doctor` to check the store.")
+
+
+class FunesGroup(click.Group):
+    """A click group that turns Funes errors into exit code 1 with a hint."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from ...errors import FunesError
+
+        try:
+            return super().invoke(ctx)
+        except FunesError as exc:
+            raise FunesCommandError(exc) from exc
+        except BrokenPipeError:
+            # `funes export | head`: the reader went away; that is not an error.
+            sys.stderr.close()
+            ctx.exit(0)
+        except Exception as exc:
+            translated = _store_error(exc)
+            if translated is None:
+                raise
+            raise FunesCommandError(translated) from exc

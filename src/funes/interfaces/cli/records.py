@@ -1,0 +1,295 @@
+"""Record commands: add, search, get, list, edit, rm, pin, unpin."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from .common import (
+    MEMORY_TYPES,
+    SCOPES,
+    State,
+    describe,
+    emit,
+    hit_line,
+    json_option,
+    pass_state,
+    read_text_arg,
+    short,
+)
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the main group."""
+    group.add_command(add)
+    group.add_command(search)
+    group.add_command(get)
+    group.add_command(list_)
+    group.add_command(edit)
+    group.add_command(rm)
+    group.add_command(pin)
+    group.add_command(unpin)
+
+
+@click.command()
+@click.argument("content", required=False)
+@click.option(
+    "--type", "type_", type=click.Choice(MEMORY_TYPES), default="fact", show_default=True, help="Memory type."
+)
+@click.option("--importance", type=float, help="0 to 1; defaults by type (preference 0.9 ... conversation 0.3).")
+@click.option("--scope", type=click.Choice(SCOPES), help="Default: project if --project is set, else team.")
+@click.option("--session", help="Session id (for session scope).")
+@click.option("--project", "project", help="Project id (overrides the global --project).")
+@click.option("--title", help="Short title.")
+@click.option("--topic", help="Topic label.")
+@click.option("--pin", is_flag=True, help="Pin the memory.")
+@click.option("--expires", help="Expiry date, ISO-8601 (e.g. 2026-12-31).")
+@click.option("--ref", "refs", multiple=True, help="External reference TYPE:ID (repeatable).")
+@click.option("--meta", "meta", multiple=True, help="Metadata KEY=VALUE (repeatable).")
+@json_option
+@pass_state
+def add(
+    state: State,
+    content: str | None,
+    type_: str,
+    importance: float | None,
+    scope: str | None,
+    session: str | None,
+    project: str | None,
+    title: str | None,
+    topic: str | None,
+    pin: bool,
+    expires: str | None,
+    refs: tuple[str, ...],
+    meta: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Remember something. CONTENT is read from stdin when piped."""
+    text = read_text_arg(content, "content to remember")
+    references = []
+    for r in refs:
+        if ":" not in r:
+            raise click.BadParameter(f"{r!r} is not TYPE:ID", param_hint="--ref")
+        references.append(tuple(r.split(":", 1)))
+    metadata = {}
+    for item in meta:
+        if "=" not in item:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--meta")
+        k, v = item.split("=", 1)
+        metadata[k] = v
+    f = state.funes()
+    memory = f.remember(
+        text,
+        type=type_,
+        importance=importance,
+        scope=scope,
+        project=project or state.project,
+        session=session,
+        title=title,
+        topic=topic,
+        pinned=pin,
+        expires_at=expires,
+        metadata=metadata,
+        references=references,
+    )
+    emit(as_json, memory.to_dict(), lambda: f"Remembered {memory.id} ({memory.memory_type}, {memory.scope}).")
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("--limit", "-n", type=int, help="Most hits to return (default 10).")
+@click.option("--type", "types", multiple=True, type=click.Choice(MEMORY_TYPES), help="Only these memory types.")
+@click.option(
+    "--kind", "kinds", multiple=True, help="Only these kinds (memory, document_chunk, message, markdown, ...)."
+)
+@click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Only these scopes.")
+@click.option("--session", help="Restrict session-scope records to this session.")
+@click.option("--project", "project", help="Current project: restricts and boosts its records (overrides --project).")
+@click.option(
+    "--source-type",
+    "source_types",
+    multiple=True,
+    help="Only records from these sources: documents, sheets, chat, markdown, or a type (pdf, sheet, text, user, agent, import).",
+)
+@click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
+@click.option("--since", help="Created at or after (ISO-8601).")
+@click.option("--until", help="Created at or before (ISO-8601).")
+@click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
+@click.option("--explain", is_flag=True, help="Show the per-signal score breakdown.")
+@json_option
+@pass_state
+def search(
+    state: State,
+    query: str | None,
+    limit: int | None,
+    types: tuple[str, ...],
+    kinds: tuple[str, ...],
+    scopes: tuple[str, ...],
+    session: str | None,
+    project: str | None,
+    source_types: tuple[str, ...],
+    source_ids: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    min_similarity: float | None,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Search memory by meaning and keywords. QUERY is read from stdin when piped."""
+    text = read_text_arg(query, "search query")
+    hits = state.funes().search(
+        text,
+        limit=limit,
+        types=types or None,
+        kinds=kinds or None,
+        scopes=scopes or None,
+        project=project or state.project,
+        session=session,
+        source_types=source_types or None,
+        source_ids=source_ids or None,
+        since=since,
+        until=until,
+        min_similarity=min_similarity,
+    )
+
+    def text_out() -> str:
+        if not hits:
+            return "No matches."
+        lines = []
+        for n, hit in enumerate(hits, 1):
+            lines.append(hit_line(n, hit))
+            if explain:
+                lines.append("   " + json.dumps(hit.explanation.to_dict()))
+        return "\n".join(lines)
+
+    emit(as_json, [h.to_dict() for h in hits], text_out)
+
+
+@click.command()
+@click.argument("memory_id")
+@json_option
+@pass_state
+def get(state: State, memory_id: str, as_json: bool) -> None:
+    """Show one memory with every field."""
+    memory = state.funes().get(memory_id)
+    emit(as_json, memory.to_dict(), lambda: describe(memory))
+
+
+@click.command(name="list")
+@click.option("--type", "types", multiple=True, type=click.Choice(MEMORY_TYPES), help="Only these memory types.")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds.")
+@click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Only these scopes.")
+@click.option("--session", help="Restrict session-scope records to this session.")
+@click.option("--project", "project", help="Restrict project-scope records to this project (overrides --project).")
+@click.option("--pinned/--unpinned", default=None, help="Only pinned (or unpinned) records.")
+@click.option("--expired", is_flag=True, help="Include expired records.")
+@click.option("--limit", "-n", type=int, default=50, show_default=True, help="Records per page.")
+@click.option("--cursor", help="Cursor from the previous page.")
+@json_option
+@pass_state
+def list_(
+    state: State,
+    types: tuple[str, ...],
+    kinds: tuple[str, ...],
+    scopes: tuple[str, ...],
+    session: str | None,
+    project: str | None,
+    pinned: bool | None,
+    expired: bool,
+    limit: int,
+    cursor: str | None,
+    as_json: bool,
+) -> None:
+    """List memories, newest first, with cursor pagination."""
+    page = state.funes().list(
+        types=types or None,
+        kinds=kinds or None,
+        scopes=scopes or None,
+        project=project or state.project,
+        session=session,
+        pinned=pinned,
+        include_expired=expired,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    def text_out() -> str:
+        lines = [short(m) for m in page.items] or ["No memories."]
+        if page.next_cursor:
+            lines.append(f"-- more: funes list --cursor {page.next_cursor}")
+        return "\n".join(lines)
+
+    emit(as_json, {"items": [m.to_dict() for m in page.items], "next_cursor": page.next_cursor}, text_out)
+
+
+@click.command()
+@click.argument("memory_id")
+@click.argument("content", required=False)
+@click.option("--importance", type=float, help="New importance, 0 to 1.")
+@click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), help="New memory type.")
+@click.option("--expires", help="New expiry (ISO-8601), or 'never'.")
+@click.option("--title", help="New title.")
+@click.option("--topic", help="New topic.")
+@json_option
+@pass_state
+def edit(
+    state: State,
+    memory_id: str,
+    content: str | None,
+    importance: float | None,
+    type_: str | None,
+    expires: str | None,
+    title: str | None,
+    topic: str | None,
+    as_json: bool,
+) -> None:
+    """Change a memory. New CONTENT keeps the old one as a previous version ('-' reads stdin)."""
+    if content == "-":
+        content = read_text_arg("-", "new content")
+    kwargs: dict[str, Any] = {}
+    if expires is not None:
+        kwargs["expires_at"] = None if expires.lower() in ("never", "none", "") else expires
+    if title is not None:
+        kwargs["title"] = title
+    if topic is not None:
+        kwargs["topic"] = topic
+    if content is None and importance is None and type_ is None and not kwargs:
+        raise click.UsageError("Nothing to change: give new CONTENT or an option such as --importance.")
+    memory = state.funes().update(memory_id, content=content, importance=importance, type=type_, **kwargs)
+    emit(as_json, memory.to_dict(), lambda: f"Updated {memory.id} (version {memory.version}).")
+
+
+@click.command()
+@click.argument("memory_ids", nargs=-1, required=True)
+@json_option
+@pass_state
+def rm(state: State, memory_ids: tuple[str, ...], as_json: bool) -> None:
+    """Forget memories by id."""
+    f = state.funes()
+    ids = list(dict.fromkeys(memory_ids))
+    for memory_id in ids:
+        f.get(memory_id)  # all ids must exist before anything is forgotten: no half-done rm
+    removed = [f.forget(i).id for i in ids]
+    emit(as_json, {"removed": removed}, lambda: "\n".join(f"Forgot {i}." for i in removed))
+
+
+@click.command()
+@click.argument("memory_id")
+@json_option
+@pass_state
+def pin(state: State, memory_id: str, as_json: bool) -> None:
+    """Pin a memory so retention never removes it."""
+    memory = state.funes().pin(memory_id)
+    emit(as_json, memory.to_dict(), f"Pinned {memory.id}.")
+
+
+@click.command()
+@click.argument("memory_id")
+@json_option
+@pass_state
+def unpin(state: State, memory_id: str, as_json: bool) -> None:
+    """Unpin a memory."""
+    memory = state.funes().unpin(memory_id)
+    emit(as_json, memory.to_dict(), f"Unpinned {memory.id}.")

@@ -1,0 +1,201 @@
+"""The storage protocol and the values it trades in (kept apart from the factory in ``__init__``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..models import EmbedderIdentity, Memory, Page, RankFields, SearchFilters
+
+
+@dataclass(frozen=True)
+class AccessEvent:
+    """One retrieval of a record, for access counters and the access log."""
+
+    memory_id: str
+    tenant: str
+    action: str
+    query: str | None = None
+    score: float | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which records a search or listing may see inside one tenant.
+
+    A given project or session id restricts its scope to that id; a missing
+    one leaves the scope open across the tenant.
+    """
+
+    scopes: tuple[str, ...] = ("session", "project", "team")
+    project_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+
+    @classmethod
+    def from_filters(cls, filters: SearchFilters) -> Visibility:
+        """The visibility a set of search filters implies."""
+        return cls(
+            scopes=tuple(filters.scopes or ("session", "project", "team")),
+            project_id=filters.project_id,
+            session_id=filters.session_id,
+            user_id=filters.user_id,
+        )
+
+    def clauses(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The visibility as at most two alternatives: ('scope', open) and ('vis', keys)."""
+        open_scopes: list[str] = []
+        keys: list[str] = []
+        for scope in self.scopes:
+            if scope == "team":
+                keys.append("team")
+            elif scope == "project" and self.project_id:
+                keys.append(vis_key("project", self.project_id, None))
+            elif scope == "session" and self.session_id:
+                keys.append(vis_key("session", None, self.session_id))
+            else:
+                open_scopes.append(scope)
+        out: list[tuple[str, tuple[str, ...]]] = []
+        if open_scopes:
+            out.append(("scope", tuple(open_scopes)))
+        if keys:
+            out.append(("vis", tuple(keys)))
+        return out
+
+
+def vis_key(scope: str, project_id: str | None, session_id: str | None) -> str:
+    """The visibility key of a record: ``team``, ``project:<id>`` or ``session:<id>``."""
+    if scope == "team":
+        return "team"
+    if scope == "project":
+        return f"project:{project_id or ''}"
+    return f"session:{session_id or ''}"
+
+
+class Store(Protocol):
+    """What the service needs from storage."""
+
+    path: str
+
+    def identity(self) -> EmbedderIdentity | None:
+        """The embedder identity the vectors were made with (None if unset)."""
+        ...
+
+    def set_identity(self, identity: EmbedderIdentity, *, reset: bool = False) -> None:
+        """Record the embedder identity; ``reset`` drops every vector first."""
+        ...
+
+    def put(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
+        """Insert or replace a record and its vectors in one transaction."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """Group several writes into one transaction."""
+        ...
+
+    def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
+        """Write unless a live record with the same content, scope, kind and owner exists; return the one that stands."""
+        ...
+
+    def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
+        """Insert or replace many records in one transaction."""
+        ...
+
+    def get(self, memory_id: str) -> Memory | None:
+        """A record by id, or None."""
+        ...
+
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Records by id (missing ids are left out)."""
+        ...
+
+    def rank_fields(self, memory_ids: Sequence[str]) -> dict[str, RankFields]:
+        """What ranking reads of each record, by id (missing ids are left out)."""
+        ...
+
+    def find_by_hash(
+        self, tenant: str, vis: str, content_hash: str, kind: str, user_id: str | None = None
+    ) -> Memory | None:
+        """The record with this exact content in this tenant, visibility, kind and owner (None: tenant-wide)."""
+        ...
+
+    def delete(self, memory_ids: Sequence[str]) -> int:
+        """Delete records with their vectors and keyword entries; returns how many."""
+        ...
+
+    def list(
+        self,
+        filters: SearchFilters,
+        *,
+        cursor: str | None,
+        limit: int,
+        include_expired: bool,
+        pinned: bool | None,
+        now: datetime,
+    ) -> Page:
+        """Records newest first, cursor-paginated."""
+        ...
+
+    def keyword_search(
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int,
+        now: datetime,
+        common_ratio: float = 0.1,
+    ) -> list[tuple[str, float]]:
+        """(memory id, BM25 score, higher is better), best first."""
+        ...
+
+    def vector_search(
+        self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime
+    ) -> list[tuple[str, float]]:
+        """(memory id, cosine similarity), best first; exact KNN inside the filters."""
+        ...
+
+    def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
+        """Stored vectors of the given records."""
+        ...
+
+    def record_access(self, events: Sequence[AccessEvent], at: datetime) -> None:
+        """Bump access counters and write access-log rows."""
+        ...
+
+    def cache_get(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Cached embeddings by text hash."""
+        ...
+
+    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Store embeddings in the cache."""
+        ...
+
+    def iter_records(self, tenant: str | None = None) -> Iterator[Memory]:
+        """Every record (of one tenant, or all), oldest first."""
+        ...
+
+    def stats(self, tenant: str | None) -> dict[str, Any]:
+        """Counts and sizes."""
+        ...
+
+    def replace_index(
+        self, identity: EmbedderIdentity, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]
+    ) -> int:
+        """Swap in a new embedder identity, every record's vectors and a rebuilt keyword index, atomically."""
+        ...
+
+    def check(self) -> list[str]:
+        """Integrity problems found (empty when healthy)."""
+        ...
+
+    def close(self) -> None:
+        """Close every connection."""
+        ...
