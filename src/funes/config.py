@@ -222,6 +222,18 @@ register(
     "tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters."
 )
 register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).")
+# -- background jobs ---------------------------------------------------------------
+register(
+    "job_lease_seconds",
+    60.0,
+    float,
+    "Seconds a worker holds a claimed job before another worker may take it over (a running job renews it).",
+)
+register("job_max_attempts", 8, int, "Attempts a background job gets before it is marked failed.")
+register("job_backoff_seconds", 2.0, float, "Wait before a failed job's first retry; doubled for each later one.")
+register("job_backoff_max_seconds", 600.0, float, "Longest wait between two attempts of a background job.")
+register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.")
+register("job_keep_days", 7.0, float, "Days a finished job stays listed in `funes jobs list`; failed jobs stay until retried.")
 
 
 def home() -> Path:

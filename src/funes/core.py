@@ -17,28 +17,31 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
 from . import config as config_mod
 from .embed import Embedder, configured_identity
-from .errors import EmbedderMismatch, FunesError, InvalidInput, NotFound
+from .errors import EmbedderMismatch, EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .ingest.chunking import split_text
 from .models import (
     DEFAULT_IMPORTANCE,
+    KEYWORD_ONLY,
     KINDS,
     MAX_PREVIOUS_VERSIONS,
     MEMORY_TYPES,
     SCOPES,
     EmbedderIdentity,
+    Job,
     Memory,
     Page,
     PreviousVersion,
     Reference,
     SearchFilters,
     SearchHit,
+    SearchResults,
     SourceRef,
     content_hash,
     new_id,
@@ -132,6 +135,8 @@ class Core:
             if configured is not None and store.identity() is not None:
                 self._check_identity(configured)
         self._unwritten_access: list[tuple[AccessEvent, datetime]] = []
+        # Set by the job runner, so a job queued here wakes (or starts) the worker.
+        self.on_job_queued: Callable[[], None] | None = None
         self._access_lock = threading.Lock()
         self._closed = False
         self._worker: ThreadPoolExecutor | None = None
@@ -212,6 +217,61 @@ class Core:
     def sync_access(self) -> None:
         """Write access rows held back by a busy store (exports call this so counters are current)."""
         self.track([])
+
+    # -- durable jobs ------------------------------------------------------------------
+    def enqueue_job(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        tenant: str | None = None,
+        delay: float = 0.0,
+        dedupe_key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> str:
+        """Queue a durable job (in the caller's store transaction when there is one); see :mod:`funes.jobs`."""
+        now = utcnow()
+        job_id = self.store.enqueue_job(
+            kind,
+            payload,
+            tenant=self.tenant_of(tenant),
+            now=now,
+            run_after=now + timedelta(seconds=delay) if delay else None,
+            max_attempts=int(max_attempts or self.config.job_max_attempts),
+            dedupe_key=dedupe_key,
+        )
+        if self.on_job_queued is not None:
+            self.on_job_queued()
+        return job_id
+
+    def defer_vectors(self, memory_ids: Sequence[str], tenant: str) -> str:
+        """Queue the embedding of records stored without vectors; call it in the transaction that stored them.
+
+        The records are keyword-searchable at once; the job embeds them when
+        the embedder answers again (retried with backoff), so an outage never
+        loses an accepted write.
+        """
+        return self.enqueue_job("vectors", {"ids": list(memory_ids)}, tenant=tenant)
+
+    def vectors_job(self, job: Job) -> Callable[[], dict[str, int]]:
+        """Handler of ``vectors`` jobs: embed the records now, write the vectors with the job's completion."""
+        ids = [str(i) for i in job.payload.get("ids", [])]
+        records = list(self.store.get_many(ids).values())
+        embedded = self.embed_records([self.embed_text(m) for m in records]) if records else []
+
+        def apply() -> dict[str, int]:
+            current = self.store.get_many([m.id for m in records])
+            written = 0
+            for memory, vectors in zip(records, embedded, strict=True):
+                now = current.get(memory.id)
+                # A record deleted, or changed again (its own job covers the new text), is skipped.
+                if now is None or now.content_hash != memory.content_hash or now.title != memory.title:
+                    continue
+                self.store.put(now, vectors)
+                written += 1
+            return {"embedded": written, "skipped": len(ids) - written}
+
+        return apply
 
     def __enter__(self) -> Core:
         return self
@@ -337,10 +397,18 @@ class Core:
         )
         if existing is not None and not existing.is_expired():
             return existing  # fast path: no embedding for a known duplicate
-        vectors = self.embed_records([self.embed_text(memory)])[0]
+        try:
+            vectors: list[np.ndarray] | None = self.embed_records([self.embed_text(memory)])[0]
+        except EmbedderUnavailable as exc:
+            log.warning("embedder unavailable, %s stored for keyword search; its vector is a job: %s", memory.id, exc)
+            vectors = None
         # The store re-checks inside its write transaction (another process may
         # have stored the same text meanwhile); an expired duplicate is renewed.
-        return self.store.put_unique(memory, vectors)
+        with self.store.transaction():
+            stored = self.store.put_unique(memory, vectors)
+            if vectors is None and stored.id == memory.id:
+                self.defer_vectors([stored.id], stored.tenant)
+        return stored
 
     def prepare(
         self,
@@ -474,9 +542,21 @@ class Core:
         if not changes:
             return current
         updated = current.evolve(**changes, updated_at=now)
+        deferred = False
         if "content" in changes or ("title" in changes and changes["title"] != current.title):
-            vectors = self.embed_records([self.embed_text(updated)])[0]
-        self.store.put(updated, vectors)
+            try:
+                vectors = self.embed_records([self.embed_text(updated)])[0]
+            except EmbedderUnavailable as exc:
+                # The old vectors describe the old text: drop them, keep the
+                # record keyword-searchable, and embed it when the server is back.
+                log.warning(
+                    "embedder unavailable, %s updated for keyword search; its vector is a job: %s", memory_id, exc
+                )
+                vectors, deferred = [], True
+        with self.store.transaction():
+            self.store.put(updated, vectors)
+            if deferred:
+                self.defer_vectors([updated.id], updated.tenant)
         return updated
 
     def pin(self, memory_id: str, **caller: Any) -> Memory:
@@ -572,7 +652,7 @@ class Core:
         limit: int | None = None,
         track: bool = True,
         agent: str | None = None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
         ``project`` both restricts project-scope records to that project and
@@ -627,7 +707,7 @@ class Core:
         limit: int,
         min_similarity: float | None,
         project: str | None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         candidates = max(self.config.candidates, limit * 2)
         # The keyword leg runs beside the query embedding and the vector leg:
         # SQLite, torch and numpy all release the GIL, so on two cores the
@@ -641,15 +721,23 @@ class Core:
             common_ratio=self.config.keyword_common_ratio,
             now=now,
         )
+        degraded = None
+        vector: np.ndarray | None = None
+        nearest: list[tuple[str, float]] = []
         try:
             vector = self.embed_query(query)
             nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+        except EmbedderUnavailable as exc:
+            # Keywords still find things: answer with them and say so, rather than fail.
+            log.warning("embedder unavailable, searching by keyword only: %s", exc)
+            degraded, vector, min_similarity = KEYWORD_ONLY, None, None
         finally:
             keyword = pending.result()
         sims = dict(nearest)
         missing = [i for i, _ in keyword if i not in sims]
-        for memory_id, vectors in self.store.vectors_for(missing).items():
-            sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
+        if vector is not None:
+            for memory_id, vectors in self.store.vectors_for(missing).items():
+                sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
         # Rank on light rows; decode whole records only for the winners.
         fields = self.store.rank_fields([i for i, _ in keyword] + [i for i, _ in nearest])
         try:
@@ -677,9 +765,14 @@ class Core:
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit)
         records = self.store.get_many([s.id for s in scored])
         # A record deleted between the two reads is left out, not half-shown.
-        return [
-            SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation) for s in scored if s.id in records
-        ]
+        return SearchResults(
+            (
+                SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation)
+                for s in scored
+                if s.id in records
+            ),
+            degraded=degraded,
+        )
 
     # -- maintenance -----------------------------------------------------------------
     def stats(self, *, tenant: str | None = None) -> dict[str, Any]:

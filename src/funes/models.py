@@ -20,6 +20,7 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -453,6 +454,21 @@ class SearchHit:
         }
 
 
+KEYWORD_ONLY = "keyword-only"
+
+
+class SearchResults(list[SearchHit]):
+    """Search hits, best first, and how the search ran.
+
+    ``degraded`` is ``"keyword-only"`` when the embedder could not be reached
+    and the hits come from the keyword leg alone; None for a full search.
+    """
+
+    def __init__(self, hits: Iterable[SearchHit] = (), *, degraded: str | None = None) -> None:
+        super().__init__(hits)
+        self.degraded = degraded
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of a listing, with the cursor of the next page (None at the end)."""
@@ -469,8 +485,56 @@ class EmbedderIdentity:
     dimensions: int
 
 
+
+JOB_STATUSES = ("queued", "running", "done", "failed")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of durable background work (see :mod:`funes.jobs`)."""
+
+    id: str
+    tenant: str
+    kind: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    created_at: datetime
+    updated_at: datetime
+    lease_until: datetime | None = None
+    locked_by: str | None = None
+    last_error: str | None = None
+    result: Any = None
+    dedupe_key: str | None = None
+    finished_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "kind": self.kind,
+            "payload": self.payload,
+            "status": self.status,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "run_after": format_time(self.run_after),
+            "lease_until": format_time(self.lease_until),
+            "locked_by": self.locked_by,
+            "last_error": self.last_error,
+            "result": self.result,
+            "dedupe_key": self.dedupe_key,
+            "created_at": format_time(self.created_at),
+            "updated_at": format_time(self.updated_at),
+            "finished_at": format_time(self.finished_at),
+        }
+
 __all__ = [
     "DEFAULT_IMPORTANCE",
+    "JOB_STATUSES",
+    "KEYWORD_ONLY",
     "KINDS",
     "MAX_PREVIOUS_VERSIONS",
     "MEMORY_TYPES",
@@ -479,6 +543,7 @@ __all__ = [
     "Caller",
     "EmbedderIdentity",
     "Explanation",
+    "Job",
     "Memory",
     "MemoryType",
     "Page",
@@ -488,6 +553,7 @@ __all__ = [
     "Scope",
     "SearchFilters",
     "SearchHit",
+    "SearchResults",
     "SourceRef",
     "content_hash",
     "format_time",

@@ -26,6 +26,7 @@ from . import config as config_mod
 from .core import Core
 from .documents import Documents
 from .embed import Embedder
+from .jobs import Jobs
 from .sessions import Conversations
 from .store import Store, open_store
 from .tools import AgentTools
@@ -55,8 +56,10 @@ class Funes:
         config: config_mod.Config,
         *,
         check_embedder: bool = True,
+        worker: str = "auto",
     ) -> None:
         self.core = Core(store, embedder, config, check_embedder=check_embedder)
+        self.jobs = Jobs(self.core, worker=worker)
         self.docs = Documents(self.core)
         self.conversations = Conversations(self.core, self.docs)
         self.agent_tools = AgentTools(self.core, self.conversations)
@@ -81,6 +84,7 @@ class Funes:
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
         """Stop the job worker (if this process started one) and close the store."""
+        self.jobs.stop()
         self.core.close()
 
     def __enter__(self) -> Funes:
@@ -142,12 +146,17 @@ class Funes:
     export = _delegate("transfer", Transfer.export)
     import_ = _delegate("transfer", Transfer.import_)
 
+    # -- background jobs ----------------------------------------------------------------------
+    run_jobs = _delegate("jobs", Jobs.run_pending)
+    start_worker = _delegate("jobs", Jobs.start)
+
 
 def open(
     path: str | None = None,
     *,
     embedder: Embedder | str | None = None,
     check_embedder: bool = True,
+    worker: str = "auto",
     **settings: Any,
 ) -> Funes:
     """Open (or create) a Funes store. ``path`` defaults to ``$FUNES_HOME/funes.db``.
@@ -156,6 +165,11 @@ def open(
     (the ``embedder`` setting: ``local``, ``openai``, ``hash``). A backend
     named by the settings is created on first use, so commands that do not
     embed (list, get, stats, export, doctor, ...) work while it is down.
+
+    ``worker`` says who runs this process's background jobs: ``"auto"`` (the
+    default) starts the worker thread when the process queues a job, ``"on"``
+    starts it now (long-running processes), ``"off"`` never (short commands;
+    run them with :meth:`Funes.run_jobs` or ``funes jobs run``).
     """
     from .embed import create_embedder
 

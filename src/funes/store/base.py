@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..models import EmbedderIdentity, Memory, Page, RankFields, SearchFilters
+from ..models import EmbedderIdentity, Job, Memory, Page, RankFields, SearchFilters
 
 
 @dataclass(frozen=True)
@@ -194,6 +194,75 @@ class Store(Protocol):
 
     def check(self) -> list[str]:
         """Integrity problems found (empty when healthy)."""
+        ...
+
+    def pending_vectors(self, tenant: str | None = None) -> int:
+        """Records whose vectors a queued or running job will make."""
+        ...
+
+    # -- durable jobs (see funes.jobs) ---------------------------------------------
+    def enqueue_job(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        tenant: str,
+        now: datetime,
+        run_after: datetime | None = None,
+        max_attempts: int = 5,
+        dedupe_key: str | None = None,
+    ) -> str:
+        """Queue a job inside the caller's transaction; a queued job with the same dedupe key absorbs it."""
+        ...
+
+    def claim_job(
+        self,
+        worker: str,
+        *,
+        now: datetime,
+        lease_seconds: float,
+        kinds: Sequence[str] | None = None,
+        dead_workers: Sequence[str] = (),
+    ) -> Job | None:
+        """Atomically take the next ready job under a lease."""
+        ...
+
+    def extend_job_lease(self, job_id: str, worker: str, until: datetime) -> bool:
+        """Keep a running job's lease; False when the worker lost it."""
+        ...
+
+    def finish_job(self, job_id: str, worker: str, result: Any, *, now: datetime) -> bool:
+        """Mark a job done inside the transaction applying its effect; False when the worker lost it."""
+        ...
+
+    def fail_job(self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None) -> None:
+        """Record a failed attempt: retried at ``retry_at``, or failed for good."""
+        ...
+
+    def retry_job(self, job_id: str, *, now: datetime) -> Job | None:
+        """Queue a finished job again."""
+        ...
+
+    def get_job(self, job_id: str) -> Job | None:
+        """A job by id."""
+        ...
+
+    def list_jobs(
+        self, tenant: str | None = None, *, status: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[Job]:
+        """Jobs, newest first."""
+        ...
+
+    def job_counts(self, tenant: str | None = None) -> dict[str, int]:
+        """Jobs per status."""
+        ...
+
+    def running_workers(self) -> list[str]:
+        """Workers that hold running jobs."""
+        ...
+
+    def trim_jobs(self, before: datetime) -> int:
+        """Delete jobs that finished before ``before``."""
         ...
 
     def close(self) -> None:

@@ -46,6 +46,7 @@ from ..models import (
 from .base import AccessEvent, Visibility, vis_key
 from .connection import Database
 from .sqlite_documents import DocumentTables
+from .sqlite_jobs import JobTables
 from .sqlite_rows import (
     COLUMNS,
     PLACEHOLDERS,
@@ -63,9 +64,15 @@ from .sqlite_sessions import SessionTables
 from .vector_cache import VectorCache
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
+_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
+# Ids of records a live `vectors` job will embed (see Core.defer_vectors).
+_AWAITED = (
+    "SELECT j.value FROM jobs, json_each(jobs.payload, '$.ids') AS j "
+    "WHERE jobs.kind = 'vectors' AND jobs.status IN ('queued', 'running')"
+)
 
 
-class SqliteStore(DocumentTables, SessionTables):
+class SqliteStore(DocumentTables, SessionTables, JobTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(
@@ -703,9 +710,20 @@ class SqliteStore(DocumentTables, SessionTables):
             "vectors": int(vectors),
             "cached_embeddings": int(cached),
             "access_log_rows": int(conn.execute("SELECT COUNT(*) FROM access_log").fetchone()[0]),
+            "pending_vectors": self.pending_vectors(tenant),
+            "jobs": self.job_counts(tenant),
             "size_bytes": size,
             "embedder": None if ident is None else {"model_id": ident.model_id, "dimensions": ident.dimensions},
         }
+
+    def pending_vectors(self, tenant: str | None = None) -> int:
+        """Records without vectors that a queued or running ``vectors`` job will embed (kept keyword-searchable)."""
+        sql = f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id IN ({_AWAITED})"
+        params: tuple[Any, ...] = ()
+        if tenant is not None:
+            sql += " AND m.tenant = ?"
+            params = (tenant,)
+        return int(self.db.reader().execute(sql, params).fetchone()[0])
 
     def check(self) -> list[str]:
         """Integrity problems: SQLite's own check, and rows, FTS entries and vectors agreeing."""
@@ -727,10 +745,10 @@ class SqliteStore(DocumentTables, SessionTables):
         if rows != fts_rows:
             problems.append(f"{rows} records but {fts_rows} keyword entries; run `funes reindex`.")
         without = conn.execute(
-            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
+            f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id NOT IN ({_AWAITED})"
         ).fetchone()[0]
         if without:
-            problems.append(f"{without} records have no vector; run `funes reindex`.")
+            problems.append(f"{without} records have no vector and no job to make one; run `funes reindex`.")
         orphans = conn.execute(
             "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rowid = v.memory_rowid)"
         ).fetchone()[0]

@@ -1,0 +1,227 @@
+"""SQLite tables of durable jobs (see sql/005_jobs.sql and :mod:`funes.jobs`).
+
+The claim is one ``UPDATE ... RETURNING`` under SQLite's write lock, so two
+workers (threads or processes) never claim the same job. Completion checks
+the claimant and its lease in the same statement and runs inside the
+transaction that applies the job's effect: when a worker loses its lease (it
+stalled past it and another worker took the job over), its effect is rolled
+back instead of applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ..models import Job, from_epoch, new_id, to_epoch
+
+_COLUMNS = (
+    "id, tenant, kind, payload, status, attempts, max_attempts, run_after, created_at, updated_at, "
+    "lease_until, locked_by, last_error, result, dedupe_key, finished_at"
+)
+
+
+def _job(row: Sequence[Any]) -> Job:
+    (jid, tenant, kind, payload, status, attempts, max_attempts, run_after, created, updated, lease, locked_by,
+     error, result, dedupe, finished) = row  # fmt: skip
+    return Job(
+        id=jid,
+        tenant=tenant,
+        kind=kind,
+        payload=json.loads(payload or "{}"),
+        status=status,
+        attempts=int(attempts),
+        max_attempts=int(max_attempts),
+        run_after=from_epoch(run_after),  # type: ignore[arg-type]
+        created_at=from_epoch(created),  # type: ignore[arg-type]
+        updated_at=from_epoch(updated),  # type: ignore[arg-type]
+        lease_until=from_epoch(lease),
+        locked_by=locked_by,
+        last_error=error,
+        result=json.loads(result) if result else None,
+        dedupe_key=dedupe,
+        finished_at=from_epoch(finished),
+    )
+
+
+class JobTables:
+    """Job rows of the SQLite store (mixed into :class:`funes.store.sqlite.SqliteStore`)."""
+
+    db: Any
+
+    def enqueue_job(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        tenant: str,
+        now: datetime,
+        run_after: datetime | None = None,
+        max_attempts: int = 5,
+        dedupe_key: str | None = None,
+    ) -> str:
+        """Queue a job (in the caller's transaction when there is one); returns its id.
+
+        With a ``dedupe_key``, a job already queued under that key absorbs this
+        one and its id is returned: bursts of the same work run once.
+        """
+        stamp = to_epoch(now)
+        with self.db.write() as conn:
+            if dedupe_key is not None:
+                row = conn.execute(
+                    "SELECT id FROM jobs WHERE dedupe_key = ? AND status = 'queued'", (dedupe_key,)
+                ).fetchone()
+                if row is not None:
+                    return str(row[0])
+            job_id = new_id("job")
+            conn.execute(
+                "INSERT INTO jobs (id, tenant, kind, payload, status, max_attempts, run_after, dedupe_key, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                (
+                    job_id,
+                    tenant,
+                    kind,
+                    json.dumps(payload, sort_keys=True, ensure_ascii=False),
+                    max_attempts,
+                    to_epoch(run_after) if run_after is not None else stamp,
+                    dedupe_key,
+                    stamp,
+                    stamp,
+                ),
+            )
+        return job_id
+
+    def claim_job(
+        self,
+        worker: str,
+        *,
+        now: datetime,
+        lease_seconds: float,
+        kinds: Sequence[str] | None = None,
+        dead_workers: Sequence[str] = (),
+    ) -> Job | None:
+        """Take the next ready job: queued and due, or running under an expired lease or a dead worker."""
+        stamp = to_epoch(now)
+        assert stamp is not None
+        where = "(status = 'queued' AND run_after <= ?) OR (status = 'running' AND lease_until < ?)"
+        params: list[Any] = [stamp, stamp]
+        if dead_workers:
+            where += f" OR (status = 'running' AND locked_by IN ({', '.join('?' for _ in dead_workers)}))"
+            params.extend(dead_workers)
+        kind_sql = ""
+        if kinds:
+            kind_sql = f" AND kind IN ({', '.join('?' for _ in kinds)})"
+            params.extend(kinds)
+        with self.db.write() as conn:
+            row = conn.execute(
+                f"SELECT id FROM jobs WHERE ({where}){kind_sql} ORDER BY run_after, id LIMIT 1", params
+            ).fetchone()
+            if row is None:
+                return None
+            claimed = conn.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_by = ?, lease_until = ?, "
+                f"updated_at = ? WHERE id = ? RETURNING {_COLUMNS}",
+                (worker, stamp + lease_seconds, stamp, row[0]),
+            ).fetchone()
+        return _job(claimed)
+
+    def extend_job_lease(self, job_id: str, worker: str, until: datetime) -> bool:
+        """Keep a running job's lease (False when another worker has taken it over)."""
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? AND status = 'running' AND locked_by = ?",
+                (to_epoch(until), job_id, worker),
+            )
+            return bool(cur.rowcount)
+
+    def finish_job(self, job_id: str, worker: str, result: Any, *, now: datetime) -> bool:
+        """Mark a claimed job done; False (and nothing written) when this worker no longer holds it.
+
+        Call it inside the transaction that applies the job's effect, and roll
+        that back when it returns False.
+        """
+        stamp = to_epoch(now)
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = 'done', result = ?, finished_at = ?, updated_at = ?, lease_until = NULL, "
+                "last_error = NULL WHERE id = ? AND status = 'running' AND locked_by = ?",
+                (json.dumps(result, default=str, ensure_ascii=False), stamp, stamp, job_id, worker),
+            )
+            return bool(cur.rowcount)
+
+    def fail_job(self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None) -> None:
+        """Record a failed attempt: queued again at ``retry_at``, or failed for good when it is None."""
+        stamp = to_epoch(now)
+        with self.db.write() as conn:
+            if retry_at is None:
+                conn.execute(
+                    "UPDATE jobs SET status = 'failed', last_error = ?, finished_at = ?, updated_at = ?, "
+                    "lease_until = NULL WHERE id = ? AND status = 'running' AND locked_by = ?",
+                    (error, stamp, stamp, job_id, worker),
+                )
+            else:
+                conn.execute(
+                    "UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?, "
+                    "lease_until = NULL, locked_by = NULL WHERE id = ? AND status = 'running' AND locked_by = ?",
+                    (error, to_epoch(retry_at), stamp, job_id, worker),
+                )
+
+    def retry_job(self, job_id: str, *, now: datetime) -> Job | None:
+        """Queue a failed (or done) job again with fresh attempts; None when there is no such job."""
+        stamp = to_epoch(now)
+        with self.db.write() as conn:
+            row = conn.execute(
+                "UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, updated_at = ?, finished_at = NULL, "
+                f"lease_until = NULL, locked_by = NULL WHERE id = ? AND status IN ('failed', 'done') RETURNING {_COLUMNS}",
+                (stamp, stamp, job_id),
+            ).fetchone()
+        return _job(row) if row is not None else None
+
+    def get_job(self, job_id: str) -> Job | None:
+        """A job by id."""
+        row = self.db.reader().execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return _job(row) if row is not None else None
+
+    def list_jobs(
+        self,
+        tenant: str | None = None,
+        *,
+        status: str | None = None,
+        kind: str | None = None,
+        limit: int = 50,
+    ) -> list[Job]:
+        """Jobs, newest first."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("tenant", tenant), ("status", status), ("kind", kind)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self.db.reader().execute(
+            f"SELECT {_COLUMNS} FROM jobs{where} ORDER BY created_at DESC, id DESC LIMIT ?", (*params, limit)
+        )
+        return [_job(r) for r in rows]
+
+    def job_counts(self, tenant: str | None = None) -> dict[str, int]:
+        """How many jobs are in each status."""
+        sql = "SELECT status, COUNT(*) FROM jobs"
+        params: tuple[Any, ...] = ()
+        if tenant is not None:
+            sql += " WHERE tenant = ?"
+            params = (tenant,)
+        return {str(s): int(n) for s, n in self.db.reader().execute(sql + " GROUP BY status", params)}
+
+    def running_workers(self) -> list[str]:
+        """The workers holding running jobs."""
+        rows = self.db.reader().execute("SELECT DISTINCT locked_by FROM jobs WHERE status = 'running'")
+        return [str(r[0]) for r in rows if r[0]]
+
+    def trim_jobs(self, before: datetime) -> int:
+        """Delete done jobs finished before ``before``; failed jobs stay until retried or cleared."""
+        with self.db.write() as conn:
+            return int(
+                conn.execute("DELETE FROM jobs WHERE status = 'done' AND finished_at < ?", (to_epoch(before),)).rowcount
+            )
