@@ -88,6 +88,12 @@ register(
     "query_threads", 1, int, "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine."
 )
 register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.")
+register(
+    "embedder_retry_seconds",
+    10.0,
+    float,
+    "After the embedding server was unreachable, seconds during which searches go keyword-only and writes queue their vectors without trying it again.",
+)
 # -- retrieval ---------------------------------------------------------------
 register("search_limit", 10, int, "Hits returned by a search when no limit is given.")
 register(
@@ -233,7 +239,12 @@ register("job_max_attempts", 8, int, "Attempts a background job gets before it i
 register("job_backoff_seconds", 2.0, float, "Wait before a failed job's first retry; doubled for each later one.")
 register("job_backoff_max_seconds", 600.0, float, "Longest wait between two attempts of a background job.")
 register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.")
-register("job_keep_days", 7.0, float, "Days a finished job stays listed in `funes jobs list`; failed jobs stay until retried.")
+register(
+    "job_keep_days",
+    7.0,
+    float,
+    "Days a finished job stays listed in `funes jobs list`; failed jobs stay until retried.",
+)
 
 
 def home() -> Path:

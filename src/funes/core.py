@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -123,6 +124,7 @@ class Core:
         self._embedder: Embedder | None = None
         self._embedder_factory: Callable[[], Embedder] | None = None
         self._embedder_lock = threading.Lock()
+        self._embedder_down_until = 0.0  # monotonic time before which the embedder is not tried again
         if isinstance(embedder, Embedder):
             self._embedder = embedder
             self._check_identity(EmbedderIdentity(embedder.model_id, embedder.dimensions))
@@ -257,7 +259,7 @@ class Core:
         """Handler of ``vectors`` jobs: embed the records now, write the vectors with the job's completion."""
         ids = [str(i) for i in job.payload.get("ids", [])]
         records = list(self.store.get_many(ids).values())
-        embedded = self.embed_records([self.embed_text(m) for m in records]) if records else []
+        embedded = self.embed_records([self.embed_text(m) for m in records], force=True) if records else []
 
         def apply() -> dict[str, int]:
             current = self.store.get_many([m.id for m in records])
@@ -300,8 +302,29 @@ class Core:
             return [text]
         return split_text(text, self.embedder.count_tokens, min(PART_TOKENS, limit), PART_OVERLAP)
 
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        """Embed texts through the cache; each text must fit the model (see :meth:`parts`)."""
+    def embed(self, texts: Sequence[str], *, query: bool = False, force: bool = False) -> np.ndarray:
+        """Embed texts through the cache; each text must fit the model (see :meth:`parts`).
+
+        After the embedder was found unreachable, calls fail fast for
+        ``embedder_retry_seconds`` (searches degrade at once instead of
+        waiting out the client's retries each time); ``force`` (background
+        jobs) tries anyway.
+        """
+        if not force and time.monotonic() < self._embedder_down_until:
+            raise EmbedderUnavailable(
+                "The embedding server was unreachable moments ago.",
+                hint=f"Funes tries it again after {self.config.embedder_retry_seconds:g} s; "
+                "`funes doctor` shows pending work.",
+            )
+        try:
+            vectors = self._embed(texts, query)
+        except EmbedderUnavailable:
+            self._embedder_down_until = time.monotonic() + float(self.config.embedder_retry_seconds)
+            raise
+        self._embedder_down_until = 0.0
+        return vectors
+
+    def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:
         model = self.embedder.model_id
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         cached = self.store.cache_get(model, hashes)
@@ -328,11 +351,11 @@ class Core:
             out[i] = cached[h]
         return out
 
-    def embed_records(self, texts: Sequence[str]) -> list[list[np.ndarray]]:
+    def embed_records(self, texts: Sequence[str], *, force: bool = False) -> list[list[np.ndarray]]:
         """Vectors of each text, split into parts where it is longer than the model reads."""
         split = [self.parts(t) for t in texts]
         flat = [p for parts in split for p in parts]
-        matrix = self.embed(flat) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
+        matrix = self.embed(flat, force=force) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
         out: list[list[np.ndarray]] = []
         pos = 0
         for parts in split:
@@ -776,22 +799,47 @@ class Core:
 
     # -- maintenance -----------------------------------------------------------------
     def stats(self, *, tenant: str | None = None) -> dict[str, Any]:
-        """Counts by kind, type and scope, sizes, and the embedder in use."""
+        """Counts by kind, type and scope, sizes, pending vectors and jobs, and the configured embedder.
+
+        Never creates the embedder: stats work while an embedding server is down.
+        """
         out = self.store.stats(tenant)
-        out["embedder_configured"] = {"model_id": self.embedder.model_id, "dimensions": self.embedder.dimensions}
+        configured = self.configured_identity()
+        out["embedder_configured"] = {
+            "model_id": configured.model_id if configured else f"{self.config.embedder}:{self.config.embed_model}",
+            "dimensions": configured.dimensions if configured else None,  # None: only the server knows
+        }
         return out
 
     def doctor(self) -> list[str]:
-        """Integrity problems of the store (empty when healthy)."""
+        """Integrity problems of the store (empty when healthy); see :meth:`health` for notes too."""
+        return list(self.health()["problems"])
+
+    def health(self) -> dict[str, Any]:
+        """Problems (to fix), notes (work in progress, e.g. pending vectors) and counts; never embeds."""
         problems = self.store.check()
         current = self.store.identity()
-        ident = EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
-        if current is not None and current != ident:
+        configured = self.configured_identity()
+        if current is not None and configured is not None and current != configured:
             problems.append(
-                f"The store's vectors come from {current.model_id} but the configured embedder is "
-                f"{ident.model_id}; run `funes reindex`."
+                f"The store's vectors come from {current.model_id} ({current.dimensions} dims) but the configured "
+                f"embedder is {configured.model_id} ({configured.dimensions} dims); run `funes reindex`."
             )
-        return problems
+        notes: list[str] = []
+        pending = self.store.pending_vectors()
+        if pending:
+            notes.append(
+                f"{pending} records wait for their vectors (the embedder was unreachable when they were written); "
+                "they are keyword-searchable now. A long-running process embeds them when it answers, or run "
+                "`funes jobs run`."
+            )
+        jobs = self.store.job_counts()
+        if jobs.get("failed"):
+            problems.append(
+                f"{jobs['failed']} background jobs failed for good; `funes jobs list --status failed` shows why, "
+                "`funes jobs retry ID` runs one again."
+            )
+        return {"problems": problems, "notes": notes, "pending_vectors": pending, "jobs": jobs}
 
     def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every record with the configured embedder and rebuild the keyword index.

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, cast
 
 import numpy as np
 
-from .errors import FunesError, InvalidInput, NotFound
+from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .ingest import EXTENSIONS, READER_VERSION, Parsed, ReadOptions, normalize_kind, read
 from .ingest.chunking import Chunker
 from .ingest.paths import InputFile, expand_paths
@@ -309,12 +309,23 @@ class Documents:
             records = self._chunk_records(
                 parsed, chunks, item, doc_id, version, tenant_id, user_id, scope_name, project_id, session, metadata
             )
-            vectors: list[list[np.ndarray]] = []
+            vectors: list[list[np.ndarray] | None] = []
             texts = [self.core.embed_text(m) for m in records]
-            for start in range(0, len(texts), EMBED_SLICE):
-                vectors.extend(self.core.embed_records(texts[start : start + EMBED_SLICE]))
-                if on_chunks is not None:
-                    on_chunks(min(start + EMBED_SLICE, len(texts)), len(texts))
+            try:
+                for start in range(0, len(texts), EMBED_SLICE):
+                    vectors.extend(self.core.embed_records(texts[start : start + EMBED_SLICE]))
+                    if on_chunks is not None:
+                        on_chunks(min(start + EMBED_SLICE, len(texts)), len(texts))
+            except EmbedderUnavailable as exc:
+                # Accept the document anyway: its chunks are keyword-searchable
+                # now, and a durable job embeds the rest when the server is back.
+                missing = len(texts) - len(vectors)
+                vectors.extend([None] * missing)
+                parsed.warnings.append(
+                    f"The embedding server was unreachable ({exc.message}); {missing} chunks are searchable by "
+                    "keyword now and get their vectors when it answers again (`funes jobs list`)."
+                )
+            pending = [m.id for m, v in zip(records, vectors, strict=True) if v is None]
             now = utcnow()
             doc_metadata = dict(parsed.metadata)
             doc_metadata["options"] = {k: v for k, v in (("kind", requested_kind), ("encoding", encoding)) if v}
@@ -345,7 +356,10 @@ class Documents:
                 "updated_at": to_epoch(now),
                 "indexed_at": to_epoch(now),
             }
-            store.replace_document(row, list(zip(records, vectors, strict=True)))
+            with self.store.transaction():
+                store.replace_document(row, list(zip(records, vectors, strict=True)))
+                if pending:
+                    self.core.defer_vectors(pending, tenant_id)
         except FunesError as exc:
             return fail(exc)
         except Exception as exc:  # a reader bug on one odd file must not stop the others

@@ -485,7 +485,6 @@ class EmbedderIdentity:
     dimensions: int
 
 
-
 JOB_STATUSES = ("queued", "running", "done", "failed")
 
 
@@ -530,6 +529,7 @@ class Job:
             "updated_at": format_time(self.updated_at),
             "finished_at": format_time(self.finished_at),
         }
+
 
 __all__ = [
     "DEFAULT_IMPORTANCE",

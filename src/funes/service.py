@@ -184,9 +184,9 @@ def open(
         vector_cache_mb=config.vector_cache_mb,
     )
     try:
-        return Funes(
-            store, embedder or functools.partial(create_embedder, config), config, check_embedder=check_embedder
-        )
+        # The store's recorded identity spares an OpenAI-compatible server a size probe.
+        factory = functools.partial(create_embedder, config, store.identity())
+        return Funes(store, embedder or factory, config, check_embedder=check_embedder, worker=worker)
     except BaseException:
         store.close()
         raise

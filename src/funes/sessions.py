@@ -29,7 +29,7 @@ from .context import (
     mentioned_sources,
     parse_tool_calls,
 )
-from .errors import InvalidInput, NotFound
+from .errors import EmbedderUnavailable, InvalidInput, NotFound
 from .models import Memory, SourceRef, format_time, new_id, parse_time, utcnow
 from .store import AccessEvent, vis_key
 from .tokens import TokenCounter, default_counter
@@ -275,7 +275,12 @@ class Conversations:
                 )
                 records.append(memory.evolve(user_id=sess.user_id, created_at=stamp, updated_at=stamp))
         # Embedding is slow: do it before taking the write lock.
-        vectors = self.core.embed_records([self.core.embed_text(m) for m in records]) if records else []
+        vectors: list[list[Any] | None]
+        try:
+            vectors = list(self.core.embed_records([self.core.embed_text(m) for m in records])) if records else []
+        except EmbedderUnavailable:
+            # The message is accepted anyway: findable by keyword now, embedded by a job later.
+            vectors = [None] * len(records)
         with self.store.db.write() as conn:
             seq = self.store._insert_message(
                 conn,
@@ -294,6 +299,8 @@ class Conversations:
                 assert source is not None
                 located = replace(source, locator={**source.locator, "seq": seq})
                 self.store._put(conn, memory.evolve(source=located), vecs)
+            if records and vectors[0] is None:
+                self.core.defer_vectors([m.id for m in records], sess.tenant)
             if numbers is not None:
                 prompt, completion, model, window = numbers
                 self.store._insert_usage(

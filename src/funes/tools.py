@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import FunesError, InvalidInput, NotFound
-from .models import Caller, Memory, SearchHit, SourceRef, format_time, parse_time, utcnow
+from .models import Caller, Memory, SearchHit, SearchResults, SourceRef, format_time, parse_time, utcnow
 from .store import AccessEvent, vis_key
 
 if TYPE_CHECKING:
@@ -105,6 +105,16 @@ def _snippet(text: str, limit: int) -> str:
 def _normalised(text: str) -> str:
     """Text compared for "the same thing said again": case, spacing and end punctuation ignored."""
     return re.sub(r"\s+", " ", text.casefold()).strip().rstrip(".!;,: ")
+
+
+def _degraded_note(hits: SearchResults) -> str:
+    """A first line telling the model the search ran on keywords only (empty for a full search)."""
+    if hits.degraded is None:
+        return ""
+    return (
+        f"Note: search is degraded ({hits.degraded}): the embedding server is unreachable, so only keyword "
+        "matches are listed; rephrase with the exact words you expect if nothing fits.\n\n"
+    )
 
 
 def _source_types(source_filter: str) -> tuple[str, ...] | None:
@@ -436,17 +446,18 @@ class AgentTools:
             min_similarity=self._tool_min_similarity(),
             agent=caller.agent_id,
         )
-        data = {"query": args.query, "count": len(hits), "results": self._hit_data(hits)}
+        data = {"query": args.query, "count": len(hits), "results": self._hit_data(hits), "degraded": hits.degraded}
         if not hits:
             return ToolResult(
                 "search_memories",
-                f"No memories match {args.query!r}. If the user tells you something worth keeping, store it with "
+                _degraded_note(hits)
+                + f"No memories match {args.query!r}. If the user tells you something worth keeping, store it with "
                 "create_memory.",
                 data,
             )
         lines = [f"Found {len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {args.query!r}:", ""]
         lines += self._hit_lines(hits, with_ids=True)
-        return ToolResult("search_memories", "\n".join(lines).rstrip(), data)
+        return ToolResult("search_memories", _degraded_note(hits) + "\n".join(lines).rstrip(), data)
 
     def _tool_update_memory(self, args: UpdateMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
         current = self._agent_record(args.memory_id, caller, "changed")
@@ -605,12 +616,17 @@ class AgentTools:
             "result_count": len(hits),
             "sources": sorted({h.attribution for h in hits}),
             "results": self._hit_data(hits),
+            "degraded": hits.degraded,
         }
         if not hits:
             where = "" if source_filter == "all" else f" in {source_filter}"
-            return ToolResult("memory_search", f"No relevant information found{where} for {args.query!r}.", data)
+            return ToolResult(
+                "memory_search",
+                _degraded_note(hits) + f"No relevant information found{where} for {args.query!r}.",
+                data,
+            )
         lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False)]
-        return ToolResult("memory_search", "\n".join(lines).rstrip(), data)
+        return ToolResult("memory_search", _degraded_note(hits) + "\n".join(lines).rstrip(), data)
 
     def _tool_list_scopes(self, args: ListScopesArgs, caller: Caller, project: str | None) -> ToolResult:
         counts: dict[tuple[str, str | None], int] = {}

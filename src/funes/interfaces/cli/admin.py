@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -31,7 +32,7 @@ def register(group: click.Group) -> None:
 @pass_state
 def stats(state: State, as_json: bool) -> None:
     """Counts, sizes and the embedder of the store."""
-    data = state.funes().stats(tenant=state.tenant)
+    data = state.reader().stats(tenant=state.tenant)
 
     def text_out() -> str:
         lines = [
@@ -68,7 +69,7 @@ def stats(state: State, as_json: bool) -> None:
 @pass_state
 def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) -> None:
     """Export to lossless JSONL (stdout, or FILE)."""
-    f = state.funes()
+    f = state.reader()
     tenant = None if all_tenants else f.config.tenant
     if file in (None, "-"):
         count = f.export(sys.stdout, tenant=tenant)
@@ -139,17 +140,22 @@ def doctor(state: State, as_json: bool) -> None:
     """Check the store: rows, keyword entries and vectors agree; the embedder matches."""
     from ...errors import EmbedderMismatch
 
+    notes: list[str] = []
+    extra: dict[str, Any] = {}
     try:
-        f = state.funes(check_embedder=False)
-        problems = f.doctor()
+        f = state.reader()
+        health = f.core.health()
+        problems, notes = health["problems"], health["notes"]
+        extra = {"pending_vectors": health["pending_vectors"], "jobs": health["jobs"]}
         path = f.store.path
     except EmbedderMismatch as exc:
         problems, path = [str(exc)], state.db or ""
-    emit(
-        as_json,
-        {"ok": not problems, "problems": problems, "path": path},
-        lambda: "\n".join(problems) if problems else f"OK: {path} is healthy.",
-    )
+
+    def text() -> str:
+        lines = [*problems] if problems else [f"OK: {path} is healthy."]
+        return "\n".join(lines + [f"Note: {n}" for n in notes])
+
+    emit(as_json, {"ok": not problems, "problems": problems, "notes": notes, "path": path, **extra}, text)
     if problems:
         sys.exit(1)
 

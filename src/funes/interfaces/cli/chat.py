@@ -111,7 +111,7 @@ def register(group: click.Group) -> None:
     @pass_state
     def chat_history(state: State, session_id: str, limit: int | None, as_json: bool) -> None:
         """Show a session's messages, oldest first."""
-        messages = state.funes().history(session_id, limit=limit)
+        messages = state.reader().history(session_id, limit=limit)
         emit(
             as_json,
             [m.to_dict() for m in messages],
@@ -163,7 +163,7 @@ def register(group: click.Group) -> None:
     @pass_state
     def usage_cmd(state: State, session_id: str, as_json: bool) -> None:
         """Token usage of a session: totals and the last call."""
-        data = state.funes().usage(session_id)
+        data = state.reader().usage(session_id)
 
         def text_out() -> str:
             t = data["totals"]
@@ -204,7 +204,7 @@ def register(group: click.Group) -> None:
     @pass_state
     def sessions_list(state: State, limit: int, as_json: bool) -> None:
         """Sessions by most recent activity."""
-        found = state.funes().sessions(project=state.project, limit=limit)
+        found = state.reader().sessions(project=state.project, limit=limit)
         emit(
             as_json,
             [s.to_dict() for s in found],
@@ -225,7 +225,7 @@ def register(group: click.Group) -> None:
     @pass_state
     def sessions_prune(state: State, older_than_days: float | None, dry_run: bool, as_json: bool) -> None:
         """Clear idle sessions' records (pinned survive), messages and usage; logged in the cleanup log."""
-        result = state.funes().prune_sessions(older_than_days=older_than_days, dry_run=dry_run)
+        result = state.reader().prune_sessions(older_than_days=older_than_days, dry_run=dry_run)
 
         def text_out() -> str:
             if result.get("disabled"):
@@ -250,7 +250,7 @@ def register(group: click.Group) -> None:
     @pass_state
     def sessions_clear(state: State, session_id: str, as_json: bool) -> None:
         """Clear one session now: unpinned records, messages and usage."""
-        result = state.funes().clear_session(session_id)
+        result = state.reader().clear_session(session_id)
         emit(
             as_json,
             result,

@@ -35,13 +35,25 @@ class State:
     _funes: Funes | None = field(default=None, repr=False)
 
     def funes(self, **kwargs: Any) -> Funes:
-        """Open the service on first use."""
+        """Open the service on first use.
+
+        A short command never runs background jobs (``worker="off"``: they
+        wait for a long-running process or `funes jobs run`); long-running
+        commands pass ``worker="on"``. Commands that never embed pass
+        ``check_embedder=False`` so a changed embedder setting cannot lock a
+        user out of listing, exporting or deleting.
+        """
         if self._funes is None:
             import funes
 
+            kwargs.setdefault("worker", "off")
             settings = {"tenant": self.tenant, "user": self.user, "project": self.project, "embedder": self.embedder}
             self._funes = funes.open(self.db, **settings, **kwargs)
         return self._funes
+
+    def reader(self) -> Funes:
+        """The service for a command that never embeds (list, get, stats, export, rm, doctor, jobs)."""
+        return self.funes(check_embedder=False)
 
     def close(self) -> None:
         """Close the service if it was opened."""

@@ -194,7 +194,7 @@ def docs() -> None:
 @pass_state
 def docs_list(state: State, status: str | None, kind: str | None, as_json: bool) -> None:
     """List documents with their status, version and chunk count."""
-    found = state.funes().documents(status=status, kind=kind)
+    found = state.reader().documents(status=status, kind=kind)
     emit(as_json, [d.to_dict() for d in found], lambda: "\n".join(_doc_line(d) for d in found) or "No documents.")
 
 
@@ -205,7 +205,7 @@ def docs_list(state: State, status: str | None, kind: str | None, as_json: bool)
 @pass_state
 def docs_show(state: State, ref: str, show_chunks: bool, as_json: bool) -> None:
     """Show one document (by id or path)."""
-    f = state.funes()
+    f = state.reader()
     doc = f.document(ref)
     chunks = f.document_chunks(doc.id) if show_chunks else []
     data = doc.to_dict()
@@ -228,7 +228,7 @@ def docs_show(state: State, ref: str, show_chunks: bool, as_json: bool) -> None:
 @pass_state
 def docs_rm(state: State, refs: tuple[str, ...], as_json: bool) -> None:
     """Remove documents (by id or path) with their chunks and vectors."""
-    f = state.funes()
+    f = state.reader()
     removed = [f.remove_document(r) for r in refs]
     emit(
         as_json,

@@ -164,7 +164,13 @@ def search(
                 lines.append("   " + json.dumps(hit.explanation.to_dict()))
         return "\n".join(lines)
 
-    emit(as_json, [h.to_dict() for h in hits], text_out)
+    if hits.degraded:
+        click.echo(
+            f"Warning: search is degraded ({hits.degraded}): the embedding server is unreachable, so these are "
+            "keyword matches only. `funes doctor` checks the embedder.",
+            err=True,
+        )
+    emit(as_json, [{**h.to_dict(), **({"degraded": hits.degraded} if hits.degraded else {})} for h in hits], text_out)
 
 
 @click.command()
@@ -173,7 +179,7 @@ def search(
 @pass_state
 def get(state: State, memory_id: str, as_json: bool) -> None:
     """Show one memory with every field."""
-    memory = state.funes().get(memory_id)
+    memory = state.reader().get(memory_id)
     emit(as_json, memory.to_dict(), lambda: describe(memory))
 
 
@@ -203,7 +209,7 @@ def list_(
     as_json: bool,
 ) -> None:
     """List memories, newest first, with cursor pagination."""
-    page = state.funes().list(
+    page = state.reader().list(
         types=types or None,
         kinds=kinds or None,
         scopes=scopes or None,
@@ -267,7 +273,7 @@ def edit(
 @pass_state
 def rm(state: State, memory_ids: tuple[str, ...], as_json: bool) -> None:
     """Forget memories by id."""
-    f = state.funes()
+    f = state.reader()
     ids = list(dict.fromkeys(memory_ids))
     for memory_id in ids:
         f.get(memory_id)  # all ids must exist before anything is forgotten: no half-done rm
@@ -281,7 +287,7 @@ def rm(state: State, memory_ids: tuple[str, ...], as_json: bool) -> None:
 @pass_state
 def pin(state: State, memory_id: str, as_json: bool) -> None:
     """Pin a memory so retention never removes it."""
-    memory = state.funes().pin(memory_id)
+    memory = state.reader().pin(memory_id)
     emit(as_json, memory.to_dict(), f"Pinned {memory.id}.")
 
 
@@ -291,5 +297,5 @@ def pin(state: State, memory_id: str, as_json: bool) -> None:
 @pass_state
 def unpin(state: State, memory_id: str, as_json: bool) -> None:
     """Unpin a memory."""
-    memory = state.funes().unpin(memory_id)
+    memory = state.reader().unpin(memory_id)
     emit(as_json, memory.to_dict(), f"Unpinned {memory.id}.")

@@ -6,6 +6,7 @@ definitions (pydantic) and the MCP SDK load when a command runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -67,15 +68,17 @@ def mcp(
         ) from exc
     loaded = cfg.load(project=state.project)
     resolved = mcp_server.resolve_project(project, loaded.project or None)
+    # A long-running process: it runs the background job worker.
+    open_funes = functools.partial(state.funes, worker="on")
     state.project = resolved
     if use_http:
         chosen = port if port is not None else int(loaded.mcp_port)
         if not 0 < chosen < 65536:
             raise click.BadParameter(f"{chosen} is not a TCP port.", param_hint="--port")
-        mcp_server.run_http(state.funes, project=resolved, port=chosen, session_id=session_id)
+        mcp_server.run_http(open_funes, project=resolved, port=chosen, session_id=session_id)
     else:
         if sys.stdin is not None and sys.stdin.isatty():
             click.echo(
                 "Funes MCP server on stdio; an MCP client starts it (see docs/mcp.md). Ctrl-D stops it.", err=True
             )
-        mcp_server.run_stdio(state.funes, project=resolved, session_id=session_id)
+        mcp_server.run_stdio(open_funes, project=resolved, session_id=session_id)
