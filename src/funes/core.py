@@ -125,6 +125,7 @@ class Core:
         self._embedder_factory: Callable[[], Embedder] | None = None
         self._embedder_lock = threading.Lock()
         self._embedder_down_until = 0.0  # monotonic time before which the embedder is not tried again
+        self._embedder_was_down = False
         if isinstance(embedder, Embedder):
             self._embedder = embedder
             self._check_identity(EmbedderIdentity(embedder.model_id, embedder.dimensions))
@@ -320,8 +321,14 @@ class Core:
             vectors = self._embed(texts, query)
         except EmbedderUnavailable:
             self._embedder_down_until = time.monotonic() + float(self.config.embedder_retry_seconds)
+            self._embedder_was_down = True
             raise
         self._embedder_down_until = 0.0
+        if self._embedder_was_down:
+            # It answers again: the vectors that waited for it need not wait out their backoff.
+            self._embedder_was_down = False
+            if self.store.expedite_jobs("vectors", utcnow()) and self.on_job_queued is not None:
+                self.on_job_queued()
         return vectors
 
     def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:

@@ -223,8 +223,9 @@ class Store(Protocol):
         lease_seconds: float,
         kinds: Sequence[str] | None = None,
         dead_workers: Sequence[str] = (),
+        exclude: Sequence[str] = (),
     ) -> Job | None:
-        """Atomically take the next ready job under a lease."""
+        """Atomically take the next ready job under a lease (never one of ``exclude``)."""
         ...
 
     def extend_job_lease(self, job_id: str, worker: str, until: datetime) -> bool:
@@ -241,6 +242,10 @@ class Store(Protocol):
 
     def retry_job(self, job_id: str, *, now: datetime) -> Job | None:
         """Queue a finished job again."""
+        ...
+
+    def expedite_jobs(self, kind: str, now: datetime) -> int:
+        """Make the queued jobs of a kind due now."""
         ...
 
     def get_job(self, job_id: str) -> Job | None:
