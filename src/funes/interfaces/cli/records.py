@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
@@ -268,17 +269,33 @@ def edit(
 
 
 @click.command()
-@click.argument("memory_ids", nargs=-1, required=True)
+@click.argument("memory_ids", nargs=-1)
+@click.option(
+    "--ignore-missing",
+    is_flag=True,
+    help="Forget the ids that exist and list the others (default: all or nothing).",
+)
 @json_option
 @pass_state
-def rm(state: State, memory_ids: tuple[str, ...], as_json: bool) -> None:
-    """Forget memories by id."""
-    f = state.reader()
-    ids = list(dict.fromkeys(memory_ids))
-    for memory_id in ids:
-        f.get(memory_id)  # all ids must exist before anything is forgotten: no half-done rm
-    removed = [f.forget(i).id for i in ids]
-    emit(as_json, {"removed": removed}, lambda: "\n".join(f"Forgot {i}." for i in removed))
+def rm(state: State, memory_ids: tuple[str, ...], ignore_missing: bool, as_json: bool) -> None:
+    """Forget memories by id. With no ids (or '-'), reads them from stdin: one per line or space-separated."""
+    ids = list(memory_ids)
+    if not ids or ids == ["-"]:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError(
+                "Give the ids to forget, or pipe them on stdin "
+                "(e.g. `funes list --json | jq -r '.items[].id' | funes rm`)."
+            )
+        ids = sys.stdin.read().split()
+        if not ids:
+            raise click.UsageError("No ids on stdin: pipe one id per line.")
+    # All or nothing by default, so a typo never leaves a half-done rm.
+    result = state.reader().forget_many(ids, atomic=not ignore_missing)
+    data: dict[str, Any] = {"removed": [m.id for m in result.deleted]}
+    if result.not_found:
+        data["not_found"] = list(result.not_found)
+    lines = [f"Forgot {m.id}." for m in result.deleted] + [f"Not found: {i}." for i in result.not_found]
+    emit(as_json, data, "\n".join(lines))
 
 
 @click.command()
