@@ -543,8 +543,11 @@ class Core:
         _check_choice("kind", kind, KINDS)
         project = self.project_of(project)
         scope = self.check_scope(scope, project, session)
-        # Ids outside the scope are kept as provenance; visibility follows the scope.
-        project_id, session_id = project, session
+        # A record carries the ids of its own scope and of the scopes around it,
+        # never narrower ones: a team memory written during a session of a
+        # project belongs to neither (filters, clears and promotion read them).
+        project_id = project if scope in ("project", "session") else None
+        session_id = session if scope == "session" else None
         value = DEFAULT_IMPORTANCE[type] if importance is None else _check_importance(importance)
         expiry = _as_time(expires_at, "expires_at")
         refs = tuple(_as_reference(r) for r in references)

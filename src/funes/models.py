@@ -174,9 +174,12 @@ def render_attribution(source: SourceRef | None) -> str:
             ref = f"{sheet}!{ref}"
         return " ".join(p for p in (name or "workbook", ref) if p)
     if kind == "chat":
-        stamp = loc.get("timestamp") or ""
+        # The message's own date, else the file's: a transcript without timestamps is still dated.
+        stamp = str(loc.get("timestamp") or loc.get("file_date") or "")
         day = stamp[:10] if stamp else ""
         parts = ["chat"]
+        if loc.get("display_name"):
+            parts.append(str(loc["display_name"]))
         if loc.get("title"):
             parts.append(str(loc["title"]))
         if day:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ...ingest import describe_source_filters
 from .common import (
     MEMORY_TYPES,
     SCOPES,
@@ -112,7 +113,8 @@ def add(
     "--source-type",
     "source_types",
     multiple=True,
-    help="Only records from these sources: documents, sheets, chat, markdown, or a type (pdf, sheet, text, user, agent, import).",
+    help=f"Only records from these sources: {describe_source_filters()}; "
+    "or a source type (pdf, sheet, text, markdown, chat, user, agent, import).",
 )
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
