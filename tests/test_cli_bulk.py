@@ -95,3 +95,18 @@ def test_clear_reports_and_logs_and_cleanup_log_shows_it() -> None:
     assert row["scope"] == "project" and row["project_id"] == "globex" and row["records_deleted"] == 1
     text = run("cleanup-log")
     assert text.exit_code == 0 and "globex" in text.stdout and "records=1" in text.stdout
+
+
+def test_chat_import_adds_a_conversation_from_a_file_or_stdin(tmp_path: Any) -> None:
+    path = tmp_path / "talk.json"
+    path.write_text(
+        json.dumps({"messages": [{"role": "user", "content": "Book Lisbon"}, {"role": "assistant", "content": "Done"}]})
+    )
+    added = as_json("chat", "import", str(path), "--session", "trip")
+    assert added["session"] == "trip" and [m["seq"] for m in added["messages"]] == [1, 2]
+    lines = '{"role": "user", "content": "And a car?"}\n{"role": "assistant", "content": "Booked"}\n'
+    text = run("chat", "import", "--session", "trip", input=lines)
+    assert text.exit_code == 0 and "Added 2 messages (#3-#4)" in text.output
+    assert [m["role"] for m in as_json("chat", "history", "trip")] == ["user", "assistant"] * 2
+    bad = run("chat", "import", "--session", "trip", input='[{"role": "system", "content": "x"}]')
+    assert bad.exit_code == 1 and "Message 0" in bad.output and "Hint:" in bad.output
