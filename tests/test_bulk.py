@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import funes
@@ -314,3 +315,27 @@ def test_clear_keeps_another_users_records(tmp_path: Path) -> None:
         for gone in (alice.id, shared.id):
             with pytest.raises(NotFound):
                 mem.get(gone)
+
+
+@pytest.mark.slow
+def test_batched_vectors_match_one_by_one_with_the_real_model(tmp_path: Path, local_embedder: Any) -> None:
+    # Batches are sorted by length and padded: the mask must keep each text's vector what it is alone.
+    texts = [
+        "Short note.",
+        "The quarterly budget review moved to the second Monday of April because of the audit.",
+        "Alice prefers vendors based in the EU with at least ninety percent energy efficiency ratings "
+        "and a support contract that covers weekends and public holidays in every country we operate in.",
+        "Ship the mobile app first.",
+    ]
+    with (
+        funes.open(str(tmp_path / "one.db"), embedder=local_embedder, worker="off") as one,
+        funes.open(str(tmp_path / "many.db"), embedder=local_embedder, worker="off") as many,
+    ):
+        singles = [one.remember(t) for t in texts]
+        batch = [r.memory for r in many.remember_many(texts) if r.memory]
+        alone = one.store.vectors_for([m.id for m in singles])
+        together = many.store.vectors_for([m.id for m in batch])
+        for a, b in zip(singles, batch, strict=True):
+            assert np.allclose(alone[a.id][0], together[b.id][0], atol=1e-5)
+        hits = many.search("which suppliers does Alice like?", limit=1)
+        assert hits[0].memory.id == batch[2].id
