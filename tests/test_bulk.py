@@ -97,6 +97,12 @@ def test_invalid_items_do_not_sink_the_valid_ones(mem: funes.Funes) -> None:
     assert "opinion" in errors[1].message and "text" in errors[2].message
     assert results[1].to_dict() == {"index": 1, "status": "error", "error": errors[0].to_dict()}
     assert len(mem.list().items) == 2
+    # Wrong types from a file are that item's error, never a crash of the batch.
+    typed = mem.remember_many(
+        [{"content": "a", "expires_at": 123}, {"content": "b", "pinned": "yes"}, {"content": "c", "tenant": 5}, "ok"]
+    )
+    assert [r.status for r in typed] == ["error", "error", "error", "created"]
+    assert typed[1].error is not None and "pinned must be bool" in typed[1].error.message
 
 
 def test_atomic_remember_many_stores_nothing_when_an_item_is_invalid(mem: funes.Funes) -> None:

@@ -1095,7 +1095,38 @@ def _remember_fields(item: Any, defaults: Mapping[str, Any]) -> tuple[Any, dict[
         )
     if "content" not in item:
         raise InvalidInput("The item has no content.", hint='Give it a "content" key with the text to remember.')
-    metadata = item.get("metadata")
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise InvalidInput(f"metadata must be a dict, got {type(metadata).__name__}.", hint='Use {"key": "value"}.')
-    return item["content"], {**defaults, **{k: v for k, v in item.items() if k != "content"}}
+    fields = {**defaults, **{k: v for k, v in item.items() if k != "content"}}
+    # Items often come from files: a wrong type is that item's error, not a crash of the batch.
+    for name, value in fields.items():
+        allowed = _FIELD_TYPES.get(name)
+        if value is not None and allowed is not None and not isinstance(value, allowed):
+            expected = " or ".join(t.__name__ for t in allowed)
+            raise InvalidInput(
+                f"{name} must be {expected}, got {type(value).__name__} {value!r:.40}.",
+                hint=f"Pass {name} as {expected}, or leave it out.",
+            )
+    return item["content"], fields
+
+
+_TEXT_FIELDS = (
+    "type",
+    "scope",
+    "project",
+    "session",
+    "tenant",
+    "user",
+    "kind",
+    "title",
+    "topic",
+    "entity_type",
+    "entity_id",
+)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(_TEXT_FIELDS, (str,)),
+    "importance": (int, float),
+    "pinned": (bool,),
+    "expires_at": (str, datetime),
+    "metadata": (Mapping,),
+    "source": (SourceRef,),
+    "references": (list, tuple),
+}
