@@ -110,3 +110,19 @@ def test_chat_import_adds_a_conversation_from_a_file_or_stdin(tmp_path: Any) -> 
     assert [m["role"] for m in as_json("chat", "history", "trip")] == ["user", "assistant"] * 2
     bad = run("chat", "import", "--session", "trip", input='[{"role": "system", "content": "x"}]')
     assert bad.exit_code == 1 and "Message 0" in bad.output and "Hint:" in bad.output
+
+
+def test_add_many_remembers_one_item_per_line() -> None:
+    lines = 'Standup is at 9:30\n\n{"content": "Use EU vendors", "type": "decision"}\nStandup is at 9:30\n'
+    results = as_json("add", "--many", "--project", "acme", input=lines)
+    assert [r["status"] for r in results] == ["created", "created", "duplicate"]
+    assert results[2]["id"] == results[0]["id"]
+    decision = as_json("get", results[1]["id"])
+    assert decision["memory_type"] == "decision" and decision["project_id"] == "acme"
+    mixed = run("add", "--many", input='fine line\n{"content": "x", "type": "opinion"}\n')
+    assert mixed.exit_code == 1 and "item 2: error: Invalid memory type" in mixed.output
+    assert "item 1: created" in mixed.output
+    atomic = run("add", "--many", "--atomic", input='another line\n{"content": "x", "importance": 9}\n')
+    assert atomic.exit_code == 1 and "Item 1" in atomic.output
+    assert "another line" not in json.dumps(as_json("list"))
+    assert run("add", "--atomic", "text").exit_code == 2

@@ -50,6 +50,13 @@ def register(group: click.Group) -> None:
 @click.option("--expires", help="Expiry date, ISO-8601 (e.g. 2026-12-31).")
 @click.option("--ref", "refs", multiple=True, help="External reference TYPE:ID (repeatable).")
 @click.option("--meta", "meta", multiple=True, help="Metadata KEY=VALUE (repeatable).")
+@click.option(
+    "--many",
+    is_flag=True,
+    help="Remember one item per line of stdin (or of the file CONTENT): plain text, or a JSON object "
+    'like {"content": "...", "type": "decision"}; the other options are defaults. One transaction.',
+)
+@click.option("--atomic", is_flag=True, help="With --many: store nothing if any line is invalid.")
 @json_option
 @pass_state
 def add(
@@ -66,10 +73,14 @@ def add(
     expires: str | None,
     refs: tuple[str, ...],
     meta: tuple[str, ...],
+    many: bool,
+    atomic: bool,
     as_json: bool,
 ) -> None:
     """Remember something. CONTENT is read from stdin when piped."""
-    text = read_text_arg(content, "content to remember")
+    if atomic and not many:
+        raise click.UsageError("--atomic goes with --many.")
+    text = _read_items(content) if many else read_text_arg(content, "content to remember")
     references = []
     for r in refs:
         if ":" not in r:
@@ -82,6 +93,29 @@ def add(
         k, v = item.split("=", 1)
         metadata[k] = v
     f = state.funes()
+    if many:
+        defaults: dict[str, Any] = {
+            "type": type_,
+            "importance": importance,
+            "scope": scope,
+            "project": project or state.project,
+            "session": session,
+            "title": title,
+            "topic": topic,
+            "pinned": pin,
+            "expires_at": expires,
+            "metadata": metadata,
+            "references": references,
+        }
+        results = f.remember_many(_parse_items(text), atomic=atomic, **defaults)
+        lines = [
+            f"item {r.index + 1}: {r.status} {r.memory.id}" if r.memory else f"item {r.index + 1}: error: {r.error}"
+            for r in results
+        ]
+        emit(as_json, [r.to_dict() for r in results], "\n".join(lines))
+        if any(r.status == "error" for r in results):
+            sys.exit(1)
+        return
     memory = f.remember(
         text,
         type=type_,
@@ -97,6 +131,37 @@ def add(
         references=references,
     )
     emit(as_json, memory.to_dict(), lambda: f"Remembered {memory.id} ({memory.memory_type}, {memory.scope}).")
+
+
+def _read_items(source: str | None) -> str:
+    """The lines for --many: from stdin ('-' or no CONTENT), or from the file CONTENT names."""
+    if source in (None, "-"):
+        return read_text_arg(None, "items (one per line)")
+    try:
+        with open(source, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        from ...errors import InvalidInput
+
+        raise InvalidInput(f"Cannot read {source}: {exc.strerror}.", hint="With --many, CONTENT is a file.") from exc
+
+
+def _parse_items(text: str) -> list[Any]:
+    """One item per non-blank line: a JSON object is a record's fields, anything else is its text."""
+    items: list[Any] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                items.append(json.loads(line))
+                continue
+            except json.JSONDecodeError:
+                pass  # text that happens to start with a brace
+        items.append(line)
+    if not items:
+        raise click.UsageError("No items: give one per line.")
+    return items
 
 
 @click.command()
