@@ -345,3 +345,20 @@ def test_batched_vectors_match_one_by_one_with_the_real_model(tmp_path: Path, lo
             assert np.allclose(alone[a.id][0], together[b.id][0], atol=1e-5)
         hits = many.search("which suppliers does Alice like?", limit=1)
         assert hits[0].memory.id == batch[2].id
+
+
+@pytest.mark.parametrize("auto_vacuum", [0, 2])
+def test_clear_gives_the_space_back(tmp_path: Path, auto_vacuum: int) -> None:
+    import sqlite3
+
+    path = tmp_path / f"space-{auto_vacuum}.db"
+    with sqlite3.connect(path) as conn:  # a file made with incremental auto-vacuum (2), or the default (0)
+        conn.execute(f"PRAGMA auto_vacuum = {auto_vacuum}")
+        conn.execute("VACUUM")
+    with funes.open(str(path), embedder=HashEmbedder(32), worker="off") as mem:
+        mem.remember_many([f"record {i} " + "filler words to take some room " * 40 for i in range(300)], project="p")
+        report = mem.clear(project="p")
+        assert report["records"] == 300 and report["bytes_after"] < report["bytes_before"] // 2
+        conn = mem.store.db.reader()
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == auto_vacuum
+        assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
