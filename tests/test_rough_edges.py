@@ -69,6 +69,19 @@ def test_a_team_memory_from_the_tools_carries_no_session_or_project(tmp_path: Pa
         assert (s.project_id, s.session_id) == ("acme", "ses-42")
 
 
+def test_a_promoted_record_drops_the_ids_narrower_than_its_new_scope(mem: funes.Funes) -> None:
+    record_id = mem.session("s1", project="acme").add_message("user", "We invoice in EUR").record_ids[0]
+    mem.promote([record_id])
+    assert (mem.get(record_id).project_id, mem.get(record_id).session_id) == ("acme", None)
+    mem.promote([record_id])
+    team = mem.get(record_id)
+    assert (team.scope, team.project_id, team.session_id) == ("team", None, None)
+    assert [(p["session_id"], p["project_id"]) for p in team.metadata["promotion_history"]] == [
+        ("s1", "acme"),
+        (None, "acme"),
+    ]
+
+
 def test_remember_in_team_scope_drops_the_configured_project(tmp_path: Path) -> None:
     with funes.open(str(tmp_path / "r.db"), embedder=funes.embed.HashEmbedder(32), project="acme") as mem:
         memory = mem.remember("Company holiday is May 1st", scope="team", session="ses-1")

@@ -658,7 +658,9 @@ class Conversations:
             moves.append(
                 memory.evolve(
                     scope=target,
-                    project_id=target_project if target == "project" else memory.project_id,
+                    # Like a new record (Core.prepare), it carries no narrower ids; promoted_from keeps them.
+                    project_id=target_project if target == "project" else None,
+                    session_id=None,
                     metadata=metadata,
                     updated_at=now,
                 )
