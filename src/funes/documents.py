@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, cast
 
@@ -427,9 +428,12 @@ class Documents:
         metadata: dict[str, Any] | None,
     ) -> list[Memory]:
         records: list[Memory] = []
+        dated = _file_date(item) if parsed.source_type == "chat" else None
         for index, chunk in enumerate(chunks):
             # The short name keeps attributions readable (the uri is an absolute path).
             locator = {**chunk.locator, "display_name": item.name}
+            if dated:
+                locator["file_date"] = dated
             chunk_meta = {**(metadata or {}), **chunk.metadata, "document_version": version, "chunk_index": index}
             records.append(
                 self.core.prepare(
@@ -624,3 +628,13 @@ __all__ = [
     "ProgressCallback",
     "expand_paths",
 ]
+
+
+def _file_date(item: InputFile) -> str | None:
+    """The file's modification day (ISO), which dates chat messages that carry no timestamp of their own."""
+    if item.path is None:
+        return None
+    try:
+        return datetime.fromtimestamp(item.path.stat().st_mtime, UTC).date().isoformat()
+    except OSError:
+        return None

@@ -95,12 +95,16 @@ class Funes:
 
     # -- records (core) ----------------------------------------------------------------
     remember = _delegate("core", Core.remember)
+    remember_many = _delegate("core", Core.remember_many)
     prepare = _delegate("core", Core.prepare)
     get = _delegate("core", Core.get)
     update = _delegate("core", Core.update)
     pin = _delegate("core", Core.pin)
     unpin = _delegate("core", Core.unpin)
     forget = _delegate("core", Core.forget)
+    forget_many = _delegate("core", Core.forget_many)
+    clear = _delegate("core", Core.clear)
+    cleanup_log = _delegate("core", Core.cleanup_log)
     list = _delegate("core", Core.list)
     search = _delegate("core", Core.search)
     stats = _delegate("core", Core.stats)
@@ -125,6 +129,7 @@ class Funes:
     session = _delegate("conversations", Conversations.session)
     sessions = _delegate("conversations", Conversations.sessions)
     add_message = _delegate("conversations", Conversations.add_message)
+    add_messages = _delegate("conversations", Conversations.add_messages)
     history = _delegate("conversations", Conversations.history)
     record_usage = _delegate("conversations", Conversations.record_usage)
     usage = _delegate("conversations", Conversations.usage)
@@ -134,7 +139,6 @@ class Funes:
     prune_sessions = _delegate("conversations", Conversations.prune_sessions)
     clear_session = _delegate("conversations", Conversations.clear_session)
     promote = _delegate("conversations", Conversations.promote)
-    cleanup_log = _delegate("conversations", Conversations.cleanup_log)
 
     # -- agent tools ------------------------------------------------------------------------
     execute_tool = _delegate("agent_tools", AgentTools.execute_tool)

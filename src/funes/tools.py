@@ -341,14 +341,16 @@ class AgentTools:
         if caller.agent_id:
             metadata["agent_id"] = caller.agent_id
         references = [(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else []
-        locator = {k: v for k, v in (("agent", caller.agent_id), ("session", caller.session_id)) if v}
+        # Only a session record names the conversation that wrote it (see Core.prepare).
+        session = caller.session_id if scope == "session" else None
+        locator = {k: v for k, v in (("agent", caller.agent_id), ("session", session)) if v}
         memory = self.core.prepare(
             args.content,
             type=args.memory_type,
             importance=args.importance_score,
             scope=scope,
             project=project if scope == "project" else None,
-            session=caller.session_id,
+            session=session,
             tenant=caller.tenant,
             user=caller.user_id,
             source=SourceRef(type="agent", locator=locator),

@@ -45,6 +45,7 @@ from ..models import (
 )
 from .base import AccessEvent, Visibility, vis_key
 from .connection import Database
+from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_jobs import JobTables
 from .sqlite_rows import (
@@ -72,7 +73,7 @@ _AWAITED = (
 )
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables):
+class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(
