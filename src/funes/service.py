@@ -13,7 +13,8 @@ The parts, innermost first (each may use only those before it):
 * ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
-* ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
+* ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
+* ``curation`` (:class:`funes.curation.Curation`): version history and restore.
 
 See ``docs/architecture.md``.
 """
@@ -26,6 +27,7 @@ from typing import Any, TypeVar, cast
 
 from . import config as config_mod
 from .core import Core
+from .curation import Curation
 from .documents import Documents
 from .embed import Embedder
 from .embedding import Embedding
@@ -70,6 +72,7 @@ class Funes:
         self.conversations = Conversations(self.core, self.docs)
         self.agent_tools = AgentTools(self.core, self.conversations)
         self.transfer = Transfer(self.core)
+        self.curation = Curation(self.core)
 
     # -- the parts' shared state -----------------------------------------------------
     @property
@@ -111,6 +114,10 @@ class Funes:
     forget_many = _delegate("core", Core.forget_many)
     list = _delegate("core", Core.list)
     search = _delegate("core", Core.search)
+
+    # -- version history (``history`` is a session's messages; a record's states are ``versions``) --------
+    versions = _delegate("curation", Curation.versions)
+    restore = _delegate("curation", Curation.restore)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)
