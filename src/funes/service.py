@@ -14,7 +14,8 @@ The parts, innermost first (each may use only those before it):
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
-* ``curation`` (:class:`funes.curation.Curation`): version history and restore.
+* ``curation`` (:class:`funes.curation.Curation`): version history and restore;
+* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation.
 
 See ``docs/architecture.md``.
 """
@@ -31,6 +32,7 @@ from .curation import Curation
 from .documents import Documents
 from .embed import Embedder
 from .embedding import Embedding
+from .entities import Entities
 from .jobs import Jobs
 from .maintenance import Maintenance
 from .sessions import Conversations
@@ -73,6 +75,7 @@ class Funes:
         self.agent_tools = AgentTools(self.core, self.conversations)
         self.transfer = Transfer(self.core)
         self.curation = Curation(self.core)
+        self.entities = Entities(self.core, self.jobs)
 
     # -- the parts' shared state -----------------------------------------------------
     @property
@@ -118,6 +121,9 @@ class Funes:
     # -- version history (``history`` is a session's messages; a record's states are ``versions``) --------
     versions = _delegate("curation", Curation.versions)
     restore = _delegate("curation", Curation.restore)
+
+    # -- entity reconciliation ------------------------------------------------------------------
+    reconcile = _delegate("entities", Entities.reconcile)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)
