@@ -223,3 +223,39 @@ def test_cli_reconcile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     payload.write_text(json.dumps({"scope": "f1"}))
     refused = CliRunner().invoke(main, ["reconcile", str(payload)])
     assert refused.exit_code == 2 and "entities" in refused.output
+
+
+def test_reconcile_through_an_openai_compatible_server_and_its_outage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_servers import openai_answer, serve
+
+    from funes.embed import HashEmbedder
+
+    with serve(openai_answer) as server:
+        server.reply = {"title": "Orders", "summary": "Orders per region, with amounts."}
+        service = funes.open(
+            str(tmp_path / "llm.db"),
+            embedder=HashEmbedder(64),
+            llm="openai",
+            llm_base_url=server.url + "/v1",
+            llm_model="gpt-4o-mini",
+            llm_max_retries=0,
+        )
+        try:
+            assert service.reconcile("f1", PAYLOAD[2:3])["created"] == 1
+            record = service.list(entity_ids=["orders"]).items[0]
+            assert (record.title, record.content) == ("Orders", "Orders per region, with amounts.")
+            assert server.requests[0][2]["response_format"]["type"] == "json_schema"
+            usage = service.entities.llm.usage
+            assert usage.by_provider == {"openai": 1} and usage.cost_usd > 0
+            # The server fails: the changed entity is still re-summarised, offline, and nothing is lost.
+            server.script = [(503, {"error": {"message": "down"}}, {})]
+            changed = copy.deepcopy(PAYLOAD[2:3])
+            changed[0]["fields"]["columns"].append("currency")
+            assert service.reconcile("f1", changed)["updated"] == 1
+            record = service.list(entity_ids=["orders"]).items[0]
+            assert record.version == 2 and "currency" in record.content  # the offline summary
+            assert usage.fallbacks == 1
+        finally:
+            service.close()

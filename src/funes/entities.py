@@ -164,6 +164,12 @@ class Entities:
     def llm(self, value: LLM) -> None:
         self._llm = value
 
+    def close(self) -> None:
+        """Release the LLM's connections, if it holds any."""
+        close = getattr(self._llm, "close", None)
+        if close is not None:
+            close()
+
     def reconcile(
         self,
         scope: str,

@@ -97,6 +97,7 @@ class Funes:
     def close(self) -> None:
         """Stop the job worker (if this process started one) and close the store."""
         self.jobs.stop()
+        self.entities.close()
         self.core.close()
 
     def __enter__(self) -> Funes:

@@ -151,3 +151,9 @@ class FallbackLLM:
             log.warning("LLM %s (%s) failed, answering offline: %s", self.name, self.model, exc)
             self.usage.fell_back()
             return self.fallback.complete_json(prompt, schema)
+
+    def close(self) -> None:
+        """Release the primary's connections (an HTTP client for remote providers)."""
+        close = getattr(self.primary, "close", None)
+        if close is not None:
+            close()
