@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
@@ -35,6 +36,7 @@ from .models import (
     MEMORY_TYPES,
     SCOPES,
     EmbedderIdentity,
+    Explanation,
     Job,
     Memory,
     Page,
@@ -49,6 +51,7 @@ from .models import (
     parse_time,
     utcnow,
 )
+from .relevance import CALIBRATED_MODELS, Signals, coverage, idf, keyword_signal, relevance
 from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
 from .store import AccessEvent, Store, vis_key
@@ -672,6 +675,7 @@ class Core:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         min_similarity: float | None = None,
+        min_relevance: float | None = None,
         limit: int | None = None,
         track: bool = True,
         agent: str | None = None,
@@ -682,6 +686,11 @@ class Core:
         boosts them; ``min_similarity`` drops weak vector matches but keeps
         strong keyword matches. Expired records are never returned. Each hit
         updates the record's access counters and the access log.
+
+        Every hit carries a calibrated ``relevance`` (funes.relevance); hits
+        under ``min_relevance`` are dropped (default: the
+        ``search_min_relevance`` setting; pass 0 to keep every ranked hit), so
+        an empty result means nothing relevant was found.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
@@ -695,6 +704,10 @@ class Core:
         limit = self.config.search_limit if limit is None else int(limit)
         if not 1 <= limit <= 1000:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
+        if min_relevance is not None and not 0.0 <= float(min_relevance) <= 1.0:
+            raise InvalidInput(
+                f"min_relevance {min_relevance} is out of range.", hint="Use a probability from 0 to 1, e.g. 0.3."
+            )
         if min_similarity is not None and not -1.0 <= float(min_similarity) <= 1.0:
             raise InvalidInput(
                 f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
@@ -705,6 +718,9 @@ class Core:
         )
         now = utcnow()
         hits = self._search(query, filters, now, limit, min_similarity, project)
+        floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
+        if floor > 0:
+            hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
         if track:
             self.track(
                 [
@@ -787,15 +803,44 @@ class Core:
             ) from exc
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit)
         records = self.store.get_many([s.id for s in scored])
+        judge = self._relevance_judge(query, vector is not None)
         # A record deleted between the two reads is left out, not half-shown.
         return SearchResults(
             (
-                SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation)
+                SearchHit(memory=records[s.id], score=s.score, explanation=judge(s.explanation, records[s.id]))
                 for s in scored
                 if s.id in records
             ),
             degraded=degraded,
         )
+
+    def _relevance_judge(self, query: str, has_vector: bool) -> Callable[[Explanation, Memory], Explanation]:
+        """A function adding the calibrated relevance (funes.relevance) to a hit's explanation."""
+        terms = query_terms(query)
+        total, counts = self.store.term_stats(terms)
+        weights = {t: idf(total, counts.get(t, 0)) for t in terms}
+        idfs = list(weights.values())
+
+        def judge(explanation: Explanation, memory: Memory) -> Explanation:
+            signals = Signals(
+                cosine=explanation.vector_similarity if has_vector else None,
+                keyword=keyword_signal(explanation.keyword_score, idfs),
+                coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights),
+                agreement=float(explanation.keyword_rank is not None and explanation.vector_rank is not None),
+            )
+            return replace(explanation, relevance=relevance(signals), signals=signals.to_dict())
+
+        return judge
+
+    def relevance_calibrated(self) -> bool:
+        """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""
+        ident = self.store.identity()
+        return ident is not None and ident.model_id in CALIBRATED_MODELS
+
+    def default_min_relevance(self) -> float:
+        """The relevance floor of explicit search: the setting, or 0 when the embedder is not calibrated."""
+        # With another model's cosines the constants do not hold: rank, but drop nothing on them.
+        return float(self.config.search_min_relevance) if self.relevance_calibrated() else 0.0
 
     # -- maintenance -----------------------------------------------------------------
     def stats(self, *, tenant: str | None = None) -> dict[str, Any]:

@@ -462,6 +462,9 @@ class Conversations:
         # included: on LoCoMo (bench/locomo_bench.py) the keyword exception added ~2 noise
         # items per off-topic question for no measurable recall.
         hits = [h for h in hits if (h.explanation.vector_similarity or -1.0) >= threshold]
+        # The message being answered is not its own "relevant history": apps often
+        # store it before building context, and it then matched itself at relevance 1.
+        hits = [h for h in hits if not (h.memory.session_id == sess.id and _part_of(h.memory.content, query))]
         recalled = [
             Recalled(h.memory, h.explanation.vector_similarity, "recalled") for h in hits if h.memory.kind == "message"
         ]
@@ -701,3 +704,9 @@ class Conversations:
 
 
 __all__ = ["Conversations", "Session"]
+
+
+def _part_of(text: str, query: str) -> bool:
+    """Whether a stored message text is the query or one of its parts (a long message is split; short texts must equal)."""
+    part, asked = " ".join(text.split()), " ".join(query.split())
+    return part == asked or (len(part) >= 40 and part in asked)

@@ -117,6 +117,11 @@ def add(
 @click.option("--since", help="Created at or after (ISO-8601).")
 @click.option("--until", help="Created at or before (ISO-8601).")
 @click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
+@click.option(
+    "--min-relevance",
+    type=click.FloatRange(0.0, 1.0),
+    help="Drop hits under this calibrated relevance (default: the search_min_relevance setting; 0 keeps all).",
+)
 @click.option("--explain", is_flag=True, help="Show the per-signal score breakdown.")
 @json_option
 @pass_state
@@ -134,10 +139,15 @@ def search(
     since: str | None,
     until: str | None,
     min_similarity: float | None,
+    min_relevance: float | None,
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Search memory by meaning and keywords. QUERY is read from stdin when piped."""
+    """Search memory by meaning and keywords. QUERY is read from stdin when piped.
+
+    Hits under the relevance floor are left out; when none passes, it says
+    "No relevant memories" and exits 0 (nothing relevant is an answer).
+    """
     text = read_text_arg(query, "search query")
     hits = state.funes().search(
         text,
@@ -152,11 +162,12 @@ def search(
         since=since,
         until=until,
         min_similarity=min_similarity,
+        min_relevance=min_relevance,
     )
 
     def text_out() -> str:
         if not hits:
-            return "No matches."
+            return "No relevant memories."
         lines = []
         for n, hit in enumerate(hits, 1):
             lines.append(hit_line(n, hit))
