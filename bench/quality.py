@@ -58,7 +58,7 @@ from quality_data import (  # same directory: run as bench/quality.py
 )
 from quality_metrics import all_hit_at, fit_logistic, mrr, ndcg_at, percentile, recall_at, reliability
 
-FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7)
+FLOORS = (0.0, 0.003, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.05, 0.1, 0.2, 0.4, 0.7)
 TRAIN_CONVERSATIONS = 5  # conversations 1-5 fit the relevance model, 6-10 validate it
 
 
@@ -199,7 +199,8 @@ def floor_table(on_topic: list[Ranked], noise: list[Ranked], label: str) -> dict
     for floor in FLOORS:
 
         def kept(r: Ranked, floor: float = floor) -> list[str]:
-            return [u for u, p in zip(r.units, r.relevance, strict=True) if p >= floor]
+            # Search cuts to the limit, then drops hits under the floor: nothing below rank 10 moves up.
+            return [u for u, p in list(zip(r.units, r.relevance, strict=True))[:10] if p >= floor]
 
         recall = statistics.mean(recall_at(kept(r), r.relevant, 10) for r in on_topic)  # type: ignore[arg-type]
         base = recall if base is None else base
@@ -213,6 +214,39 @@ def floor_table(on_topic: list[Ranked], noise: list[Ranked], label: str) -> dict
         }
         print(f"{floor:>6.2f} {recall:>6.3f} {recall - base:>+7.3f} {empty_off:>16.1%} {empty_on:>15.1%}")
     return rows
+
+
+def tenant_isolation(
+    embedder: CachingEmbedder, sample: dict[str, Any], shared: list[Ranked], path: Path
+) -> dict[str, float]:
+    """How much the other tenants move one tenant's ranking: its questions in a store of its own vs the shared store.
+
+    Keyword statistics (BM25's IDF and average length) are store-wide in
+    FTS5, so other tenants' words change a tenant's keyword scores.
+    """
+    import funes
+
+    with funes.open(str(path), embedder=embedder) as mem:
+        conv = ingest_locomo(mem, sample)
+        alone = [search(mem, q.text, conv.tenant, conv.record_to_dia, 10) for q in conv.questions]
+    together = [r for r in shared if r.group == conv.tenant]
+    same = [float(a.units[:10] == b.units[:10]) for a, b in zip(alone, together, strict=True)]
+    overlap = [
+        len(set(a.units[:10]) & set(b.units[:10])) / max(1, len(set(a.units[:10])))
+        for a, b in zip(alone, together, strict=True)
+    ]
+    recall_alone = statistics.mean(
+        recall_at(a.units, q.evidence, 10) for a, q in zip(alone, conv.questions, strict=True)
+    )
+    recall_shared = statistics.mean(recall_at(b.units, b.relevant, 10) for b in together)  # type: ignore[arg-type]
+    out = {
+        "identical_top10": statistics.mean(same),
+        "top10_overlap": statistics.mean(overlap),
+        "recall@10_alone": recall_alone,
+        "recall@10_shared": recall_shared,
+    }
+    print(f"\n## Tenant isolation ({conv.tenant} alone vs beside {len(shared) and 'the other tenants'}): {out}")
+    return out
 
 
 def evidence_in_context(mem: Any, conversations: list[Conversation], limit: int | None) -> dict[str, float]:
@@ -369,6 +403,10 @@ def main(argv: list[str] | None = None) -> int:
                     embedder.save()
                     if args.context:
                         report["evidence_in_context"] = evidence_in_context(mem, lo["conversations"], args.context)
+                if len(samples) > 1:
+                    report["tenant_isolation"] = tenant_isolation(
+                        embedder, samples[0], lo["methods"]["funes"], Path(tmp) / "alone.db"
+                    )
                 if args.dump:
                     dumped["locomo"] = {"methods": dict(lo["methods"]), "noise": lo["noise"]}
                 report["locomo"] = locomo_table(lo["methods"])

@@ -77,7 +77,9 @@ class CachingEmbedder:
     def save(self) -> None:
         """Write the cache back when it grew."""
         if self.dirty:
-            tmp = self.path.with_suffix(".tmp")
+            if self.path.exists():  # another run may have saved meanwhile: keep its vectors too
+                self.vectors = {**pickle.loads(self.path.read_bytes()), **self.vectors}
+            tmp = self.path.with_suffix(f".{id(self)}.tmp")
             tmp.write_bytes(pickle.dumps(self.vectors, protocol=pickle.HIGHEST_PROTOCOL))
             tmp.replace(self.path)
             self.dirty = False
@@ -209,7 +211,7 @@ def ingest_scifact(mem: Any, data: Path, limit: int | None) -> SciFact:
     # Warm the cache in batches with the text the core embeds (title, newline, content).
     mem.embed_records([f"{d['title']}\n{t}" if d["title"] else t for d, t in zip(corpus, texts, strict=True)])
     for d, text in zip(corpus, texts, strict=True):
-        memory = mem.remember(text, title=d["title"] or None, tenant=SCIFACT_TENANT, type="semantic")
+        memory = mem.remember(text, title=d["title"] or None, tenant=SCIFACT_TENANT, type="fact")
         out.record_to_doc[memory.id] = d["_id"]
         out.doc_text[d["_id"]] = f"{d['title']} {text}"
     return out

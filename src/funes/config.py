@@ -233,9 +233,10 @@ register(
 )
 register(
     "tool_min_relevance",
-    0.01,
+    0.003,
     float,
-    "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit.",
+    "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit. "
+    "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",
 )
 register(
     "tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters."

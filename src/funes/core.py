@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
@@ -36,7 +35,6 @@ from .models import (
     MEMORY_TYPES,
     SCOPES,
     EmbedderIdentity,
-    Explanation,
     Job,
     Memory,
     Page,
@@ -51,7 +49,7 @@ from .models import (
     parse_time,
     utcnow,
 )
-from .relevance import CALIBRATED_MODELS, Signals, coverage, idf, keyword_signal, relevance
+from .relevance import CALIBRATED_MODELS, relevance_judge
 from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
 from .store import AccessEvent, Store, vis_key
@@ -801,36 +799,29 @@ class Core:
                 hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
                 "e.g. `funes config set fusion convex`.",
             ) from exc
-        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit)
-        records = self.store.get_many([s.id for s in scored])
-        judge = self._relevance_judge(query, vector is not None)
-        # A record deleted between the two reads is left out, not half-shown.
-        return SearchResults(
-            (
-                SearchHit(memory=records[s.id], score=s.score, explanation=judge(s.explanation, records[s.id]))
-                for s in scored
-                if s.id in records
-            ),
-            degraded=degraded,
-        )
-
-    def _relevance_judge(self, query: str, has_vector: bool) -> Callable[[Explanation, Memory], Explanation]:
-        """A function adding the calibrated relevance (funes.relevance) to a hit's explanation."""
+        # Rank more than asked: parts of one message collapse into one hit below, so
+        # records are decoded a batch at a time until the limit is filled.
+        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
         terms = query_terms(query)
-        total, counts = self.store.term_stats(terms)
-        weights = {t: idf(total, counts.get(t, 0)) for t in terms}
-        idfs = list(weights.values())
-
-        def judge(explanation: Explanation, memory: Memory) -> Explanation:
-            signals = Signals(
-                cosine=explanation.vector_similarity if has_vector else None,
-                keyword=keyword_signal(explanation.keyword_score, idfs),
-                coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights),
-                agreement=float(explanation.keyword_rank is not None and explanation.vector_rank is not None),
-            )
-            return replace(explanation, relevance=relevance(signals), signals=signals.to_dict())
-
-        return judge
+        judge = relevance_judge(terms, *self.store.term_stats(terms), has_vector=vector is not None)
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        for start in range(0, len(scored), limit):
+            batch = scored[start : start + limit]
+            records = self.store.get_many([s.id for s in batch])
+            for s in batch:
+                memory = records.get(s.id)
+                if memory is None:
+                    continue  # deleted between the two reads: left out, not half-shown
+                message = _message_of(memory)
+                if message is not None:
+                    if message in seen:
+                        continue  # a long message's better part is already a hit: one message, one hit
+                    seen.add(message)
+                hits.append(SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory)))
+                if len(hits) == limit:
+                    return SearchResults(hits, degraded=degraded)
+        return SearchResults(hits, degraded=degraded)
 
     def relevance_calibrated(self) -> bool:
         """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""
@@ -903,6 +894,14 @@ class Core:
         ident = EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
         self.store.replace_index(ident, zip(records, vectors, strict=True))
         return len(records)
+
+
+def _message_of(memory: Memory) -> str | None:
+    """The chat message a record is a part of (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    message = memory.source.locator.get("message_id")
+    return str(message) if message else None
 
 
 def _by_time(batch: Sequence[tuple[AccessEvent, datetime]]) -> Iterator[tuple[datetime, list[AccessEvent]]]:

@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .models import Explanation, Memory
 
 # FTS5's bm25() constants (fixed in SQLite).
 BM25_K1 = 1.2
@@ -54,12 +56,12 @@ CALIBRATED_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2"})
 
 # Fitted by `bench/quality.py --calibrate` (LoCoMo 1-5 + off-topic questions, all-MiniLM-L6-v2).
 FEATURES = ("cosine", "cosine_sq", "keyword", "coverage", "agreement")
-INTERCEPT = -5.1019
-COEFFICIENTS = (0.7709, 6.8856, -1.3025, 1.7603, -0.1208)
+INTERCEPT = -7.0825
+COEFFICIENTS = (6.8402, 0.6561, -1.6824, 3.2495, 0.1327)
 # The same fit without the cosine, for keyword-only (degraded) search.
 KEYWORD_FEATURES = ("keyword", "coverage")
-KEYWORD_INTERCEPT = -4.3309
-KEYWORD_COEFFICIENTS = (0.2524, 3.9857)
+KEYWORD_INTERCEPT = -4.6318
+KEYWORD_COEFFICIENTS = (0.5973, 4.3111)
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,30 @@ def keyword_feature_vector(signals: Signals) -> list[float]:
     return [signals.keyword, signals.coverage]
 
 
+def relevance_judge(
+    terms: Sequence[str], total: int, counts: Mapping[str, int], *, has_vector: bool
+) -> Callable[[Explanation, Memory], Explanation]:
+    """A function adding relevance and its signals to a hit's explanation, for one query.
+
+    ``terms`` are the query's keyword terms; ``total`` and ``counts`` the
+    keyword index's row count and each term's row count (``Store.term_stats``).
+    Without a query vector (keyword-only search) the keyword model is used.
+    """
+    weights = {t: idf(total, counts.get(t, 0)) for t in terms}
+    idfs = list(weights.values())
+
+    def judge(explanation: Explanation, memory: Memory) -> Explanation:
+        signals = Signals(
+            cosine=explanation.vector_similarity if has_vector else None,
+            keyword=keyword_signal(explanation.keyword_score, idfs),
+            coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights),
+            agreement=float(explanation.keyword_rank is not None and explanation.vector_rank is not None),
+        )
+        return replace(explanation, relevance=relevance(signals), signals=signals.to_dict())
+
+    return judge
+
+
 def relevance(signals: Signals) -> float:
     """The calibrated probability that the hit answers the query, in [0, 1]."""
     if signals.cosine is None:
@@ -163,4 +189,5 @@ __all__ = [
     "idf",
     "keyword_signal",
     "relevance",
+    "relevance_judge",
 ]

@@ -264,6 +264,10 @@ class Conversations:
                     locator.update(part=part, parts=len(pieces))
                 memory = self.core.prepare(
                     piece,
+                    # The message's date is indexed with it (keyword leg only: in the embedded
+                    # text it lowered cosines under the context threshold), so "what did we
+                    # decide in May 2023" matches by date too.
+                    topic=f"{stamp.day} {stamp:%B %Y}",
                     type="conversation",
                     kind="message",
                     scope="session",
@@ -455,6 +459,9 @@ class Conversations:
             project=sess.project_id,
             session=sess.id,
             min_similarity=threshold,
+            # Automatic context keeps its own cosine threshold (auto_min_similarity, below);
+            # the explicit-search relevance floor does not apply twice (docs/benchmarks.md).
+            min_relevance=0,
             limit=limit,
             track=False,
         )
@@ -541,6 +548,7 @@ class Conversations:
                 source_types=None if source_id else [kind],
                 source_ids=[source_id] if source_id else None,
                 limit=limit * 3,
+                min_relevance=0,  # a document the user names is wanted whatever its relevance
                 track=False,
             )
             picked = [
