@@ -58,7 +58,7 @@ from quality_data import (  # same directory: run as bench/quality.py
 )
 from quality_metrics import all_hit_at, fit_logistic, mrr, ndcg_at, percentile, recall_at, reliability
 
-FLOORS = (0.0, 0.003, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.05, 0.1, 0.2, 0.4, 0.7)
+FLOORS = (0.0, 0.005, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.05, 0.1, 0.2, 0.4, 0.7)
 TRAIN_CONVERSATIONS = 5  # conversations 1-5 fit the relevance model, 6-10 validate it
 
 
@@ -206,13 +206,13 @@ def floor_table(on_topic: list[Ranked], noise: list[Ranked], label: str) -> dict
         base = recall if base is None else base
         empty_off = sum(not kept(r)[:10] for r in noise) / max(1, len(noise))
         empty_on = sum(not kept(r)[:10] for r in on_topic) / max(1, len(on_topic))
-        rows[f"{floor:.2f}"] = {
+        rows[f"{floor:.3f}"] = {
             "recall@10": recall,
             "delta": recall - base,
             "off_empty": empty_off,
             "on_empty": empty_on,
         }
-        print(f"{floor:>6.2f} {recall:>6.3f} {recall - base:>+7.3f} {empty_off:>16.1%} {empty_on:>15.1%}")
+        print(f"{floor:>6.3f} {recall:>6.3f} {recall - base:>+7.3f} {empty_off:>16.1%} {empty_on:>15.1%}")
     return rows
 
 

@@ -233,7 +233,7 @@ register(
 )
 register(
     "tool_min_relevance",
-    0.003,
+    0.008,
     float,
     "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit. "
     "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",

@@ -56,12 +56,12 @@ CALIBRATED_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2"})
 
 # Fitted by `bench/quality.py --calibrate` (LoCoMo 1-5 + off-topic questions, all-MiniLM-L6-v2).
 FEATURES = ("cosine", "cosine_sq", "keyword", "coverage", "agreement")
-INTERCEPT = -7.0825
-COEFFICIENTS = (6.8402, 0.6561, -1.6824, 3.2495, 0.1327)
+INTERCEPT = -5.1248
+COEFFICIENTS = (1.1841, 6.3086, -0.6350, 1.5219, -0.1734)
 # The same fit without the cosine, for keyword-only (degraded) search.
 KEYWORD_FEATURES = ("keyword", "coverage")
-KEYWORD_INTERCEPT = -4.6318
-KEYWORD_COEFFICIENTS = (0.5973, 4.3111)
+KEYWORD_INTERCEPT = -4.3911
+KEYWORD_COEFFICIENTS = (1.1756, 3.5726)
 
 
 @dataclass(frozen=True)
