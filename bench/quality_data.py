@@ -213,5 +213,5 @@ def ingest_scifact(mem: Any, data: Path, limit: int | None) -> SciFact:
     for d, text in zip(corpus, texts, strict=True):
         memory = mem.remember(text, title=d["title"] or None, tenant=SCIFACT_TENANT, type="fact")
         out.record_to_doc[memory.id] = d["_id"]
-        out.doc_text[d["_id"]] = f"{d['title']} {text}"
+        out.doc_text[d["_id"]] = f"{d['title']}\n{text}" if d["title"] else text  # the text Funes embeds
     return out
