@@ -108,14 +108,32 @@ def fold(word: str) -> str:
     return word
 
 
-def coverage(terms: Sequence[str], text: str, weights: Mapping[str, float]) -> float:
-    """The ``weights``-weighted share of ``terms`` that occur in ``text`` (after :func:`fold`)."""
+def coverage(
+    terms: Sequence[str], text: str, weights: Mapping[str, float], pattern: re.Pattern[str] | None = None
+) -> float:
+    """The ``weights``-weighted share of ``terms`` that occur in ``text`` (after :func:`fold`).
+
+    ``pattern`` is :func:`term_pattern` of the terms, passed when many
+    records are checked against one query.
+    """
     if not terms:
         return 0.0
-    words = {fold(w) for w in _TERM.findall(text)}
+    pattern = pattern or term_pattern(terms)
+    targets = {fold(t) for t in terms}
+    # fold() only strips a suffix, so only words starting with a folded term can
+    # fold onto it: the regex finds those in C, and only they are folded.
+    words = {fold(m) for m in pattern.findall(text.lower())} & targets
     total = sum(weights.get(t, 1.0) for t in terms)
     found = sum(weights.get(t, 1.0) for t in terms if fold(t) in words or _substring(t, text))
     return 0.0 if total <= 0 else found / total
+
+
+def term_pattern(terms: Sequence[str]) -> re.Pattern[str]:
+    """A regex for the words that start with one of the terms' folded forms."""
+    stems = sorted({fold(t) for t in terms if t}, key=len, reverse=True)
+    if not stems:
+        return re.compile(r"(?!)")
+    return re.compile(r"\b(?:" + "|".join(re.escape(x) for x in stems) + r")\w*", re.UNICODE)
 
 
 def _substring(term: str, text: str) -> bool:
@@ -153,12 +171,13 @@ def relevance_judge(
     """
     weights = {t: idf(total, counts.get(t, 0)) for t in terms}
     idfs = list(weights.values())
+    pattern = term_pattern(terms)
 
     def judge(explanation: Explanation, memory: Memory) -> Explanation:
         signals = Signals(
             cosine=explanation.vector_similarity if has_vector else None,
             keyword=keyword_signal(explanation.keyword_score, idfs),
-            coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights),
+            coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights, pattern),
             agreement=float(explanation.keyword_rank is not None and explanation.vector_rank is not None),
         )
         return replace(explanation, relevance=relevance(signals), signals=signals.to_dict())
