@@ -305,15 +305,19 @@ def test_chat_exports_each_message_is_a_record(real_mem, tmp_path: Path) -> None
     }
     assert {d.kind for d in real_mem.documents()} == {"chat"}
     pet = real_mem.search("what is the name of the user's cat", limit=3)[0]
-    assert pet.attribution == "chat 2026-01-03 user" and pet.memory.kind == "message"
+    # Hits name the export file and the date (issue 8).
+    folder = tmp_path.name
+    assert pet.attribution == f"chat {folder}/messages.json 2026-01-03 user" and pet.memory.kind == "message"
     assert pet.memory.memory_type == "conversation"
     trip = real_mem.search("When do we arrive in Lisbon?", limit=3)[0]
-    assert trip.attribution == "chat Trip planning 2026-01-05 user"
+    assert trip.attribution == f"chat {folder}/conversations.json Trip planning 2026-01-05 user"
     assert trip.memory.source.locator["conversation_id"] == "c-42" and trip.memory.source.locator["message_id"] == "m2"
     limit = real_mem.search("API rate limit", limit=3)[0]
     assert "600 requests" in limit.memory.content and limit.memory.source.locator["role"] == "user"
     sso = real_mem.search("which certificate is expiring?", limit=3)[0]
-    assert sso.attribution == "chat 2026-02-02 Lee" and "It expires on Friday." in sso.memory.content
+    assert (
+        sso.attribution == f"chat {folder}/standup.txt 2026-02-02 Lee" and "It expires on Friday." in sso.memory.content
+    )
     only_chat = real_mem.search("Lisbon", source_types=["chat"], limit=5)
     assert only_chat and all(h.memory.source.type == "chat" for h in only_chat)
 

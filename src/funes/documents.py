@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, cast
 
@@ -119,15 +120,15 @@ class Documents:
         return cast(DocumentStore, self.store)
 
     def _chunker(self) -> Chunker:
-        size = max(16, min(int(self.config.chunk_tokens), int(self.core.embedder.max_tokens)))
+        size = max(16, min(int(self.config.chunk_tokens), int(self.core.embedding.embedder.max_tokens)))
         overlap = max(0, min(int(self.config.chunk_overlap), size // 2))
-        return Chunker(self.core.embedder.count_tokens, size, overlap)
+        return Chunker(self.core.embedding.embedder.count_tokens, size, overlap)
 
     def _pipeline(self, hidden: bool) -> str:
         c = self._chunker()
         return (
             f"r{READER_VERSION}:t{c.max_tokens}:o{c.overlap}:l{self.config.long_cell_chars}:"
-            f"h{int(hidden)}:{self.core.embedder.model_id}"
+            f"h{int(hidden)}:{self.core.embedding.embedder.model_id}"
         )
 
     # -- ingest ------------------------------------------------------------------
@@ -310,10 +311,10 @@ class Documents:
                 parsed, chunks, item, doc_id, version, tenant_id, user_id, scope_name, project_id, session, metadata
             )
             vectors: list[list[np.ndarray] | None] = []
-            texts = [self.core.embed_text(m) for m in records]
+            texts = [self.core.embedding.embed_text(m) for m in records]
             try:
                 for start in range(0, len(texts), EMBED_SLICE):
-                    vectors.extend(self.core.embed_records(texts[start : start + EMBED_SLICE]))
+                    vectors.extend(self.core.embedding.embed_records(texts[start : start + EMBED_SLICE]))
                     if on_chunks is not None:
                         on_chunks(min(start + EMBED_SLICE, len(texts)), len(texts))
             except EmbedderUnavailable as exc:
@@ -427,9 +428,12 @@ class Documents:
         metadata: dict[str, Any] | None,
     ) -> list[Memory]:
         records: list[Memory] = []
+        dated = _file_date(item) if parsed.source_type == "chat" else None
         for index, chunk in enumerate(chunks):
             # The short name keeps attributions readable (the uri is an absolute path).
             locator = {**chunk.locator, "display_name": item.name}
+            if dated:
+                locator["file_date"] = dated
             chunk_meta = {**(metadata or {}), **chunk.metadata, "document_version": version, "chunk_index": index}
             records.append(
                 self.core.prepare(
@@ -624,3 +628,13 @@ __all__ = [
     "ProgressCallback",
     "expand_paths",
 ]
+
+
+def _file_date(item: InputFile) -> str | None:
+    """The file's modification day (ISO), which dates chat messages that carry no timestamp of their own."""
+    if item.path is None:
+        return None
+    try:
+        return datetime.fromtimestamp(item.path.stat().st_mtime, UTC).date().isoformat()
+    except OSError:
+        return None

@@ -21,6 +21,9 @@ same host when the dead worker's process is gone. Failures are retried with
 exponential backoff (``job_backoff_seconds`` doubling up to
 ``job_backoff_max_seconds``) and recorded with their error; after
 ``job_max_attempts`` the job is ``failed`` and stays listed until retried.
+An unreachable backend is an outage, not a failure of the job: such jobs
+are retried for as long as it lasts, and vectors jobs are run at once when
+the embedder answers again.
 
 Who runs jobs: long-running processes (``funes mcp``, later ``funes watch``
 and ``funes serve``) start the worker thread; ``funes jobs run`` drains the
@@ -43,7 +46,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidInput, NotFound
+from .errors import BackendUnavailable, InvalidInput, NotFound
 from .models import JOB_STATUSES, Job, utcnow
 
 if TYPE_CHECKING:
@@ -134,14 +137,19 @@ class Jobs:
                 dead.append(worker)
         return dead
 
-    def run_one(self, *, kinds: Sequence[str] | None = None) -> Job | None:
-        """Claim and run one ready job; returns it as it ended (None when nothing was ready)."""
+    def run_one(self, *, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> Job | None:
+        """Claim and run one ready job (not one of ``exclude``); returns it as it ended (None: nothing ready)."""
         wanted = [k for k in (kinds or self._handlers) if k in self._handlers]
         if not wanted:
             return None
         lease = float(self.config.job_lease_seconds)
         job = self.store.claim_job(
-            self.worker_id, now=utcnow(), lease_seconds=lease, kinds=wanted, dead_workers=self._dead_workers()
+            self.worker_id,
+            now=utcnow(),
+            lease_seconds=lease,
+            kinds=wanted,
+            dead_workers=self._dead_workers(),
+            exclude=exclude,
         )
         if job is None:
             return None
@@ -178,8 +186,12 @@ class Jobs:
     def _failed(self, job: Job, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"
         permanent = isinstance(exc, (InvalidInput, NotFound))
+        # An unreachable backend (the embedding server, a busy store) is an
+        # outage, not a bad job: it is retried (at most every
+        # job_backoff_max_seconds) for as long as the outage lasts.
+        outage = isinstance(exc, BackendUnavailable)
         retry_at = None
-        if not permanent and job.attempts < job.max_attempts:
+        if not permanent and (outage or job.attempts < job.max_attempts):
             base = float(self.config.job_backoff_seconds) * 2 ** max(job.attempts - 1, 0)
             wait = min(base, float(self.config.job_backoff_max_seconds)) * random.uniform(0.9, 1.1)
             retry_at = utcnow() + timedelta(seconds=wait)
@@ -198,15 +210,21 @@ class Jobs:
     def run_pending(
         self, *, max_jobs: int | None = None, max_seconds: float | None = None, kinds: Sequence[str] | None = None
     ) -> dict[str, int]:
-        """Run ready jobs until none is left (or a limit is reached); counts per outcome."""
+        """Run the ready jobs once each (a job that fails waits for its next turn); counts per outcome.
+
+        Each job is tried at most once per call, so a drain during an outage
+        ends instead of retrying the same jobs for as long as it lasts.
+        """
         started = time.monotonic()
         counts = {"done": 0, "retrying": 0, "failed": 0, "taken_over": 0}
+        tried: list[str] = []
         while max_jobs is None or sum(counts.values()) < max_jobs:
             if max_seconds is not None and time.monotonic() - started > max_seconds:
                 break
-            job = self.run_one(kinds=kinds)
+            job = self.run_one(kinds=kinds, exclude=tried)
             if job is None:
                 break
+            tried.append(job.id)
             if job.status == "done":
                 counts["done"] += 1
             elif job.status == "failed":

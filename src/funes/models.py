@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from .errors import FunesError
+
 MemoryType = Literal["preference", "fact", "decision", "context", "conversation"]
 Scope = Literal["session", "project", "team"]
 
@@ -172,9 +174,12 @@ def render_attribution(source: SourceRef | None) -> str:
             ref = f"{sheet}!{ref}"
         return " ".join(p for p in (name or "workbook", ref) if p)
     if kind == "chat":
-        stamp = loc.get("timestamp") or ""
+        # The message's own date, else the file's: a transcript without timestamps is still dated.
+        stamp = str(loc.get("timestamp") or loc.get("file_date") or "")
         day = stamp[:10] if stamp else ""
         parts = ["chat"]
+        if loc.get("display_name"):
+            parts.append(str(loc["display_name"]))
         if loc.get("title"):
             parts.append(str(loc["title"]))
         if day:
@@ -488,6 +493,48 @@ class Page:
 
     items: tuple[Memory, ...]
     next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class RememberResult:
+    """What became of one item of :meth:`Funes.remember_many`.
+
+    ``status`` is ``created`` (stored now), ``duplicate`` (the same content
+    already stands in that scope, in the store or earlier in the batch:
+    ``memory`` is that record) or ``error`` (the item was invalid and nothing
+    was stored for it: ``error`` says why and what to do).
+    """
+
+    index: int
+    status: Literal["created", "duplicate", "error"]
+    memory: Memory | None = None
+    error: FunesError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the item's content now stands in memory (created or already there)."""
+        return self.status != "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: index, status, and the record's id or the error."""
+        out: dict[str, Any] = {"index": self.index, "status": self.status}
+        if self.memory is not None:
+            out["id"] = self.memory.id
+        if self.error is not None:
+            out["error"] = self.error.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    """What :meth:`Funes.forget_many` deleted, and the ids it did not find (or the caller may not see)."""
+
+    deleted: tuple[Memory, ...]
+    not_found: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the deleted ids and the ids not found."""
+        return {"deleted": [m.id for m in self.deleted], "not_found": list(self.not_found)}
 
 
 @dataclass(frozen=True)

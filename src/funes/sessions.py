@@ -5,21 +5,20 @@ transcript (the source of history) and as ``message`` records in session
 scope (chunked if long), so a turn dropped from the prompt can still be
 recalled by search. Token usage per model call is recorded per session.
 
-:meth:`SessionsMixin.build_context` gathers the pieces — history, the
+:meth:`Conversations.build_context` gathers the pieces — history, the
 caller's snapshot and recent changes, recalled turns, project facts and
 retrieved memories — and hands them to the pure :func:`funes.context.assemble`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .context import (
     FORMATS,
-    ROLES,
     Budget,
     BuiltContext,
     ContextInputs,
@@ -27,10 +26,10 @@ from .context import (
     Recalled,
     assemble,
     mentioned_sources,
-    parse_tool_calls,
 )
 from .errors import EmbedderUnavailable, InvalidInput, NotFound
-from .models import Memory, SourceRef, format_time, new_id, parse_time, utcnow
+from .message_input import PendingMessage, check_message, read_messages, usage_numbers
+from .models import Memory, SourceRef, format_time, new_id, utcnow
 from .store import AccessEvent, vis_key
 from .tokens import TokenCounter, default_counter
 
@@ -57,8 +56,12 @@ class Session:
     message_count: int = 0
 
     def add_message(self, role: str, content: str, **options: Any) -> Message:
-        """Persist a message (see :meth:`SessionsMixin.add_message`)."""
+        """Persist a message (see :meth:`Conversations.add_message`)."""
         return self.service.add_message(self, role, content, **options)
+
+    def add_messages(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+        """Persist a whole conversation in one call (see :meth:`Conversations.add_messages`)."""
+        return self.service.add_messages(self, messages)
 
     def history(self, limit: int | None = None) -> list[Message]:
         """The messages, oldest first (the newest ``limit`` when given)."""
@@ -73,7 +76,7 @@ class Session:
         return self.service.record_usage(self, prompt_tokens, completion_tokens, **options)
 
     def build_context(self, query: str, **options: Any) -> BuiltContext:
-        """The request for the next model call (see :meth:`SessionsMixin.build_context`)."""
+        """The request for the next model call (see :meth:`Conversations.build_context`)."""
         return self.service.build_context(self, query, **options)
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,34 +91,6 @@ class Session:
             "last_activity": format_time(self.last_activity),
             "message_count": self.message_count,
         }
-
-
-def _usage_numbers(usage: Any) -> tuple[int, int, str | None, int | None]:
-    """(prompt, completion, model, window) from a dict or an SDK usage object (OpenAI or Anthropic)."""
-
-    def get(key: str) -> Any:
-        return usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
-
-    prompt = get("prompt_tokens")
-    if prompt is None and get("input_tokens") is not None:
-        # Anthropic counts cached prompt tokens separately; they still fill the window.
-        prompt = sum(
-            int(get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-        )
-    completion = get("completion_tokens")
-    if completion is None:
-        completion = get("output_tokens")
-    try:
-        p, c = int(prompt), int(completion)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(
-            f"Cannot read token usage from {usage!r}.",
-            hint='Pass {"prompt_tokens": N, "completion_tokens": M} (or the SDK response\'s usage object).',
-        ) from exc
-    if p < 0 or c < 0:
-        raise InvalidInput("Token counts cannot be negative.", hint="Pass the counts the model API reported.")
-    window = get("context_window")
-    return p, c, get("model"), None if window is None else int(window)
 
 
 class Conversations:
@@ -224,103 +199,116 @@ class Conversations:
         the model call that produced this message.
         """
         sess = self.resolve(session, tenant, user)
-        if role not in ROLES:
-            hint = "The system message is built by build_context; pass instructions= there." if role == "system" else ""
-            raise InvalidInput(
-                f"Invalid role {role!r}.", hint=(hint + " " if hint else "") + f"Use one of: {', '.join(ROLES)}."
-            )
-        if not isinstance(content, str):
-            raise InvalidInput(f"Message content must be text, got {type(content).__name__}.", hint="Pass a string.")
-        calls = parse_tool_calls(tool_calls)
-        if calls and role != "assistant":
-            raise InvalidInput(
-                "Only assistant messages carry tool calls.", hint="Pass tool results as role 'tool' with tool_call_id."
-            )
-        if role == "tool" and not tool_call_id:
-            raise InvalidInput(
-                "A tool message needs the id of the call it answers.", hint="Pass tool_call_id='call_...'."
-            )
-        if not content.strip() and not calls:
-            raise InvalidInput("The message is empty.", hint="Pass the message text.")
-        stamp = parse_time(at) if at is not None else utcnow()
-        if stamp is None:
-            stamp = utcnow()
-        numbers = None if usage is None else _usage_numbers(usage)
-        message_id = new_id("msg")
-        records: list[Memory] = []
-        if content.strip():
-            self.core.check_content(content)  # the size limit applies to transcripts too
-            pieces = self.core.parts(content.strip())
-            for part, piece in enumerate(pieces, start=1):
-                locator: dict[str, Any] = {
-                    "message_id": message_id,
-                    "role": role,
-                    "timestamp": format_time(stamp),
-                    "session": sess.id,
-                }
-                if sess.title:
-                    locator["title"] = sess.title
-                if len(pieces) > 1:
-                    locator.update(part=part, parts=len(pieces))
-                memory = self.core.prepare(
-                    piece,
-                    # The message's date is indexed with it (keyword leg only: in the embedded
-                    # text it lowered cosines under the context threshold), so "what did we
-                    # decide in May 2023" matches by date too.
-                    topic=f"{stamp.day} {stamp:%B %Y}",
-                    type="conversation",
-                    kind="message",
-                    scope="session",
-                    session=sess.id,
-                    project=sess.project_id,
-                    tenant=sess.tenant,
-                    user=sess.user_id or "",
-                    source=SourceRef(type="chat", uri=f"session:{sess.id}", locator=locator),
-                )
-                records.append(memory.evolve(user_id=sess.user_id, created_at=stamp, updated_at=stamp))
-        # Embedding is slow: do it before taking the write lock.
-        vectors: list[list[Any] | None]
+        pending = check_message(role, content, tool_calls=tool_calls, tool_call_id=tool_call_id, usage=usage, at=at)
+        return self._write_messages(sess, [pending])[0]
+
+    def add_messages(
+        self,
+        session: Session | str,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        tenant: str | None = None,
+        user: str | None = None,
+    ) -> list[Message]:
+        """Persist a whole conversation in one transaction, with one batched embedding; returns the messages.
+
+        ``messages`` are dicts in the OpenAI or Anthropic shape: ``role``,
+        ``content`` (text or content blocks) and optionally ``at``,
+        ``tool_calls``, ``tool_call_id`` and ``usage`` (see
+        :func:`funes.message_input.read_messages`). Every message is checked
+        before any is written: one invalid message rejects the call (the
+        error names it), so a conversation is never stored with a gap.
+        """
+        sess = self.resolve(session, tenant, user)
+        return self._write_messages(sess, read_messages(messages))
+
+    def _write_messages(self, sess: Session, pending: Sequence[PendingMessage]) -> list[Message]:
+        """Index and store validated messages: one embedding call, one transaction."""
+        planned: list[tuple[PendingMessage, str, list[Memory]]] = []
+        for msg in pending:
+            message_id = new_id("msg")
+            records: list[Memory] = []
+            if msg.content.strip():
+                self.core.check_content(msg.content)  # the size limit applies to transcripts too
+                pieces = self.core.embedding.parts(msg.content.strip())
+                for part, piece in enumerate(pieces, start=1):
+                    locator: dict[str, Any] = {
+                        "message_id": message_id,
+                        "role": msg.role,
+                        "timestamp": format_time(msg.at),
+                        "session": sess.id,
+                    }
+                    if sess.title:
+                        locator["title"] = sess.title
+                    if len(pieces) > 1:
+                        locator.update(part=part, parts=len(pieces))
+                    memory = self.core.prepare(
+                        piece,
+                        # The message's date is indexed with it (keyword leg only: in the embedded
+                        # text it lowered cosines under the context threshold), so "what did we
+                        # decide in May 2023" matches by date too.
+                        topic=f"{msg.at.day} {msg.at:%B %Y}",
+                        type="conversation",
+                        kind="message",
+                        scope="session",
+                        session=sess.id,
+                        project=sess.project_id,
+                        tenant=sess.tenant,
+                        user=sess.user_id or "",
+                        source=SourceRef(type="chat", uri=f"session:{sess.id}", locator=locator),
+                    )
+                    records.append(memory.evolve(user_id=sess.user_id, created_at=msg.at, updated_at=msg.at))
+            planned.append((msg, message_id, records))
+        every = [m for _, _, records in planned for m in records]
+        # Embedding is slow: do it, for the whole batch at once, before taking the write lock.
+        vectors: list[list[Any]] | None
         try:
-            vectors = list(self.core.embed_records([self.core.embed_text(m) for m in records])) if records else []
-        except EmbedderUnavailable:
-            # The message is accepted anyway: findable by keyword now, embedded by a job later.
-            vectors = [None] * len(records)
-        with self.store.db.write() as conn:
-            seq = self.store._insert_message(
-                conn,
-                sess.tenant,
-                sess.id,
-                message_id,
-                role,
-                content,
-                calls,
-                tool_call_id,
-                stamp,
-                [m.id for m in records],
+            vectors = (
+                self.core.embedding.embed_records([self.core.embedding.embed_text(m) for m in every]) if every else []
             )
-            for memory, vecs in zip(records, vectors, strict=True):
-                source = memory.source
-                assert source is not None
-                located = replace(source, locator={**source.locator, "seq": seq})
-                self.store._put(conn, memory.evolve(source=located), vecs)
-            if records and vectors[0] is None:
-                self.core.defer_vectors([m.id for m in records], sess.tenant)
-            if numbers is not None:
-                prompt, completion, model, window = numbers
-                self.store._insert_usage(
-                    conn, sess.tenant, sess.id, message_id, stamp, model, prompt, completion, window
+        except EmbedderUnavailable:
+            # The messages are accepted anyway: findable by keyword now, embedded by a job later.
+            vectors = None
+        out: list[Message] = []
+        position = 0
+        with self.store.transaction():
+            for msg, message_id, records in planned:
+                seq = self.store.append_message(
+                    sess.tenant,
+                    sess.id,
+                    message_id,
+                    msg.role,
+                    msg.content,
+                    msg.tool_calls,
+                    msg.tool_call_id,
+                    msg.at,
+                    [m.id for m in records],
                 )
-        return Message(
-            role=role,
-            content=content,
-            id=message_id,
-            session_id=sess.id,
-            seq=seq,
-            tool_calls=calls,
-            tool_call_id=tool_call_id,
-            created_at=stamp,
-            record_ids=tuple(m.id for m in records),
-        )
+                for memory in records:
+                    source = memory.source
+                    assert source is not None
+                    located = replace(source, locator={**source.locator, "seq": seq})
+                    self.store.put(memory.evolve(source=located), None if vectors is None else vectors[position])
+                    position += 1
+                if msg.usage is not None:
+                    prompt, completion, model, window = msg.usage
+                    self.store.add_usage(sess.tenant, sess.id, message_id, msg.at, model, prompt, completion, window)
+                out.append(
+                    Message(
+                        role=msg.role,
+                        content=msg.content,
+                        id=message_id,
+                        session_id=sess.id,
+                        seq=seq,
+                        tool_calls=msg.tool_calls,
+                        tool_call_id=msg.tool_call_id,
+                        created_at=msg.at,
+                        record_ids=tuple(m.id for m in records),
+                    )
+                )
+            if vectors is None and every:
+                self.core.defer_vectors([m.id for m in every], sess.tenant)
+        return out
 
     def history(
         self,
@@ -351,13 +339,10 @@ class Conversations:
     ) -> dict[str, Any]:
         """Record the token usage of one model call in the session; returns the new usage summary."""
         sess = self.resolve(session, tenant, user)
-        prompt, completion, _, _ = _usage_numbers(
+        prompt, completion, _, _ = usage_numbers(
             {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
         )
-        with self.store.db.write() as conn:
-            self.store._insert_usage(
-                conn, sess.tenant, sess.id, message_id, utcnow(), model, prompt, completion, context_window
-            )
+        self.store.add_usage(sess.tenant, sess.id, message_id, utcnow(), model, prompt, completion, context_window)
         return self.usage(sess)
 
     def usage(self, session: Session | str, *, tenant: str | None = None, user: str | None = None) -> dict[str, Any]:
@@ -599,9 +584,9 @@ class Conversations:
         stale = self.store.stale_sessions(cutoff, self.core.tenant_of(tenant))
         cleared: list[dict[str, Any]] = []
         if stale and not dry_run:
-            with self.store.db.write() as conn:
+            with self.store.transaction():
                 for tenant_id, sid in stale:
-                    cleared.append(self.store._clear_session(conn, tenant_id, sid, now, f"retention {days:g} days"))
+                    cleared.append(self.store.clear_session(tenant_id, sid, now, f"retention {days:g} days"))
         return {
             "retention_days": days,
             "cutoff": format_time(cutoff),
@@ -614,8 +599,7 @@ class Conversations:
     ) -> dict[str, Any]:
         """Clear one session now: its unpinned records, messages and usage (logged)."""
         sess = self.resolve(session, tenant, user)
-        with self.store.db.write() as conn:
-            return self.store._clear_session(conn, sess.tenant, sess.id, utcnow(), "cleared by request")
+        return self.store.clear_session(sess.tenant, sess.id, utcnow(), "cleared by request")
 
     def promote(
         self,
@@ -687,7 +671,9 @@ class Conversations:
             moves.append(
                 memory.evolve(
                     scope=target,
-                    project_id=target_project if target == "project" else memory.project_id,
+                    # Like a new record (Core.prepare), it carries no narrower ids; promoted_from keeps them.
+                    project_id=target_project if target == "project" else None,
+                    session_id=None,
                     metadata=metadata,
                     updated_at=now,
                 )
@@ -701,14 +687,9 @@ class Conversations:
                 }
             )
         if moves and not dry_run:
-            with self.store.db.write() as conn:
-                for memory in moves:
-                    self.store._put(conn, memory, None)  # same vectors; their filter columns follow the scope
+            # Same vectors; their filter columns follow the scope.
+            self.store.put_many((memory, None) for memory in moves)
         return {"promoted": promoted, "skipped": skipped, "dry_run": dry_run}
-
-    def cleanup_log(self, *, tenant: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest cleanup-log rows (retention and manual clears)."""
-        return self.store.cleanup_log(self.core.tenant_of(tenant), limit)
 
 
 __all__ = ["Conversations", "Session"]

@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .ingest import describe_source_filters
+
 MemoryTypeArg = Literal["preference", "fact", "decision", "context", "conversation"]
 ScopeArg = Literal["team", "project", "session"]
 SourceFilter = Literal["all", "sheets", "documents", "chat", "markdown"]
@@ -148,8 +150,8 @@ class MemorySearchArgs(_Args):
     query: str = Field(min_length=1, description="Natural-language search query.")
     source_filter: SourceFilter | None = Field(
         default="all",
-        description="Only results from this kind of source: sheets (spreadsheets), documents (PDF and text files), "
-        "chat (conversation history), markdown (notes). Default: all, memories included.",
+        description=f"Only results from this kind of source: {describe_source_filters()}. "
+        "Default: all, memories included.",
     )
 
 
@@ -240,8 +242,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_search",
         title="Search documents and memory",
-        description="Search everything indexed in long-term memory: spreadsheets, documents (PDF, text), chat "
-        "history, Markdown notes and stored memories. Use it for specific values, reports or earlier discussions "
+        description="Search everything indexed in long-term memory: spreadsheets, documents (PDF, text and "
+        "Markdown files), chat history, Markdown notes and stored memories. Use it for specific values, reports or earlier discussions "
         "that are not in the conversation, and cite the source shown in brackets when you use a result.",
         args=MemorySearchArgs,
         hints=READ,

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import FunesError, InvalidInput, NotFound
+from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .models import Caller, Memory, SearchHit, SearchResults, SourceRef, format_time, parse_time, utcnow
 from .store import AccessEvent, vis_key
 
@@ -345,14 +345,16 @@ class AgentTools:
         if caller.agent_id:
             metadata["agent_id"] = caller.agent_id
         references = [(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else []
-        locator = {k: v for k, v in (("agent", caller.agent_id), ("session", caller.session_id)) if v}
+        # Only a session record names the conversation that wrote it (see Core.prepare).
+        session = caller.session_id if scope == "session" else None
+        locator = {k: v for k, v in (("agent", caller.agent_id), ("session", session)) if v}
         memory = self.core.prepare(
             args.content,
             type=args.memory_type,
             importance=args.importance_score,
             scope=scope,
             project=project if scope == "project" else None,
-            session=caller.session_id,
+            session=session,
             tenant=caller.tenant,
             user=caller.user_id,
             source=SourceRef(type="agent", locator=locator),
@@ -379,8 +381,11 @@ class AgentTools:
         if existing is not None and visible:
             # The same words again after the old record expired: renew that record rather than keep both.
             memory = memory.evolve(id=existing.id, created_at=existing.created_at)
-        vectors = self.core.embed_records([self.core.embed_text(memory)])[0]
-        similar = self._near_duplicates(memory, vectors, caller)
+        try:
+            vectors: list[Any] | None = self.core.embedding.embed_records([self.core.embedding.embed_text(memory)])[0]
+        except EmbedderUnavailable:
+            vectors = None  # stored now and findable by keyword; a job embeds it when the server is back
+        similar = self._near_duplicates(memory, vectors, caller) if vectors is not None else []
         same = [s for s, _ in similar if _normalised(s.content) == _normalised(memory.content)]
         similar_data = [
             {"id": s.id, "content": s.content, "similarity": round(sim, 4), "scope": s.scope} for s, sim in similar
@@ -392,12 +397,17 @@ class AgentTools:
                 f"Already stored as {same[0].id} (the same words up to case and punctuation); nothing new was stored.",
                 {"memory_id": same[0].id, "duplicate": True, "similar": similar_data, "memory": _memory_brief(same[0])},
             )
-        self.store.put(memory, vectors)
+        with self.store.transaction():
+            self.store.put(memory, vectors)
+            if vectors is None:
+                self.core.defer_vectors([memory.id], memory.tenant)
         self._log_tool_access([memory], "create", caller)
         text = (
             f"Stored memory {memory.id} ({memory.memory_type}, {memory.scope} scope, "
             f"importance {memory.importance:.2f})."
         )
+        if vectors is None:
+            text += " (The embedding server is unreachable: it is findable by keyword now, by meaning later.)"
         if similar:
             first, sim = similar[0]
             text += (

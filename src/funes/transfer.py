@@ -55,7 +55,9 @@ class Transfer:
     def export_lines(self, *, tenant: str | None = None) -> Iterator[str]:
         """The export, line by line (without newlines)."""
         self.core.sync_access()  # counters from recent searches belong in the export
-        ident = self.store.identity() or EmbedderIdentity(self.core.embedder.model_id, self.core.embedder.dimensions)
+        ident = self.store.identity() or EmbedderIdentity(
+            self.core.embedding.embedder.model_id, self.core.embedding.embedder.dimensions
+        )
         yield json.dumps(
             {
                 "type": "funes-export",
@@ -120,8 +122,8 @@ class Transfer:
             )
         emb = header.get("embedder") or {}
         same_model = (
-            emb.get("model_id") == self.core.embedder.model_id
-            and emb.get("dimensions") == self.core.embedder.dimensions
+            emb.get("model_id") == self.core.embedding.embedder.model_id
+            and emb.get("dimensions") == self.core.embedding.embedder.dimensions
         )
         records: list[tuple[Memory, list[np.ndarray] | None]] = []
         documents: list[dict[str, Any]] = []
@@ -148,7 +150,7 @@ class Transfer:
                 ) from exc
             memory = _validated(memory, number, self.config.max_content_bytes)
             vectors = [_unb64(v) for v in item.get("vectors") or []] if same_model else None
-            if vectors is not None and any(len(v) != self.core.embedder.dimensions for v in vectors):
+            if vectors is not None and any(len(v) != self.core.embedding.embedder.dimensions for v in vectors):
                 vectors = None
             records.append((memory, vectors or None))
         existing = self.store.get_many([m.id for m, _ in records])
@@ -160,7 +162,11 @@ class Transfer:
                 continue
             todo.append((memory, vectors))
         need = [i for i, (_, v) in enumerate(todo) if v is None]
-        embedded = self.core.embed_records([self.core.embed_text(todo[i][0]) for i in need]) if need else []
+        embedded = (
+            self.core.embedding.embed_records([self.core.embedding.embed_text(todo[i][0]) for i in need])
+            if need
+            else []
+        )
         for i, vectors in zip(need, embedded, strict=True):
             todo[i] = (todo[i][0], vectors)
         # One transaction for everything: a failure leaves the store as it was.

@@ -41,6 +41,22 @@ SOURCE_FILTERS: dict[str, tuple[str, ...] | None] = {
     "markdown": ("markdown",),
 }
 
+#: What each source filter selects, in words; every help text and tool description uses these,
+#: so what a filter is said to return is what it returns.
+SOURCE_FILTER_LABELS: dict[str, str] = {
+    "all": "everything, stored memories included",
+    "documents": "PDF, text and Markdown files",
+    "sheets": "spreadsheets",
+    "chat": "chat exports and conversation history",
+    "markdown": "Markdown notes only",
+}
+
+
+def describe_source_filters(names: tuple[str, ...] = ("sheets", "documents", "chat", "markdown")) -> str:
+    """The filters as ``name (what it selects)``, comma-separated, for help texts."""
+    return ", ".join(f"{name} ({SOURCE_FILTER_LABELS[name]})" for name in names)
+
+
 #: Accepted ``kind`` values and the reader each maps to.
 KIND_ALIASES: dict[str, str] = {
     "text": "text",
@@ -207,10 +223,12 @@ __all__ = [
     "KIND_ALIASES",
     "READER_VERSION",
     "SOURCE_FILTERS",
+    "SOURCE_FILTER_LABELS",
     "SOURCE_TYPES",
     "Chunk",
     "Parsed",
     "ReadOptions",
+    "describe_source_filters",
     "detect_kind",
     "normalize_kind",
     "read",

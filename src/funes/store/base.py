@@ -227,8 +227,9 @@ class Store(Protocol):
         lease_seconds: float,
         kinds: Sequence[str] | None = None,
         dead_workers: Sequence[str] = (),
+        exclude: Sequence[str] = (),
     ) -> Job | None:
-        """Atomically take the next ready job under a lease."""
+        """Atomically take the next ready job under a lease (never one of ``exclude``)."""
         ...
 
     def extend_job_lease(self, job_id: str, worker: str, until: datetime) -> bool:
@@ -245,6 +246,10 @@ class Store(Protocol):
 
     def retry_job(self, job_id: str, *, now: datetime) -> Job | None:
         """Queue a finished job again."""
+        ...
+
+    def expedite_jobs(self, kind: str, now: datetime) -> int:
+        """Make the queued jobs of a kind due now."""
         ...
 
     def get_job(self, job_id: str) -> Job | None:
@@ -267,6 +272,66 @@ class Store(Protocol):
 
     def trim_jobs(self, before: datetime) -> int:
         """Delete jobs that finished before ``before``."""
+        ...
+
+    # -- conversations and cleanup (each joins the caller's transaction when there is one) --------
+    def append_message(
+        self,
+        tenant: str,
+        session_id: str,
+        message_id: str,
+        role: str,
+        content: str,
+        tool_calls: Sequence[Any],
+        tool_call_id: str | None,
+        at: datetime,
+        record_ids: Sequence[str],
+    ) -> int:
+        """Append a message to a session; returns its sequence number."""
+        ...
+
+    def add_usage(
+        self,
+        tenant: str,
+        session_id: str,
+        message_id: str | None,
+        at: datetime,
+        model: str | None,
+        prompt_tokens: int,
+        completion_tokens: int,
+        context_window: int | None,
+    ) -> None:
+        """Record one model call's token usage."""
+        ...
+
+    def clear_session(self, tenant: str, session_id: str, at: datetime, reason: str) -> dict[str, Any]:
+        """Remove a session's unpinned records, messages, usage and row; logged."""
+        ...
+
+    def clear(
+        self,
+        tenant: str,
+        *,
+        session_id: str | None = None,
+        project_id: str | None = None,
+        user_id: str | None = None,
+        at: datetime,
+        reason: str,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Remove a session's, a project's or the tenant's data in one transaction, logged; returns counts."""
+        ...
+
+    def reclaim_space(self) -> tuple[int, int]:
+        """Give free pages back to the file system; (bytes before, after)."""
+        ...
+
+    def record_reclaimed(self, log_id: int, reclaimed: int) -> None:
+        """Set the bytes a cleanup freed on its log row."""
+        ...
+
+    def cleanup_log(self, tenant: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest cleanup-log rows."""
         ...
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
+from ..errors import BackendUnavailable, Conflict, DependencyMissing, StoreCorrupt
 
 _DRIVER: ModuleType | None = None
 CACHE_KIB = 128 * 1024  # page cache per connection, in KiB (allocated as used)
@@ -207,6 +207,38 @@ class Database:
                     raise _translate(self.path, exc) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+    def vacuum(self) -> tuple[int, int]:
+        """Reclaim free pages (incremental vacuum if enabled, else VACUUM); (database bytes before, after)."""
+        with self._lock:
+            if self._depth:
+                raise Conflict(
+                    "Space cannot be reclaimed inside a transaction.",
+                    hint="Reclaim it after the transaction commits.",
+                )
+            conn = self._writer
+            try:
+                before = self._size(conn)
+                if int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2:
+                    conn.execute("PRAGMA incremental_vacuum").fetchall()
+                else:
+                    conn.execute("VACUUM")
+                # The rewritten pages sit in the WAL until a checkpoint; truncate it so the disk shrinks now.
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                after = self._size(conn)
+            except self.error as exc:
+                if is_locked(exc):
+                    raise BackendUnavailable(
+                        f"Another process is using {self.path}, so its space could not be reclaimed now.",
+                        hint="Nothing is lost: the space is reused by new data, and the next clear reclaims it.",
+                    ) from exc
+                raise _translate(self.path, exc) from exc
+            return before, after
+
+    @staticmethod
+    def _size(conn: Any) -> int:
+        pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+        return pages * int(conn.execute("PRAGMA page_size").fetchone()[0])
 
     def translate(self, exc: Exception) -> Exception:
         """A driver error as a Funes error where one fits."""

@@ -46,6 +46,7 @@ from ..models import (
 from .base import AccessEvent, Visibility, vis_key
 from .connection import Database
 from .sqlite_cjk import CjkTables, cjk_runs
+from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_jobs import JobTables
 from .sqlite_rows import (
@@ -73,7 +74,7 @@ _AWAITED = (
 )
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables, CjkTables):
+class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, CjkTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(

@@ -101,8 +101,12 @@ class JobTables:
         lease_seconds: float,
         kinds: Sequence[str] | None = None,
         dead_workers: Sequence[str] = (),
+        exclude: Sequence[str] = (),
     ) -> Job | None:
-        """Take the next ready job: queued and due, or running under an expired lease or a dead worker."""
+        """Take the next ready job: queued and due, or running under an expired lease or a dead worker.
+
+        ``exclude`` names jobs not to take (those a drain already tried once).
+        """
         stamp = to_epoch(now)
         assert stamp is not None
         where = "(status = 'queued' AND run_after <= ?) OR (status = 'running' AND lease_until < ?)"
@@ -111,8 +115,11 @@ class JobTables:
             where += f" OR (status = 'running' AND locked_by IN ({', '.join('?' for _ in dead_workers)}))"
             params.extend(dead_workers)
         kind_sql = ""
+        if exclude:
+            kind_sql += f" AND id NOT IN ({', '.join('?' for _ in exclude)})"
+            params.extend(exclude)
         if kinds:
-            kind_sql = f" AND kind IN ({', '.join('?' for _ in kinds)})"
+            kind_sql += f" AND kind IN ({', '.join('?' for _ in kinds)})"
             params.extend(kinds)
         with self.db.write() as conn:
             row = conn.execute(
@@ -178,6 +185,17 @@ class JobTables:
                 (stamp, stamp, job_id),
             ).fetchone()
         return _job(row) if row is not None else None
+
+    def expedite_jobs(self, kind: str, now: datetime) -> int:
+        """Make every queued job of ``kind`` due now (its cause of waiting is gone); returns how many."""
+        stamp = to_epoch(now)
+        with self.db.write() as conn:
+            return int(
+                conn.execute(
+                    "UPDATE jobs SET run_after = ? WHERE kind = ? AND status = 'queued' AND run_after > ?",
+                    (stamp, kind, stamp),
+                ).rowcount
+            )
 
     def get_job(self, job_id: str) -> Job | None:
         """A job by id."""

@@ -1,8 +1,9 @@
 """SQLite tables of sessions, messages, usage and the cleanup log (see sql/003_sessions.sql).
 
 A message row and the ``message`` records that index it are written in one
-transaction by the service (``with store.db.write() as conn``), through the
-``_``-prefixed methods here that take the open connection. Session ids are
+transaction by the service: ``with store.transaction():`` around
+:meth:`SessionTables.append_message`, ``put`` and :meth:`SessionTables.add_usage`
+(each opens a nested write, which becomes a savepoint). Session ids are
 unique within a tenant, like every other visibility key.
 """
 
@@ -194,10 +195,9 @@ class SessionTables:
         params.append(limit)
         return [_session(r) for r in self.db.reader().execute(sql, params)]
 
-    # -- messages (inside the caller's transaction) --------------------------------
-    def _insert_message(
+    # -- messages ------------------------------------------------------------------
+    def append_message(
         self,
-        conn: Any,
         tenant: str,
         session_id: str,
         message_id: str,
@@ -208,37 +208,38 @@ class SessionTables:
         at: datetime,
         record_ids: Sequence[str],
     ) -> int:
-        """Append a message; returns its sequence number in the session."""
-        seq = conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE tenant = ? AND session_id = ?", (tenant, session_id)
-        ).fetchone()[0]
-        conn.execute(
-            f"INSERT INTO messages (tenant, {_MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                tenant,
-                message_id,
-                session_id,
-                seq,
-                role,
-                content,
-                json.dumps([t.to_dict() for t in tool_calls], ensure_ascii=False),
-                tool_call_id,
-                to_epoch(at),
-                json.dumps(list(record_ids)),
-            ),
-        )
-        conn.execute(
-            # A session's activity is its newest message: an imported, back-dated
-            # conversation is as idle as its messages say, not as new as the import.
-            "UPDATE sessions SET last_activity = CASE WHEN message_count = 0 THEN ? ELSE MAX(last_activity, ?) END, "
-            "message_count = message_count + 1 WHERE tenant = ? AND id = ?",
-            (to_epoch(at), to_epoch(at), tenant, session_id),
-        )
+        """Append a message to a session (in the caller's transaction if any); returns its sequence number."""
+        with self.db.write() as conn:
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE tenant = ? AND session_id = ?",
+                (tenant, session_id),
+            ).fetchone()[0]
+            conn.execute(
+                f"INSERT INTO messages (tenant, {_MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    tenant,
+                    message_id,
+                    session_id,
+                    seq,
+                    role,
+                    content,
+                    json.dumps([t.to_dict() for t in tool_calls], ensure_ascii=False),
+                    tool_call_id,
+                    to_epoch(at),
+                    json.dumps(list(record_ids)),
+                ),
+            )
+            conn.execute(
+                # A session's activity is its newest message: an imported, back-dated
+                # conversation is as idle as its messages say, not as new as the import.
+                "UPDATE sessions SET last_activity = CASE WHEN message_count = 0 THEN ? "
+                "ELSE MAX(last_activity, ?) END, message_count = message_count + 1 WHERE tenant = ? AND id = ?",
+                (to_epoch(at), to_epoch(at), tenant, session_id),
+            )
         return int(seq)
 
-    def _insert_usage(
+    def add_usage(
         self,
-        conn: Any,
         tenant: str,
         session_id: str,
         message_id: str | None,
@@ -248,15 +249,17 @@ class SessionTables:
         completion_tokens: int,
         context_window: int | None,
     ) -> None:
-        conn.execute(
-            "INSERT INTO usage (tenant, session_id, message_id, at, model, prompt_tokens, completion_tokens, "
-            "context_window) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (tenant, session_id, message_id, to_epoch(at), model, prompt_tokens, completion_tokens, context_window),
-        )
-        conn.execute(
-            "UPDATE sessions SET last_activity = MAX(last_activity, ?) WHERE tenant = ? AND id = ?",
-            (to_epoch(at), tenant, session_id),
-        )
+        """Record one model call's token usage (in the caller's transaction if any)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO usage (tenant, session_id, message_id, at, model, prompt_tokens, completion_tokens, "
+                "context_window) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (tenant, session_id, message_id, to_epoch(at), model, prompt_tokens, completion_tokens, context_window),
+            )
+            conn.execute(
+                "UPDATE sessions SET last_activity = MAX(last_activity, ?) WHERE tenant = ? AND id = ?",
+                (to_epoch(at), tenant, session_id),
+            )
 
     def messages(
         self, tenant: str, session_id: str, *, limit: int | None = None, before_seq: int | None = None
@@ -321,6 +324,11 @@ class SessionTables:
             ) GROUP BY tenant, sid HAVING last < ? ORDER BY last"""
         rows = self.db.reader().execute(sql, [*params, *params, stamp]).fetchall()
         return [(str(t), str(s)) for t, s, _ in rows]
+
+    def clear_session(self, tenant: str, session_id: str, at: datetime, reason: str) -> dict[str, Any]:
+        """Remove a session's unpinned records, messages, usage and row, and log it (in the caller's transaction if any)."""
+        with self.db.write() as conn:
+            return self._clear_session(conn, tenant, session_id, at, reason)
 
     def _clear_session(self, conn: Any, tenant: str, session_id: str, at: datetime, reason: str) -> dict[str, Any]:
         """Remove a session's unpinned session-scope records, its messages, usage and row; log it."""

@@ -144,7 +144,7 @@ def doctor(state: State, as_json: bool) -> None:
     extra: dict[str, Any] = {}
     try:
         f = state.reader()
-        health = f.core.health()
+        health = f.health()
         problems, notes = health["problems"], health["notes"]
         extra = {"pending_vectors": health["pending_vectors"], "jobs": health["jobs"]}
         path = f.store.path

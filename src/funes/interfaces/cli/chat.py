@@ -33,6 +33,25 @@ def _read_json_file(path: str, what: str) -> Any:
         ) from exc
 
 
+def _parse_messages(text: str) -> Any:
+    """Messages from a JSON list, an object with "messages", or JSON lines."""
+    from ...errors import InvalidInput
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            value = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(
+                f"The messages are not JSON ({exc}).",
+                hint='Give a JSON list like [{"role": "user", "content": "hi"}], or one message per line.',
+            ) from exc
+    if isinstance(value, dict) and "messages" in value:
+        value = value["messages"]
+    return value
+
+
 def _message_line(m: Message) -> str:
     calls = f"  [tool calls: {', '.join(t.name for t in m.tool_calls)}]" if m.tool_calls else ""
     stamp = m.created_at.strftime("%Y-%m-%d %H:%M") if m.created_at else ""
@@ -103,6 +122,37 @@ def register(group: click.Group) -> None:
         session = f.session(session_id, project=state.project)
         message = session.add_message(role, text, tool_calls=calls, tool_call_id=tool_call_id, usage=usage)
         emit(as_json, message.to_dict(), f"Added #{message.seq} ({role}) to session {session.id}.")
+
+    @chat.command(name="import")
+    @click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+    @click.option("--session", "session_id", required=True, help="Session id (created if new).")
+    @json_option
+    @pass_state
+    def chat_import(state: State, file: str | None, session_id: str, as_json: bool) -> None:
+        """Add a whole conversation to a session in one transaction.
+
+        FILE (or stdin) holds OpenAI or Anthropic messages: a JSON list, an
+        object with "messages", or one message per line (JSONL). Nothing is
+        stored if any message is invalid.
+        """
+        if file in (None, "-"):
+            text = read_text_arg(None, "messages file")
+        else:
+            try:
+                text = Path(file).read_text(encoding="utf-8")
+            except OSError as exc:
+                from ...errors import InvalidInput
+
+                raise InvalidInput(f"Cannot read {file}: {exc.strerror}.", hint="Check the path.") from exc
+        messages = _parse_messages(text)
+        f = state.funes()
+        session = f.session(session_id, project=state.project)
+        added = session.add_messages(messages)
+        emit(
+            as_json,
+            {"session": session.id, "messages": [m.to_dict() for m in added]},
+            f"Added {len(added)} messages (#{added[0].seq}-#{added[-1].seq}) to session {session.id}.",
+        )
 
     @chat.command(name="history")
     @click.argument("session_id")

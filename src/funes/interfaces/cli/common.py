@@ -126,6 +126,12 @@ def describe(memory: Memory) -> str:
     if memory.metadata:
         lines.append("metadata:     " + json.dumps(memory.metadata, ensure_ascii=False))
     lines += ["", memory.content]
+    if memory.previous_versions:
+        # Newest first: the version just replaced is the one people look for.
+        lines += ["", "previous versions:"]
+        for old in reversed(memory.previous_versions):
+            lines.append(f"  version {old.version}  {old.updated_at.isoformat()}  importance {old.importance:.2f}")
+            lines += [f"    {line}" for line in old.content.splitlines() or [""]]
     return "\n".join(lines)
 
 

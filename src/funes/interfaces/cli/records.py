@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
 
+from ...ingest import describe_source_filters
 from .common import (
     MEMORY_TYPES,
     SCOPES,
@@ -48,6 +50,13 @@ def register(group: click.Group) -> None:
 @click.option("--expires", help="Expiry date, ISO-8601 (e.g. 2026-12-31).")
 @click.option("--ref", "refs", multiple=True, help="External reference TYPE:ID (repeatable).")
 @click.option("--meta", "meta", multiple=True, help="Metadata KEY=VALUE (repeatable).")
+@click.option(
+    "--many",
+    is_flag=True,
+    help="Remember one item per line of stdin (or of the file CONTENT): plain text, or a JSON object "
+    'like {"content": "...", "type": "decision"}; the other options are defaults. One transaction.',
+)
+@click.option("--atomic", is_flag=True, help="With --many: store nothing if any line is invalid.")
 @json_option
 @pass_state
 def add(
@@ -64,10 +73,14 @@ def add(
     expires: str | None,
     refs: tuple[str, ...],
     meta: tuple[str, ...],
+    many: bool,
+    atomic: bool,
     as_json: bool,
 ) -> None:
     """Remember something. CONTENT is read from stdin when piped."""
-    text = read_text_arg(content, "content to remember")
+    if atomic and not many:
+        raise click.UsageError("--atomic goes with --many.")
+    text = _read_items(content) if many else read_text_arg(content, "content to remember")
     references = []
     for r in refs:
         if ":" not in r:
@@ -80,6 +93,29 @@ def add(
         k, v = item.split("=", 1)
         metadata[k] = v
     f = state.funes()
+    if many:
+        defaults: dict[str, Any] = {
+            "type": type_,
+            "importance": importance,
+            "scope": scope,
+            "project": project or state.project,
+            "session": session,
+            "title": title,
+            "topic": topic,
+            "pinned": pin,
+            "expires_at": expires,
+            "metadata": metadata,
+            "references": references,
+        }
+        results = f.remember_many(_parse_items(text), atomic=atomic, **defaults)
+        lines = [
+            f"item {r.index + 1}: {r.status} {r.memory.id}" if r.memory else f"item {r.index + 1}: error: {r.error}"
+            for r in results
+        ]
+        emit(as_json, [r.to_dict() for r in results], "\n".join(lines))
+        if any(r.status == "error" for r in results):
+            sys.exit(1)
+        return
     memory = f.remember(
         text,
         type=type_,
@@ -97,6 +133,37 @@ def add(
     emit(as_json, memory.to_dict(), lambda: f"Remembered {memory.id} ({memory.memory_type}, {memory.scope}).")
 
 
+def _read_items(source: str | None) -> str:
+    """The lines for --many: from stdin ('-' or no CONTENT), or from the file CONTENT names."""
+    if source in (None, "-"):
+        return read_text_arg(None, "items (one per line)")
+    try:
+        with open(source, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        from ...errors import InvalidInput
+
+        raise InvalidInput(f"Cannot read {source}: {exc.strerror}.", hint="With --many, CONTENT is a file.") from exc
+
+
+def _parse_items(text: str) -> list[Any]:
+    """One item per non-blank line: a JSON object is a record's fields, anything else is its text."""
+    items: list[Any] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                items.append(json.loads(line))
+                continue
+            except json.JSONDecodeError:
+                pass  # text that happens to start with a brace
+        items.append(line)
+    if not items:
+        raise click.UsageError("No items: give one per line.")
+    return items
+
+
 @click.command()
 @click.argument("query", required=False)
 @click.option("--limit", "-n", type=int, help="Most hits to return (default 10).")
@@ -111,7 +178,8 @@ def add(
     "--source-type",
     "source_types",
     multiple=True,
-    help="Only records from these sources: documents, sheets, chat, markdown, or a type (pdf, sheet, text, user, agent, import).",
+    help=f"Only records from these sources: {describe_source_filters()}; "
+    "or a source type (pdf, sheet, text, markdown, chat, user, agent, import).",
 )
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
@@ -279,17 +347,33 @@ def edit(
 
 
 @click.command()
-@click.argument("memory_ids", nargs=-1, required=True)
+@click.argument("memory_ids", nargs=-1)
+@click.option(
+    "--ignore-missing",
+    is_flag=True,
+    help="Forget the ids that exist and list the others (default: all or nothing).",
+)
 @json_option
 @pass_state
-def rm(state: State, memory_ids: tuple[str, ...], as_json: bool) -> None:
-    """Forget memories by id."""
-    f = state.reader()
-    ids = list(dict.fromkeys(memory_ids))
-    for memory_id in ids:
-        f.get(memory_id)  # all ids must exist before anything is forgotten: no half-done rm
-    removed = [f.forget(i).id for i in ids]
-    emit(as_json, {"removed": removed}, lambda: "\n".join(f"Forgot {i}." for i in removed))
+def rm(state: State, memory_ids: tuple[str, ...], ignore_missing: bool, as_json: bool) -> None:
+    """Forget memories by id. With no ids (or '-'), reads them from stdin: one per line or space-separated."""
+    ids = list(memory_ids)
+    if not ids or ids == ["-"]:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError(
+                "Give the ids to forget, or pipe them on stdin "
+                "(e.g. `funes list --json | jq -r '.items[].id' | funes rm`)."
+            )
+        ids = sys.stdin.read().split()
+        if not ids:
+            raise click.UsageError("No ids on stdin: pipe one id per line.")
+    # All or nothing by default, so a typo never leaves a half-done rm.
+    result = state.reader().forget_many(ids, atomic=not ignore_missing)
+    data: dict[str, Any] = {"removed": [m.id for m in result.deleted]}
+    if result.not_found:
+        data["not_found"] = list(result.not_found)
+    lines = [f"Forgot {m.id}." for m in result.deleted] + [f"Not found: {i}." for i in result.not_found]
+    emit(as_json, data, "\n".join(lines))
 
 
 @click.command()
