@@ -27,3 +27,17 @@ def test_search_still_fills_the_limit_after_collapsing(mem: funes.Funes) -> None
     assert len(hits) == 5
     sources = [h.memory.source.locator["message_id"] for h in hits if h.memory.source]
     assert len(set(sources)) == 5
+
+
+def test_as_of_searches_as_of_that_time(mem: funes.Funes) -> None:
+    session = mem.session("history")
+    early = session.add_message("user", "We picked Lisbon for the team offsite", at="2023-01-10T10:00:00Z")
+    late = session.add_message("user", "We moved the team offsite to Porto", at="2023-06-10T10:00:00Z")
+    then = mem.search("team offsite", as_of="2023-02-01T00:00:00Z", min_relevance=0)
+    assert [h.memory.id for h in then] == list(early.record_ids)
+    now = mem.search("team offsite", min_relevance=0)
+    assert {h.memory.id for h in now} == {*early.record_ids, *late.record_ids}
+    # Recency is measured from as_of: just after the second message, it is the fresher one.
+    after = mem.search("team offsite", as_of="2023-06-11T00:00:00Z", min_relevance=0)
+    boosts = {h.memory.id: h.explanation.boosts["recency"] for h in after}
+    assert boosts[late.record_ids[0]] > boosts[early.record_ids[0]] > 1.0

@@ -16,6 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
@@ -633,6 +634,7 @@ class Core:
         limit: int | None = None,
         track: bool = True,
         agent: str | None = None,
+        as_of: datetime | str | None = None,
     ) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
@@ -645,6 +647,10 @@ class Core:
         under ``min_relevance`` are dropped (default: the
         ``search_min_relevance`` setting; pass 0 to keep every ranked hit), so
         an empty result means nothing relevant was found.
+
+        ``as_of`` searches as of that time, not the wall clock: records created
+        later are left out, and recency and expiry are measured from it (so
+        imported history from 2023 is not all "old").
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
@@ -671,6 +677,11 @@ class Core:
             tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until
         )
         now = utcnow()
+        when = as_time(as_of, "as_of")
+        if when is not None:
+            before = filters.created_before
+            filters = replace(filters, created_before=when if before is None else min(before, when))
+            now = when
         hits = self._search(query, filters, now, limit, min_similarity, project)
         floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
         if floor > 0:

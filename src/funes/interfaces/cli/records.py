@@ -184,6 +184,7 @@ def _parse_items(text: str) -> list[Any]:
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
 @click.option("--until", help="Created at or before (ISO-8601).")
+@click.option("--as-of", "as_of", help="Search as of this time (ISO-8601): later records left out, recency from it.")
 @click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
 @click.option(
     "--min-relevance",
@@ -206,6 +207,7 @@ def search(
     source_ids: tuple[str, ...],
     since: str | None,
     until: str | None,
+    as_of: str | None,
     min_similarity: float | None,
     min_relevance: float | None,
     explain: bool,
@@ -231,6 +233,7 @@ def search(
         until=until,
         min_similarity=min_similarity,
         min_relevance=min_relevance,
+        as_of=as_of,
     )
 
     def text_out() -> str:
