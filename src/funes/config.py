@@ -124,6 +124,13 @@ register("boost_team", 1.3, float, "Score multiplier for team-scope records.")
 register("importance_weight", 0.5, float, "How much importance moves the score: multiplier 1 + w*(importance-0.5).")
 register("recency_weight", 0.2, float, "How much recency moves the score: multiplier 1 + w*2^(-age/half_life).")
 register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.")
+register(
+    "search_min_relevance",
+    0.02,
+    float,
+    "Calibrated relevance (0-1) a search hit needs to be returned by default; 0 keeps every ranked hit "
+    "(docs/benchmarks.md: the held-out trade-off behind 0.02).",
+)
 register("auto_min_similarity", 0.4, float, "Minimum cosine similarity for automatic context retrieval.")
 register(
     "strong_keyword_rank",
@@ -223,6 +230,13 @@ register(
     0.0,
     float,
     "Minimum cosine for agent-tool search results (strong keyword hits stay); 0 keeps every ranked hit.",
+)
+register(
+    "tool_min_relevance",
+    0.008,
+    float,
+    "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit. "
+    "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",
 )
 register(
     "tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters."

@@ -16,6 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
@@ -56,6 +57,7 @@ from .record_input import (
     remember_fields,
     with_entity_filters,
 )
+from .relevance import CALIBRATED_MODELS, relevance_judge
 from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
 from .store import AccessEvent, Store, vis_key
@@ -669,12 +671,14 @@ class Core:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         min_similarity: float | None = None,
+        min_relevance: float | None = None,
         limit: int | None = None,
         track: bool = True,
         agent: str | None = None,
         entity_types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None,
         refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
+        as_of: datetime | str | None = None,
     ) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
@@ -683,6 +687,15 @@ class Core:
         strong keyword matches. Expired records are never returned. Each hit
         updates the record's access counters and the access log.
         ``entity_types``, ``entity_ids`` and ``refs`` narrow it as in :meth:`list`.
+
+        Every hit carries a calibrated ``relevance`` (funes.relevance); hits
+        under ``min_relevance`` are dropped (default: the
+        ``search_min_relevance`` setting; pass 0 to keep every ranked hit), so
+        an empty result means nothing relevant was found.
+
+        ``as_of`` searches as of that time, not the wall clock: records created
+        later are left out, and recency and expiry are measured from it (so
+        imported history from 2023 is not all "old").
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
@@ -696,6 +709,10 @@ class Core:
         limit = self.config.search_limit if limit is None else int(limit)
         if not 1 <= limit <= 1000:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
+        if min_relevance is not None and not 0.0 <= float(min_relevance) <= 1.0:
+            raise InvalidInput(
+                f"min_relevance {min_relevance} is out of range.", hint="Use a probability from 0 to 1, e.g. 0.3."
+            )
         if min_similarity is not None and not -1.0 <= float(min_similarity) <= 1.0:
             raise InvalidInput(
                 f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
@@ -706,7 +723,15 @@ class Core:
         )
         filters = with_entity_filters(filters, entity_types, entity_ids, refs)
         now = utcnow()
+        when = as_time(as_of, "as_of")
+        if when is not None:
+            before = filters.created_before
+            filters = replace(filters, created_before=when if before is None else min(before, when))
+            now = when
         hits = self._search(query, filters, now, limit, min_similarity, project)
+        floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
+        if floor > 0:
+            hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
         if track:
             self.track(
                 [
@@ -787,17 +812,47 @@ class Core:
                 hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
                 "e.g. `funes config set fusion convex`.",
             ) from exc
-        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit)
-        records = self.store.get_many([s.id for s in scored])
-        # A record deleted between the two reads is left out, not half-shown.
-        return SearchResults(
-            (
-                SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation)
-                for s in scored
-                if s.id in records
-            ),
-            degraded=degraded,
-        )
+        # Rank more than asked: parts of one message collapse into one hit below, so
+        # records are decoded a batch at a time until the limit is filled.
+        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
+        terms = query_terms(query)
+        judge = relevance_judge(terms, *self.store.term_stats(terms), has_vector=vector is not None)
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        for start in range(0, len(scored), limit):
+            batch = scored[start : start + limit]
+            records = self.store.get_many([s.id for s in batch])
+            for s in batch:
+                memory = records.get(s.id)
+                if memory is None:
+                    continue  # deleted between the two reads: left out, not half-shown
+                message = _message_of(memory)
+                if message is not None:
+                    if message in seen:
+                        continue  # a long message's better part is already a hit: one message, one hit
+                    seen.add(message)
+                hits.append(SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory)))
+                if len(hits) == limit:
+                    return SearchResults(hits, degraded=degraded)
+        return SearchResults(hits, degraded=degraded)
+
+    def relevance_calibrated(self) -> bool:
+        """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""
+        ident = self.store.identity()
+        return ident is not None and ident.model_id in CALIBRATED_MODELS
+
+    def default_min_relevance(self) -> float:
+        """The relevance floor of explicit search: the setting, or 0 when the embedder is not calibrated."""
+        # With another model's cosines the constants do not hold: rank, but drop nothing on them.
+        return float(self.config.search_min_relevance) if self.relevance_calibrated() else 0.0
+
+
+def _message_of(memory: Memory) -> str | None:
+    """The chat message a record is a part of (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    message = memory.source.locator.get("message_id")
+    return str(message) if message else None
 
 
 def _by_time(batch: Sequence[tuple[AccessEvent, datetime]]) -> Iterator[tuple[datetime, list[AccessEvent]]]:

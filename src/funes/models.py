@@ -436,6 +436,10 @@ class Explanation:
     score: float
     # Each leg's share of ``fused`` (they sum to it): keyword and vector.
     contributions: dict[str, float] = field(default_factory=dict)
+    # Calibrated probability that the hit answers the query (funes.relevance),
+    # and the hit's own signals it was computed from; None until computed.
+    relevance: float | None = None
+    signals: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -448,6 +452,8 @@ class Explanation:
             "boosts": self.boosts,
             "score": self.score,
             "contributions": self.contributions,
+            "relevance": self.relevance,
+            "signals": self.signals,
         }
 
 
@@ -470,10 +476,17 @@ class SearchHit:
         sim = self.explanation.vector_similarity
         return 0.0 if sim is None else sim
 
+    @property
+    def relevance(self) -> float:
+        """Calibrated probability that the hit answers the query (0 if not computed)."""
+        value = self.explanation.relevance
+        return 0.0 if value is None else value
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
             "score": self.score,
+            "relevance": self.relevance,
             "attribution": self.attribution,
             "explanation": self.explanation.to_dict(),
             "memory": self.memory.to_dict(),

@@ -244,6 +244,10 @@ class Conversations:
                         locator.update(part=part, parts=len(pieces))
                     memory = self.core.prepare(
                         piece,
+                        # The message's date is indexed with it (keyword leg only: in the embedded
+                        # text it lowered cosines under the context threshold), so "what did we
+                        # decide in May 2023" matches by date too.
+                        topic=f"{msg.at.day} {msg.at:%B %Y}",
                         type="conversation",
                         kind="message",
                         scope="session",
@@ -440,6 +444,9 @@ class Conversations:
             project=sess.project_id,
             session=sess.id,
             min_similarity=threshold,
+            # Automatic context keeps its own cosine threshold (auto_min_similarity, below);
+            # the explicit-search relevance floor does not apply twice (docs/benchmarks.md).
+            min_relevance=0,
             limit=limit,
             track=False,
         )
@@ -447,6 +454,9 @@ class Conversations:
         # included: on LoCoMo (bench/locomo_bench.py) the keyword exception added ~2 noise
         # items per off-topic question for no measurable recall.
         hits = [h for h in hits if (h.explanation.vector_similarity or -1.0) >= threshold]
+        # The message being answered is not its own "relevant history": apps often
+        # store it before building context, and it then matched itself at relevance 1.
+        hits = [h for h in hits if not (h.memory.session_id == sess.id and _part_of(h.memory.content, query))]
         recalled = [
             Recalled(h.memory, h.explanation.vector_similarity, "recalled") for h in hits if h.memory.kind == "message"
         ]
@@ -523,6 +533,7 @@ class Conversations:
                 source_types=None if source_id else [kind],
                 source_ids=[source_id] if source_id else None,
                 limit=limit * 3,
+                min_relevance=0,  # a document the user names is wanted whatever its relevance
                 track=False,
             )
             picked = [
@@ -682,3 +693,9 @@ class Conversations:
 
 
 __all__ = ["Conversations", "Session"]
+
+
+def _part_of(text: str, query: str) -> bool:
+    """Whether a stored message text is the query or one of its parts (a long message is split; short texts must equal)."""
+    part, asked = " ".join(text.split()), " ".join(query.split())
+    return part == asked or (len(part) >= 40 and part in asked)

@@ -303,13 +303,17 @@ class AgentTools:
                 label = f"{m.memory_type} · {label} · {m.scope}"
             lines.append(f"{n}. [{label}] {_snippet(m.content, limit)}")
             tail = f" · id: {m.id}" if with_ids else ""
-            lines.append(f"   Relevance: {_percent(hit.similarity)}%{tail}")
+            lines.append(f"   Relevance: {_percent(hit.relevance)}%{tail}")
             lines.append("")
         return lines
 
     @staticmethod
     def _hit_data(hits: list[SearchHit]) -> list[dict[str, Any]]:
-        return [{**_memory_brief(h.memory), "relevance": _percent(h.similarity) / 100, "score": h.score} for h in hits]
+        return [{**_memory_brief(h.memory), "relevance": _percent(h.relevance) / 100, "score": h.score} for h in hits]
+
+    def _tool_min_relevance(self) -> float:
+        # The setting applies where relevance is calibrated (the store's model); 0 elsewhere, as in search.
+        return float(self.config.tool_min_relevance) if self.core.relevance_calibrated() else 0.0
 
     def _tool_min_similarity(self) -> float | None:
         value = float(self.config.tool_min_similarity)
@@ -454,6 +458,7 @@ class AgentTools:
             kinds=AGENT_KINDS,
             limit=args.limit or 10,
             min_similarity=self._tool_min_similarity(),
+            min_relevance=self._tool_min_relevance(),
             agent=caller.agent_id,
             entity_types=[args.entity_type] if args.entity_type else None,
             entity_ids=[args.entity_id] if args.entity_id else None,
@@ -621,6 +626,7 @@ class AgentTools:
             source_types=_source_types(source_filter),
             limit=int(self.config.search_limit),
             min_similarity=self._tool_min_similarity(),
+            min_relevance=self._tool_min_relevance(),
             agent=caller.agent_id,
         )
         data = {

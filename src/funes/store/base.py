@@ -168,6 +168,10 @@ class Store(Protocol):
         """(memory id, cosine similarity), best first; exact KNN inside the filters."""
         ...
 
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Rows in the keyword index and how many contain each term (the IDF inputs of BM25)."""
+        ...
+
     def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
         """Stored vectors of the given records."""
         ...

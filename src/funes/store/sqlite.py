@@ -45,6 +45,7 @@ from ..models import (
 )
 from .base import AccessEvent, Visibility, vis_key
 from .connection import Database
+from .sqlite_cjk import CjkTables, cjk_runs
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
@@ -75,7 +76,7 @@ _AWAITED = (
 )
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables):
+class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(
@@ -440,6 +441,25 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
         now: datetime | None = None,
         common_ratio: float = 0.1,
     ) -> list[tuple[str, float]]:
+        """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text."""
+        words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio)
+        if not cjk_runs(terms):
+            return words
+        merged = dict(words)
+        for memory_id, score in self._cjk_search(self.db.reader(), terms, filters, limit, scan_cap, now):
+            merged[memory_id] = max(merged.get(memory_id, 0.0), score)
+        return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def _word_search(
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int,
+        now: datetime | None,
+        common_ratio: float,
+    ) -> list[tuple[str, float]]:
         """BM25 over the matches of the query's informative terms, best ``limit`` first.
 
         Terms are quoted, so no user text is ever parsed as FTS syntax. The
@@ -489,6 +509,16 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
         rows = conn.execute(sql, params).fetchall()
         rows.sort(key=lambda r: r[1])
         return [(r[0], -float(r[1])) for r in rows[:limit]]
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Rows in the keyword index and how many contain each term: BM25's IDF inputs (cached a while).
+
+        Counted over the whole store, as FTS5's bm25() counts them, so the
+        calibrated relevance's keyword signal reads the ranking's own
+        statistics (the per-tenant bound is in docs/benchmarks.md).
+        """
+        conn = self.db.reader()
+        return self._record_estimate(conn), {t: self._term_count(conn, t, None) for t in terms}
 
     def _informative_terms(
         self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float

@@ -147,7 +147,10 @@ def hit_line(n: int, hit: SearchHit) -> str:
     if ex.vector_rank is not None:
         why.append(f"vec#{ex.vector_rank}")
     sim = f"{hit.similarity:.2f}" if ex.vector_similarity is not None else "-"
-    return f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  score={hit.score:.4f} cos={sim} {' '.join(why)}"
+    return (
+        f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
+        f"score={hit.score:.4f} cos={sim} {' '.join(why)}"
+    )
 
 
 class FunesCommandError(click.ClickException):

@@ -201,7 +201,13 @@ def _parse_items(text: str) -> list[Any]:
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
 @click.option("--until", help="Created at or before (ISO-8601).")
+@click.option("--as-of", "as_of", help="Search as of this time (ISO-8601): later records left out, recency from it.")
 @click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
+@click.option(
+    "--min-relevance",
+    type=click.FloatRange(0.0, 1.0),
+    help="Drop hits under this calibrated relevance (default: the search_min_relevance setting; 0 keeps all).",
+)
 @click.option("--explain", is_flag=True, help="Show the per-signal score breakdown.")
 @entity_filters
 @json_option
@@ -219,14 +225,20 @@ def search(
     source_ids: tuple[str, ...],
     since: str | None,
     until: str | None,
+    as_of: str | None,
     min_similarity: float | None,
+    min_relevance: float | None,
     explain: bool,
     entity_types: tuple[str, ...],
     entity_ids: tuple[str, ...],
     filter_refs: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Search memory by meaning and keywords. QUERY is read from stdin when piped."""
+    """Search memory by meaning and keywords. QUERY is read from stdin when piped.
+
+    Hits under the relevance floor are left out; when none passes, it says
+    "No relevant memories" and exits 0 (nothing relevant is an answer).
+    """
     text = read_text_arg(query, "search query")
     hits = state.funes().search(
         text,
@@ -244,11 +256,13 @@ def search(
         entity_types=entity_types or None,
         entity_ids=entity_ids or None,
         refs=filter_refs or None,
+        min_relevance=min_relevance,
+        as_of=as_of,
     )
 
     def text_out() -> str:
         if not hits:
-            return "No matches."
+            return "No relevant memories."
         lines = []
         for n, hit in enumerate(hits, 1):
             lines.append(hit_line(n, hit))
