@@ -170,10 +170,43 @@ class Documents:
         paths: Iterable[str | os.PathLike[str]],
         *,
         progress: ProgressCallback | None = None,
+        sync: bool = False,
         **options: Unpack[IngestOptions],
     ) -> IngestReport:
-        """Ingest files, folders (recursively) and globs; each failure is reported and the rest carry on."""
-        return self._ingest_items(expand_paths(paths), progress, dict(options))
+        """Ingest files, folders (recursively) and globs; each failure is reported and the rest carry on.
+
+        With ``sync``, each folder named is mirrored: documents ingested from
+        under it whose file no longer exists are removed with their chunks.
+        """
+        paths = list(paths)
+        report = self._ingest_items(expand_paths(paths), progress, dict(options))
+        if not sync:
+            return report
+        removed: list[IngestResult] = []
+        for raw in paths:
+            folder = Path(os.fspath(raw)).expanduser()
+            if folder.is_dir():
+                removed += self.prune_missing(folder, tenant=options.get("tenant"), user=options.get("user"))
+        return replace(report, results=(*report.results, *removed))
+
+    def prune_missing(
+        self, folder: str | os.PathLike[str] | None = None, *, tenant: str | None = None, user: str | None = None
+    ) -> list[IngestResult]:
+        """Remove the documents (under ``folder``, or all) whose file no longer exists; one result each."""
+        root = Path(folder).expanduser().resolve() if folder is not None else None
+        out: list[IngestResult] = []
+        for doc in self.documents(tenant=tenant, user=user):
+            path = Path(doc.uri)
+            # Bytes ingested under a name (stdin) have no file to miss.
+            if not path.is_absolute() or (root is not None and not path.is_relative_to(root)):
+                continue
+            if os.path.lexists(path):
+                continue
+            removed = self._doc_store().delete_document(doc.id)
+            out.append(
+                IngestResult(uri=doc.uri, name=doc.name, status="removed", document=replace(doc, chunk_count=removed))
+            )
+        return out
 
     def _ingest_items(
         self,
@@ -576,7 +609,12 @@ class Documents:
         user: str | None = None,
         progress: ProgressCallback | None = None,
     ) -> IngestReport:
-        """Re-read and rebuild several documents (all of the tenant's when ``refs`` is None)."""
+        """Re-read and rebuild several documents (all of the tenant's when ``refs`` is None).
+
+        Rebuilding all of them also removes those whose file no longer exists
+        (issue 11: a deleted note must stop turning up in searches).
+        """
+        pruned = self.prune_missing(tenant=tenant, user=user) if refs is None else []
         docs = (
             [self.document(r, tenant=tenant, user=user) for r in refs]
             if refs is not None
@@ -615,7 +653,8 @@ class Documents:
                 "metadata": doc.metadata.get("user"),
             }
 
-        return self._ingest_items(items, progress, options)
+        report = self._ingest_items(items, progress, options)
+        return replace(report, results=(*report.results, *pruned)) if pruned else report
 
 
 __all__ = [
