@@ -265,6 +265,7 @@ class Documents:
         force: bool = False,
         metadata: dict[str, Any] | None = None,
         on_chunks: Callable[[int, int], None] | None = None,
+        writes: list[Callable[[], None]] | None = None,
     ) -> tuple[IngestResult, FunesError | None]:
         started = time.monotonic()
         tenant_id = self.core.tenant_of(tenant)
@@ -390,10 +391,11 @@ class Documents:
                 "updated_at": to_epoch(now),
                 "indexed_at": to_epoch(now),
             }
-            with self.store.transaction():
-                store.replace_document(row, list(zip(records, vectors, strict=True)))
-                if pending:
-                    self.core.defer_vectors(pending, tenant_id)
+            swap = self._swap(row, list(zip(records, vectors, strict=True)), pending, tenant_id)
+            if writes is not None:
+                writes.append(swap)  # the caller swaps it in later, in its own transaction (a folder batch)
+            else:
+                swap()
         except FunesError as exc:
             return fail(exc)
         except Exception as exc:  # a reader bug on one odd file must not stop the others
@@ -417,6 +419,40 @@ class Documents:
             ),
             None,
         )
+
+    def _swap(
+        self,
+        row: dict[str, Any],
+        items: list[tuple[Memory, list[np.ndarray] | None]],
+        pending: list[str],
+        tenant: str,
+    ) -> Callable[[], None]:
+        def swap() -> None:
+            with self.store.transaction():
+                self._doc_store().replace_document(row, items)
+                if pending:
+                    self.core.defer_vectors(pending, tenant)
+
+        return swap
+
+    def prepare_paths(
+        self, paths: Iterable[str | os.PathLike[str]], **options: Unpack[IngestOptions]
+    ) -> tuple[IngestReport, Callable[[], None]]:
+        """Read and embed files now, and return a callable that swaps their chunks in.
+
+        The slow half of :meth:`ingest_paths`, for callers that write a batch
+        in one transaction of their own (folder sync jobs): call the returned
+        function inside ``store.transaction()``. Unchanged files need no write.
+        """
+        started = time.monotonic()
+        writes: list[Callable[[], None]] = []
+        results = [self._ingest_one(item, writes=writes, **options)[0] for item in expand_paths(paths)]
+
+        def apply() -> None:
+            for write in writes:
+                write()
+
+        return IngestReport(results=tuple(results), seconds=time.monotonic() - started), apply
 
     def _load_bytes(self, item: InputFile) -> bytes:
         limit = int(self.config.max_file_mb) * 1024 * 1024

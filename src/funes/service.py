@@ -12,6 +12,8 @@ The parts, innermost first (each may use only those before it):
 * ``maintenance`` (:class:`funes.maintenance.Maintenance`): stats, doctor, reindex, clear;
 * ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
+* ``memory_folders`` (:class:`funes.folders.Folders`): Markdown memory folders, sync and watch;
+* ``claude_memory`` (:class:`funes.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
 
@@ -29,8 +31,10 @@ from .core import Core
 from .documents import Documents
 from .embed import Embedder
 from .embedding import Embedding
+from .folders import Folders
 from .jobs import Jobs
 from .maintenance import Maintenance
+from .memory_tool import MemoryTool
 from .sessions import Conversations
 from .store import Store, open_store
 from .tools import AgentTools
@@ -68,6 +72,8 @@ class Funes:
         self.maintenance = Maintenance(self.core)
         self.docs = Documents(self.core)
         self.conversations = Conversations(self.core, self.docs)
+        self.memory_folders = Folders(self.core, self.docs, self.jobs)
+        self.claude_memory = MemoryTool(self.memory_folders)
         self.agent_tools = AgentTools(self.core, self.conversations)
         self.transfer = Transfer(self.core)
 
@@ -135,6 +141,17 @@ class Funes:
     remove_document = _delegate("docs", Documents.remove_document)
     reindex_document = _delegate("docs", Documents.reindex_document)
     reindex_documents = _delegate("docs", Documents.reindex_documents)
+
+    # -- memory folders ----------------------------------------------------------------------
+    add_folder = _delegate("memory_folders", Folders.add_folder)
+    folders = _delegate("memory_folders", Folders.folders)
+    folder = _delegate("memory_folders", Folders.folder)
+    remove_folder = _delegate("memory_folders", Folders.remove_folder)
+    default_folder = _delegate("memory_folders", Folders.default_folder)
+    sync = _delegate("memory_folders", Folders.sync)
+    folder_status = _delegate("memory_folders", Folders.status)
+    watch = _delegate("memory_folders", Folders.watch)
+    memory_tool = _delegate("claude_memory", MemoryTool.memory_tool)
 
     # -- conversations ----------------------------------------------------------------------
     session = _delegate("conversations", Conversations.session)

@@ -47,6 +47,7 @@ from .base import AccessEvent, Visibility, vis_key
 from .connection import Database
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
+from .sqlite_folders import FolderTables
 from .sqlite_jobs import JobTables
 from .sqlite_rows import (
     COLUMNS,
@@ -73,7 +74,7 @@ _AWAITED = (
 )
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
+class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, FolderTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(
