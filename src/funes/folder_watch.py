@@ -123,6 +123,8 @@ class FolderWatcher:
         with self._lock:
             pending = self._pending.setdefault(folder, _Pending(now, reason))
             pending.last = now
+            if reason != "change":
+                pending.reason = reason  # the folder itself went or came back: the batch is named for that
             pending.paths.update(paths)
 
     def lost(self, folder: str) -> None:
