@@ -266,6 +266,7 @@ class Documents:
         metadata: dict[str, Any] | None = None,
         on_chunks: Callable[[int, int], None] | None = None,
         writes: list[Callable[[], None]] | None = None,
+        keep: Callable[[Memory], bool] | None = None,
     ) -> tuple[IngestResult, FunesError | None]:
         started = time.monotonic()
         tenant_id = self.core.tenant_of(tenant)
@@ -344,6 +345,8 @@ class Documents:
             records = self._chunk_records(
                 parsed, chunks, item, doc_id, version, tenant_id, user_id, scope_name, project_id, session, metadata
             )
+            if keep is not None:  # e.g. a memory folder leaves out sections that are copies of stored memories
+                records = [m for m in records if keep(m)]
             vectors: list[list[np.ndarray] | None] = []
             texts = [self.core.embedding.embed_text(m) for m in records]
             try:
@@ -436,17 +439,22 @@ class Documents:
         return swap
 
     def prepare_paths(
-        self, paths: Iterable[str | os.PathLike[str]], **options: Unpack[IngestOptions]
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        keep: Callable[[Memory], bool] | None = None,
+        **options: Unpack[IngestOptions],
     ) -> tuple[IngestReport, Callable[[], None]]:
         """Read and embed files now, and return a callable that swaps their chunks in.
 
         The slow half of :meth:`ingest_paths`, for callers that write a batch
         in one transaction of their own (folder sync jobs): call the returned
         function inside ``store.transaction()``. Unchanged files need no write.
+        ``keep`` leaves out the chunks it returns False for.
         """
         started = time.monotonic()
         writes: list[Callable[[], None]] = []
-        results = [self._ingest_one(item, writes=writes, **options)[0] for item in expand_paths(paths)]
+        results = [self._ingest_one(item, writes=writes, keep=keep, **options)[0] for item in expand_paths(paths)]
 
         def apply() -> None:
             for write in writes:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from .errors import DependencyMissing, InvalidInput, NotFound
 from .ingest.paths import expand_paths
 from .ingest.results import IngestReport
-from .models import Job, format_time, from_epoch, new_id, to_epoch, utcnow
+from .models import Job, Memory, format_time, from_epoch, new_id, to_epoch, utcnow
 
 if TYPE_CHECKING:
     from .core import Core
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from .jobs import Jobs
 
 FOLDER_SYNC = "folder-sync"  # the job kind of a watcher batch
+# The marker of a section written back from a stored memory (see funes.capture).
+WRITTEN_BACK = re.compile(r"<!-- funes:(mem_[0-9A-Za-z]+) -->")
 SUFFIX = ".md"
 
 
@@ -340,6 +343,7 @@ class Folders:
         indexed = self._indexed(folder)
         report, swap_in = self.docs.prepare_paths(
             [*drift.new, *drift.changed],
+            keep=self._not_written_back,
             scope=folder.scope,
             project=folder.project_id,
             tenant=folder.tenant,
@@ -368,6 +372,15 @@ class Folders:
             return summary
 
         return drift, report, apply
+
+    def _not_written_back(self, chunk: Memory) -> bool:
+        """False for a section that is the Markdown copy of a stored memory (write-back), so it is indexed once."""
+        match = WRITTEN_BACK.search(chunk.content)
+        if match is None:
+            return True
+        memory = self.store.get(match.group(1))
+        # Edited by hand since it was written, the section is a note of its own.
+        return memory is None or memory.content not in chunk.content
 
     def sync(self, path: str | os.PathLike[str] | None = None, *, tenant: str | None = None) -> list[SyncReport]:
         """Reconcile folders with the index now (the named one, else every registered one, else the default)."""
@@ -448,8 +461,9 @@ class Folders:
                 on_batch(by_path[path], reason)
 
         self.jobs.start()
-        for folder in targets:
-            queue(folder.path, "start", ())
         with FolderWatcher(list(by_path), wait, queue) as watcher:
+            # Reconcile once the observer runs, so nothing changed in between goes unseen.
+            for folder in targets:
+                queue(folder.path, "start", ())
             while not stop.wait(0.1):
                 watcher.tick()

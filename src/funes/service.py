@@ -13,6 +13,7 @@ The parts, innermost first (each may use only those before it):
 * ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
 * ``memory_folders`` (:class:`funes.folders.Folders`): Markdown memory folders, sync and watch;
+* ``writeback`` (:class:`funes.capture.Capture`): remember to Markdown, ``<save_memory>`` capture;
 * ``claude_memory`` (:class:`funes.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from . import config as config_mod
+from .capture import Capture
 from .core import Core
 from .documents import Documents
 from .embed import Embedder
@@ -74,6 +76,7 @@ class Funes:
         self.conversations = Conversations(self.core, self.docs)
         self.memory_folders = Folders(self.core, self.docs, self.jobs)
         self.claude_memory = MemoryTool(self.memory_folders)
+        self.writeback = Capture(self.core, self.memory_folders)
         self.agent_tools = AgentTools(self.core, self.conversations)
         self.transfer = Transfer(self.core)
 
@@ -106,7 +109,7 @@ class Funes:
         self.close()
 
     # -- records (core) ----------------------------------------------------------------
-    remember = _delegate("core", Core.remember)
+    remember = _delegate("writeback", Capture.remember)  # the core's, plus to_markdown and tags
     remember_many = _delegate("core", Core.remember_many)
     prepare = _delegate("core", Core.prepare)
     get = _delegate("core", Core.get)
@@ -152,6 +155,8 @@ class Funes:
     folder_status = _delegate("memory_folders", Folders.status)
     watch = _delegate("memory_folders", Folders.watch)
     memory_tool = _delegate("claude_memory", MemoryTool.memory_tool)
+    capture = _delegate("writeback", Capture.capture)
+    write_back = _delegate("writeback", Capture.write_back)
 
     # -- conversations ----------------------------------------------------------------------
     session = _delegate("conversations", Conversations.session)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
-    for command in (folders, sync, status, watch, memory_tool):
+    for command in (folders, sync, status, watch, memory_tool, capture):
         group.add_command(command)
 
 
@@ -130,14 +130,21 @@ def status(state: State, path: str | None, as_json: bool) -> None:
 @click.command()
 @click.argument("path", required=False)
 @click.option("--debounce", type=float, help="Seconds changes must settle before a sync (default 1).")
+@json_option
 @pass_state
-def watch(state: State, path: str | None, debounce: float | None) -> None:
-    """Keep memory folders indexed as files change, until Ctrl-C (reconciles on start)."""
+def watch(state: State, path: str | None, debounce: float | None, as_json: bool) -> None:
+    """Keep memory folders indexed as files change, until Ctrl-C (reconciles on start).
+
+    Each settled batch of changes is a folder-sync job run by this process;
+    --json prints one JSON line per batch on stdout.
+    """
     f = state.funes(worker="on")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
     def told(folder: Folder, reason: str) -> None:
+        if as_json:
+            click.echo(json.dumps({"at": datetime.now().isoformat(), "folder": folder.path, "reason": reason}))
         click.echo(f"{datetime.now():%H:%M:%S} sync queued for {folder.path} ({reason})", err=True)
 
     click.echo("Watching; Ctrl-C stops.", err=True)
@@ -150,9 +157,10 @@ def watch(state: State, path: str | None, debounce: float | None) -> None:
 @click.command(name="memory-tool")
 @click.argument("command_json", required=False)
 @click.option("--folder", help="Memory folder (default: .funes/memory under the project root).")
+@json_option
 @pass_state
-def memory_tool(state: State, command_json: str | None, folder: str | None) -> None:
-    """Run one Claude memory-tool call (a JSON object, or piped) and print its result."""
+def memory_tool(state: State, command_json: str | None, folder: str | None, as_json: bool) -> None:
+    """Run one Claude memory-tool call (a JSON object, or piped) and print its result (exit 1 on an error)."""
     text = read_text_arg(command_json, "memory-tool call (JSON)")
     try:
         command: Any = json.loads(text)
@@ -161,6 +169,22 @@ def memory_tool(state: State, command_json: str | None, folder: str | None) -> N
             f'The call is not JSON ({exc.msg}); send e.g. {{"command": "view", "path": "/memories"}}.'
         ) from exc
     out = state.funes().memory_tool(command, folder=folder)
-    click.echo(out)
+    emit(as_json, {"result": out, "is_error": out.startswith("Error: ")}, out)
     if out.startswith("Error: "):
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("text", required=False)
+@click.option("--to-markdown", is_flag=True, help="Also append each memory to today's file in the memory folder.")
+@click.option("--folder", help="Memory folder for --to-markdown (default: .funes/memory under the project root).")
+@json_option
+@pass_state
+def capture(state: State, text: str | None, to_markdown: bool, folder: str | None, as_json: bool) -> None:
+    """Remember the <save_memory>...</save_memory> tags in TEXT (or piped text, e.g. a model's reply)."""
+    body = read_text_arg(text, "text with <save_memory> tags")
+    results = state.funes().capture(body, project=state.project, to_markdown=to_markdown, folder=folder)
+    lines = [f"{r.status} {r.memory.id}: {r.memory.content[:80]}" if r.memory else f"error: {r.error}" for r in results]
+    emit(as_json, [r.to_dict() for r in results], "\n".join(lines) or "No <save_memory> tags found.")
+    if any(r.status == "error" for r in results):
         sys.exit(1)
