@@ -14,6 +14,7 @@ The parts, innermost first (each may use only those before it):
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
 * ``memory_folders`` (:class:`funes.folders.Folders`): Markdown memory folders, sync and watch;
 * ``writeback`` (:class:`funes.capture.Capture`): remember to Markdown, ``<save_memory>`` capture;
+* ``tasks`` (:class:`funes.tasks.Tasks`): task summaries and their insights;
 * ``claude_memory`` (:class:`funes.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
@@ -39,6 +40,7 @@ from .maintenance import Maintenance
 from .memory_tool import MemoryTool
 from .sessions import Conversations
 from .store import Store, open_store
+from .tasks import Tasks
 from .tools import AgentTools
 from .transfer import Transfer
 
@@ -77,6 +79,7 @@ class Funes:
         self.memory_folders = Folders(self.core, self.docs, self.jobs)
         self.claude_memory = MemoryTool(self.memory_folders)
         self.writeback = Capture(self.core, self.memory_folders)
+        self.tasks = Tasks(self.core, self.memory_folders)
         self.agent_tools = AgentTools(self.core, self.conversations)
         self.transfer = Transfer(self.core)
 
@@ -157,6 +160,7 @@ class Funes:
     memory_tool = _delegate("claude_memory", MemoryTool.memory_tool)
     capture = _delegate("writeback", Capture.capture)
     write_back = _delegate("writeback", Capture.write_back)
+    record_task = _delegate("tasks", Tasks.record_task)
 
     # -- conversations ----------------------------------------------------------------------
     session = _delegate("conversations", Conversations.session)

@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
-    for command in (folders, sync, status, watch, memory_tool, capture):
+    for command in (folders, sync, status, watch, memory_tool, capture, record_task):
         group.add_command(command)
 
 
@@ -188,3 +189,53 @@ def capture(state: State, text: str | None, to_markdown: bool, folder: str | Non
     emit(as_json, [r.to_dict() for r in results], "\n".join(lines) or "No <save_memory> tags found.")
     if any(r.status == "error" for r in results):
         sys.exit(1)
+
+
+def _read_file(path: str | None, what: str) -> str:
+    if path is None:
+        return ""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path} ({exc.strerror})", param_hint=what) from exc
+
+
+@click.command(name="record-task")
+@click.option("--task", required=True, help="What the task was.")
+@click.option("--result", type=click.Choice(["ok", "failed"]), help="How it ended (default: from --exit-code).")
+@click.option("--exit-code", type=int, help="The task's exit code.")
+@click.option("--stdout", "stdout_file", help="File holding the task's output ('-' for stdin), analysed for insights.")
+@click.option("--stderr", "stderr_file", help="File holding the task's errors ('-' for stdin); kept in the summary.")
+@click.option("--folder", help="Memory folder (default: .funes/memory under the project root).")
+@json_option
+@pass_state
+def record_task(
+    state: State,
+    task: str,
+    result: str | None,
+    exit_code: int | None,
+    stdout_file: str | None,
+    stderr_file: str | None,
+    folder: str | None,
+    as_json: bool,
+) -> None:
+    """Append a task summary (commit, `git diff HEAD` files with hunk counts, result, errors) to today's file."""
+    record = state.funes().record_task(
+        task,
+        result=result,
+        exit_code=exit_code,
+        stdout=_read_file(stdout_file, "--stdout"),
+        stderr=_read_file(stderr_file, "--stderr"),
+        folder=folder,
+        project=state.project,
+    )
+
+    def text() -> str:
+        lines = [f"Recorded task {record.task_id} in {record.path} ({len(record.changes)} changed file(s))."]
+        lines += [f"  insight [{m.metadata.get('category')}] {m.content}" for m in record.insights]
+        lines += [f"  note: {w}" for w in record.warnings]
+        return "\n".join(lines)
+
+    emit(as_json, record.to_dict(), text)
