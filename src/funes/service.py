@@ -15,6 +15,7 @@ The parts, innermost first (each may use only those before it):
 * ``memory_folders`` (:class:`funes.folders.Folders`): Markdown memory folders, sync and watch;
 * ``writeback`` (:class:`funes.capture.Capture`): remember to Markdown, ``<save_memory>`` capture;
 * ``tasks`` (:class:`funes.tasks.Tasks`): task summaries and their insights;
+* ``agent_hooks`` (:class:`funes.hooks.Hooks`): Claude Code hooks (run and install);
 * ``claude_memory`` (:class:`funes.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
@@ -35,6 +36,7 @@ from .documents import Documents
 from .embed import Embedder
 from .embedding import Embedding
 from .folders import Folders
+from .hooks import Hooks
 from .jobs import Jobs
 from .maintenance import Maintenance
 from .memory_tool import MemoryTool
@@ -80,6 +82,7 @@ class Funes:
         self.claude_memory = MemoryTool(self.memory_folders)
         self.writeback = Capture(self.core, self.memory_folders)
         self.tasks = Tasks(self.core, self.memory_folders)
+        self.agent_hooks = Hooks(self.core, self.writeback, self.tasks)
         self.agent_tools = AgentTools(self.core, self.conversations)
         self.transfer = Transfer(self.core)
 
@@ -161,6 +164,8 @@ class Funes:
     capture = _delegate("writeback", Capture.capture)
     write_back = _delegate("writeback", Capture.write_back)
     record_task = _delegate("tasks", Tasks.record_task)
+    run_hook = _delegate("agent_hooks", Hooks.run_hook)
+    install_claude_code = _delegate("agent_hooks", Hooks.install_claude_code)
 
     # -- conversations ----------------------------------------------------------------------
     session = _delegate("conversations", Conversations.session)

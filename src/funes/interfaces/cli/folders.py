@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
-    for command in (folders, sync, status, watch, memory_tool, capture, record_task):
+    for command in (folders, sync, status, watch, memory_tool, capture, record_task, hooks):
         group.add_command(command)
 
 
@@ -239,3 +239,38 @@ def record_task(
         return "\n".join(lines)
 
     emit(as_json, record.to_dict(), text)
+
+
+@click.group()
+def hooks() -> None:
+    """Coding-agent hooks: install them (claude-code), or run one (what the agent calls)."""
+
+
+@hooks.command(name="install")
+@click.argument("agent", type=click.Choice(["claude-code"]))
+@click.option("--print", "print_only", is_flag=True, help="Print the settings instead of writing them.")
+@click.option("--project-dir", help="Project whose .claude/settings.json to change (default: the git root).")
+@json_option
+@pass_state
+def hooks_install(state: State, agent: str, print_only: bool, project_dir: str | None, as_json: bool) -> None:
+    """Add SessionStart, Stop and SessionEnd hooks that run Funes to the project's Claude Code settings."""
+    path, settings = state.reader().install_claude_code(project_dir, write=not print_only)
+    if print_only or as_json:
+        click.echo(json.dumps(settings, indent=2))
+    else:
+        click.echo(f"Added the Funes hooks (SessionStart, Stop, SessionEnd) to {path}.")
+
+
+@hooks.command(name="run")
+@click.argument("event", type=click.Choice(["session-start", "stop", "session-end"]))
+@pass_state
+def hooks_run(state: State, event: str) -> None:
+    """Handle one hook event with the JSON the agent passes on stdin (prints the hook's JSON reply)."""
+    raw = sys.stdin.read() if sys.stdin is not None and not sys.stdin.isatty() else ""
+    try:
+        payload = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise click.UsageError(f"The hook input on stdin is not JSON ({exc.msg}).") from exc
+    reply = state.funes().run_hook(event, payload)
+    if reply.get("output"):
+        click.echo(json.dumps(reply["output"]))  # stdout is the agent's channel: only what it should read
