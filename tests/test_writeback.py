@@ -126,3 +126,18 @@ def test_cli_capture_and_add_to_markdown(tmp_path: Path, piped: bool) -> None:
     assert "Backups run at 02:00." in today(root).read_text()
     found = runner.invoke(main, [*base, "search", "backups", "--json"]).output
     assert found.count("Backups run at 02:00.") == 1
+
+
+def test_create_memory_tool_with_to_markdown(mem: funes.Funes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    result = mem.execute_tool(
+        "create_memory",
+        {"content": "The staging database is read-only on Sundays.", "memory_type": "fact", "to_markdown": True},
+    )
+    assert not result.is_error, result.content
+    assert "read-only on Sundays" in today(project / ".funes" / "memory").read_text()
+    assert copies(mem, "Sundays") == 1
+    plain = mem.execute_tool("create_memory", {"content": "Lunch is at noon.", "memory_type": "fact"})
+    assert not plain.is_error and "Lunch" not in today(project / ".funes" / "memory").read_text()

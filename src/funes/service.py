@@ -83,7 +83,7 @@ class Funes:
         self.writeback = Capture(self.core, self.memory_folders)
         self.tasks = Tasks(self.core, self.memory_folders)
         self.agent_hooks = Hooks(self.core, self.writeback, self.tasks)
-        self.agent_tools = AgentTools(self.core, self.conversations)
+        self.agent_tools = AgentTools(self.core, self.conversations, self.writeback.write_back)
         self.transfer = Transfer(self.core)
 
     # -- the parts' shared state -----------------------------------------------------
