@@ -172,3 +172,30 @@ def test_watcher_survives_folder_deletion_and_recreation(mem: funes.Funes, watch
     (root / "third.md").write_text("# Third\n\nThe tarsier has big eyes.\n")
     wait_for(lambda: found(mem, "tarsier", "tarsier"), "a later file in the recreated folder (watched again)")
     assert "deleted" in reasons and "recreated" in reasons
+
+
+def test_sync_survives_another_process_syncing_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two stores on one file: the other one indexes the note between our scan and our write."""
+    from funes.embed import HashEmbedder
+
+    db, root = tmp_path / "shared.db", tmp_path / "notes"
+    with (
+        funes.open(str(db), embedder=HashEmbedder(64), worker="off") as ours,
+        funes.open(str(db), embedder=HashEmbedder(64), worker="off") as theirs,
+    ):
+        ours.add_folder(root)
+        (root / "x.md").write_text("# X\n\nThe xerus is a ground squirrel.\n")
+        prepare = ours.memory_folders._prepare
+        raced: list[int] = []
+
+        def racing(folder):  # type: ignore[no-untyped-def]
+            planned = prepare(folder)
+            if not raced:
+                raced.append(1)
+                theirs.sync(root)
+            return planned
+
+        monkeypatch.setattr(ours.memory_folders, "_prepare", racing)
+        [report] = ours.sync(root)
+        assert raced and report.drift.total == 0  # the second scan found their work
+        assert len(ours.documents()) == 1 and found(ours, "xerus", "xerus")

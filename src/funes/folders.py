@@ -390,9 +390,17 @@ class Folders:
         out = []
         for folder in targets:
             started = time.monotonic()
-            drift, report, apply = self._prepare(folder)
-            with self.store.transaction():
-                apply()
+            for attempt in (1, 2):
+                drift, report, apply = self._prepare(folder)
+                try:
+                    with self.store.transaction():
+                        apply()
+                    break
+                except Exception:
+                    # Another process (a watcher's job) indexed the same file between our scan and our
+                    # write, and the batch rolled back whole; a fresh scan sees its work.
+                    if attempt == 2:
+                        raise
             out.append(
                 SyncReport(self.folder(folder.path, tenant=folder.tenant), drift, report, time.monotonic() - started)
             )
