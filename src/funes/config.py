@@ -155,6 +155,16 @@ register("chunk_overlap", 40, int, "Tokens of trailing sentences repeated at the
 register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.")
 register("long_cell_chars", 200, int, "A spreadsheet text cell longer than this many characters becomes its own chunk.")
 register("ingest_hidden_sheets", False, bool, "Also index hidden sheets of workbooks.")
+# -- memory folders ------------------------------------------------------------------
+register(
+    "memory_folder",
+    "",
+    str,
+    "Markdown memory folder of the memory tool and `funes sync`/`watch` when none is named. "
+    "Empty means .funes/memory under the project root (the git root, else the current directory).",
+)
+register("memory_file_kb", 512, int, "Largest Markdown file the memory tool reads or writes, in KB.")
+register("watch_debounce_seconds", 1.0, float, "How long `funes watch` waits for changes to settle before a sync job.")
 # -- conversations and context ---------------------------------------------------
 register("context_window", 200_000, int, "Default model context window, in tokens, when a context build names none.")
 register(

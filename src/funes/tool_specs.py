@@ -81,6 +81,11 @@ class CreateMemoryArgs(_Args):
     tags: list[str] | None = Field(
         default=None, description="Short labels that group memories, e.g. ['procurement', 'vendors']."
     )
+    to_markdown: bool | None = Field(
+        default=None,
+        description="Also append the memory to today's Markdown file in the project's memory folder, "
+        "where people read and edit notes. Leave empty unless asked to keep a readable note.",
+    )
 
     @model_validator(mode="after")
     def _reference_pair(self) -> CreateMemoryArgs:

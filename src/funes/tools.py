@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
@@ -147,9 +148,13 @@ def _memory_brief(memory: Memory) -> dict[str, Any]:
 class AgentTools:
     """Agent tool execution: a feature service over the core and the conversations."""
 
-    def __init__(self, core: Core, conversations: Conversations) -> None:
+    def __init__(
+        self, core: Core, conversations: Conversations, write_back: Callable[[Memory], Path] | None = None
+    ) -> None:
         self.core = core
         self.conversations = conversations
+        # Appends a stored memory to the day's Markdown file (create_memory's to_markdown; see funes.capture).
+        self.write_back = write_back
         self.store = core.store
         self.config = core.config
 
@@ -402,6 +407,13 @@ class AgentTools:
             if vectors is None:
                 self.core.defer_vectors([memory.id], memory.tenant)
         self._log_tool_access([memory], "create", caller)
+        if args.to_markdown:
+            if self.write_back is None:
+                raise InvalidInput(
+                    f"Stored as {memory.id}, but this server cannot write Markdown notes.",
+                    hint="Call create_memory without to_markdown.",
+                )
+            self.write_back(memory)
         text = (
             f"Stored memory {memory.id} ({memory.memory_type}, {memory.scope} scope, "
             f"importance {memory.importance:.2f})."

@@ -49,6 +49,7 @@ from .sqlite_cjk import CjkTables, cjk_runs
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
+from .sqlite_folders import FolderTables
 from .sqlite_jobs import JobTables
 from .sqlite_rows import (
     COLUMNS,
@@ -76,7 +77,7 @@ _AWAITED = (
 )
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables):
+class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables, FolderTables):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(

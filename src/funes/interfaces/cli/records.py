@@ -68,6 +68,8 @@ def register(group: click.Group) -> None:
     'like {"content": "...", "type": "decision"}; the other options are defaults. One transaction.',
 )
 @click.option("--atomic", is_flag=True, help="With --many: store nothing if any line is invalid.")
+@click.option("--to-markdown", is_flag=True, help="Also append it to today's YYYY-MM-DD.md in the memory folder.")
+@click.option("--folder", help="Memory folder for --to-markdown (default: .funes/memory under the project root).")
 @json_option
 @pass_state
 def add(
@@ -88,11 +90,15 @@ def add(
     meta: tuple[str, ...],
     many: bool,
     atomic: bool,
+    to_markdown: bool,
+    folder: str | None,
     as_json: bool,
 ) -> None:
     """Remember something. CONTENT is read from stdin when piped."""
     if atomic and not many:
         raise click.UsageError("--atomic goes with --many.")
+    if to_markdown and many:
+        raise click.UsageError("--to-markdown goes with one memory, not --many.")
     text = _read_items(content) if many else read_text_arg(content, "content to remember")
     references = []
     for r in refs:
@@ -146,6 +152,8 @@ def add(
         references=references,
         entity_type=entity_type,
         entity_id=entity_id,
+        to_markdown=to_markdown,
+        folder=folder,
     )
     emit(as_json, memory.to_dict(), lambda: f"Remembered {memory.id} ({memory.memory_type}, {memory.scope}).")
 
