@@ -104,3 +104,39 @@ def test_cli_record_task(tmp_path: Path, monkeypatch) -> None:  # type: ignore[n
     assert any(i["category"] == "Error" for i in data["insights"])
     bad = runner.invoke(main, [*base, "record-task", "--task", "x", "--stderr", "missing.txt"])
     assert bad.exit_code == 2 and "cannot read missing.txt" in bad.output
+
+
+def test_task_insights_come_from_the_configured_llm_and_fall_back_to_rules(tmp_path: Path) -> None:
+    from llm_servers import anthropic_answer, serve
+
+    from funes.embed import HashEmbedder
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with serve(anthropic_answer) as server:
+        server.reply = {
+            "insights": [
+                {"category": "Error", "text": "pytest failed: the login test timed out after 30 s."},
+                {"category": "Result", "text": "Raising the session timeout in auth.py fixed the login test."},
+            ]
+        }
+        with funes.open(
+            str(tmp_path / "llm.db"),
+            embedder=HashEmbedder(64),
+            llm="anthropic",
+            llm_base_url=server.url,
+            llm_max_retries=0,
+        ) as mem:
+            record = mem.record_task(
+                "Fix the login test", result="ok", stderr="E   TimeoutError: login", exit_code=0, cwd=plain
+            )
+            assert [m.content for m in record.insights] == [i["text"] for i in server.reply["insights"]]
+            body = server.requests[0][2]
+            assert (
+                "Fix the login test" in body["messages"][0]["content"]
+                and "TimeoutError" in body["messages"][0]["content"]
+            )
+            # The provider fails: the insights come from the rules, and the task is still recorded.
+            server.script = [(503, {"type": "error", "error": {"type": "overloaded_error", "message": "x"}}, {})]
+            again = mem.record_task("Fix the signup test", result="failed", exit_code=1, cwd=plain)
+            assert again.insights[0].content == "Task 'Fix the signup test' failed with exit code 1."

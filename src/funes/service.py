@@ -85,7 +85,8 @@ class Funes:
         self.memory_folders = Folders(self.core, self.docs, self.jobs)
         self.claude_memory = MemoryTool(self.memory_folders)
         self.writeback = Capture(self.core, self.memory_folders)
-        self.tasks = Tasks(self.core, self.memory_folders)
+        # Task insights use the same LLM as reconciliation (created on first use).
+        self.tasks = Tasks(self.core, self.memory_folders, llm=lambda: self.entities.llm)
         self.agent_hooks = Hooks(self.core, self.writeback, self.tasks)
         self.agent_tools = AgentTools(self.core, self.conversations, self.writeback.write_back)
         self.transfer = Transfer(self.core)

@@ -13,8 +13,10 @@ the memory folder, in the format of seed 004::
 Outside a git repository the summary says so and is still recorded. The
 task's output is then analysed into categorised insights (Execution, Error,
 Result: what failed, why, what fixed it), stored as ``insight`` records that
-reference the task (``task:<id>``). Funes has no LLM provider yet, so the
-analysis is deterministic: error lines, the exit code, ``Solution:`` lines.
+reference the task (``task:<id>``). With a remote LLM configured (the
+``llm`` setting), the model writes them from the task and its output; when
+it is offline, unreachable or answers nothing usable, deterministic rules do:
+error lines, the exit code, ``Solution:`` lines.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +37,7 @@ from .models import Memory, new_id
 if TYPE_CHECKING:
     from .core import Core
     from .folders import Folders
+    from .llm import LLM
 
 RESULTS = ("ok", "failed")
 _ERROR_LINE = re.compile(
@@ -119,12 +123,63 @@ def analyse(task: str, output: str, result: str | None, exit_code: int | None) -
     return insights
 
 
+CATEGORIES = ("Execution", "Error", "Result")
+INSIGHTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "insights": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "category": {"type": "string", "enum": list(CATEGORIES)},
+                    "text": {"type": "string"},
+                },
+                "required": ["category", "text"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["insights"],
+    "additionalProperties": False,
+}
+_OUTPUT_FOR_LLM = 6000  # characters of the task's output a model is shown (the tail: errors come last)
+
+
+def _llm_prompt(task: str, output: str, result: str | None, exit_code: int | None) -> str:
+    return (
+        "A coding agent finished a task. Extract what a future agent should remember: what ran (Execution), "
+        "what failed and why (Error), and what fixed it or what came out (Result). One short, self-contained "
+        "sentence per insight; name the task, files and commands; no speculation.\n\n"
+        f"Task: {task}\nResult: {result or 'unknown'}\nExit code: {exit_code}\n"
+        f"Output (last part):\n{output[-_OUTPUT_FOR_LLM:]}"
+    )
+
+
 class Tasks:
     """Record coding tasks into the memory folder and their lessons as insights (a feature service)."""
 
-    def __init__(self, core: Core, folders: Folders) -> None:
+    def __init__(self, core: Core, folders: Folders, llm: Callable[[], LLM] | None = None) -> None:
         self.core = core
         self.folders = folders
+        self._llm = llm
+
+    def insights(self, task: str, output: str, result: str | None, exit_code: int | None) -> list[tuple[str, str]]:
+        """(category, insight) pairs: from the configured remote LLM, else (or on any failure) by rules."""
+        rules = analyse(task, output, result, exit_code)
+        if self._llm is None or str(self.core.config.llm or "offline").lower() == "offline":
+            return rules
+        llm = self._llm()
+        fallbacks = llm.usage.fallbacks
+        answer = llm.complete_json(_llm_prompt(task, output, result, exit_code), INSIGHTS_SCHEMA)
+        if llm.usage.fallbacks != fallbacks:
+            return rules  # the model failed; the offline answer to this prompt is not an analysis
+        found = [
+            (str(i["category"]), " ".join(str(i["text"]).split()))
+            for i in answer.get("insights", [])
+            if isinstance(i, dict) and i.get("category") in CATEGORIES and str(i.get("text", "")).strip()
+        ]
+        return found or rules
 
     def record_task(
         self,
@@ -205,7 +260,7 @@ class Tasks:
         lead = "\n" if path.exists() and path.stat().st_size else ""
         with path.open("a", encoding="utf-8") as out:  # append only: several tasks a day share the file
             out.write(lead + summary)
-        insights = analyse(task, f"{stdout}\n{stderr}", result, exit_code)
+        insights = self.insights(task, f"{stdout}\n{stderr}", result, exit_code)
         results = self.core.remember_many(
             [
                 {
