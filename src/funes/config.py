@@ -146,6 +146,24 @@ register(
 )
 register("chunk_overlap", 40, int, "Tokens of trailing sentences repeated at the start of the next chunk of a text.")
 register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.")
+register(
+    "max_unpacked_mb",
+    500,
+    int,
+    "Largest total a workbook (.xlsx/.xlsm, a zip archive) may unpack to, in megabytes; larger ones are refused as possible zip bombs.",
+)
+register(
+    "max_sheet_cells",
+    2_000_000,
+    int,
+    "Most spreadsheet cells read from one workbook (empty cells of its declared range included); 0 means no limit.",
+)
+register(
+    "ingest_file_seconds",
+    300.0,
+    float,
+    "Longest time spent reading one workbook before it fails alone with an error; 0 means no limit.",
+)
 register("long_cell_chars", 200, int, "A spreadsheet text cell longer than this many characters becomes its own chunk.")
 register("ingest_hidden_sheets", False, bool, "Also index hidden sheets of workbooks.")
 # -- conversations and context ---------------------------------------------------

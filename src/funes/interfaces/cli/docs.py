@@ -62,6 +62,8 @@ def _result_line(r: IngestResult) -> str:
     if r.status == "failed":
         text = f"  failed     {r.name}: {r.error}"
         return text + (f"\n             Hint: {r.hint}" if r.hint else "")
+    if r.status == "skipped":
+        return f"  skipped    {r.error or r.name}"
     details = []
     if r.document is not None:
         details.append(f"v{r.document.version}")
@@ -76,7 +78,9 @@ def summary(report: IngestReport) -> str:
     """The end-of-run summary: totals, then each input with its status or reason."""
     head = (
         f"Indexed {len(report.indexed)} file(s) ({report.chunks:,} chunks), {len(report.unchanged)} unchanged, "
-        f"{len(report.failed)} failed in {report.seconds:.1f}s."
+        f"{len(report.failed)} failed"
+        + (f", {len(report.skipped)} skipped" if report.skipped else "")
+        + f" in {report.seconds:.1f}s."
     )
     return "\n".join([head, *(_result_line(r) for r in report.results)])
 
