@@ -21,6 +21,7 @@ store's, the vectors are ignored and the records re-embedded.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ import numpy as np
 
 from .errors import InvalidInput
 from .models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
+from .store.base import vector_problem
 
 if TYPE_CHECKING:
     from .core import Core
@@ -41,7 +43,7 @@ def _b64(vector: np.ndarray) -> str:
 
 
 def _unb64(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<f4").astype(np.float32)
 
 
 class Transfer:
@@ -147,7 +149,8 @@ class Transfer:
                     f"Line {number} has an invalid record ({exc}).", hint="Pass an unmodified `funes export` file."
                 ) from exc
             memory = _validated(memory, number, self.config.max_content_bytes)
-            vectors = [_unb64(v) for v in item.get("vectors") or []] if same_model else None
+            raw_vectors = _vectors(item.get("vectors"), number)
+            vectors = raw_vectors if same_model else None
             if vectors is not None and any(len(v) != self.core.embedder.dimensions for v in vectors):
                 vectors = None
             records.append((memory, vectors or None))
@@ -172,6 +175,28 @@ class Transfer:
             else:
                 self.store.put_many(todo)
         return {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need)}
+
+
+def _vectors(raw: Any, number: int) -> list[np.ndarray]:
+    """The vectors of an export line, checked: base64 text of float32 values, finite and not all zero."""
+    hint = 'Fix that line, or drop its "vectors" to have the record re-embedded.'
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise InvalidInput(f'Line {number} has "vectors" that are not a list of base64 strings.', hint=hint)
+    out: list[np.ndarray] = []
+    for part, text in enumerate(raw, 1):
+        try:
+            vector = _unb64(text)
+        except (ValueError, binascii.Error) as exc:
+            raise InvalidInput(
+                f"Line {number} has vector {part} that is not base64 float32 data ({exc}).", hint=hint
+            ) from exc
+        problem = vector_problem(vector) if len(vector) else "is empty"
+        if problem is not None:
+            raise InvalidInput(f"Line {number} has vector {part} that {problem}.", hint=hint)
+        out.append(vector)
+    return out
 
 
 def _validated(memory: Memory, number: int, max_bytes: int) -> Memory:

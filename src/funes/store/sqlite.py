@@ -43,7 +43,7 @@ from ..models import (
     from_epoch,
     to_epoch,
 )
-from .base import AccessEvent, Visibility, vis_key
+from .base import AccessEvent, Visibility, vector_problem, vis_key
 from .connection import Database
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
@@ -243,6 +243,12 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
                 raise EmbedderMismatch(
                     f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
                     hint="Run `funes reindex` after changing the embedding model.",
+                )
+            problem = vector_problem(vector)
+            if problem is not None:
+                raise InvalidInput(
+                    f"The vector of record {m.id} (part {part + 1}) {problem}; nothing was written.",
+                    hint="Check the embedding server or the import file; `funes reindex` re-embeds from the text.",
                 )
             cur = conn.execute("INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part))
             conn.execute(
@@ -562,6 +568,8 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             where += record_filters(filters, clause, params, "")
             sql = f"SELECT vector_id, distance FROM vec_memories WHERE {' AND '.join(where)}"
             for vector_id, distance in conn.execute(sql, params):
+                if distance is None or distance != distance:
+                    continue  # a zero or NaN vector stored before issue 9: doctor reports it, search skips it
                 found[vector_id] = 1.0 - float(distance)
         if not found:
             return []
@@ -756,11 +764,27 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         if orphans:
             problems.append(f"{orphans} vectors belong to no record; run `funes reindex`.")
         if self._dims is not None:
+            bad = self._bad_vectors(conn)
+            if bad:
+                problems.append(
+                    f"{bad} vectors are zero or have NaN/infinite values (they break similarity search); "
+                    "run `funes reindex` to re-embed them from their text."
+                )
             vec_rows = conn.execute("SELECT COUNT(*) FROM vec_memories").fetchone()[0]
             mapped = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
             if vec_rows != mapped:
                 problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
         return problems
+
+    def _bad_vectors(self, conn: Any) -> int:
+        """How many stored vectors are zero or non-finite (read in batches, so memory stays flat)."""
+        bad = 0
+        cursor = conn.execute("SELECT embedding FROM vec_memories")
+        while rows := cursor.fetchmany(2048):
+            matrix = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+            finite = np.all(np.isfinite(matrix), axis=1)
+            bad += int(np.count_nonzero(~finite | ~np.any(matrix, axis=1)))
+        return bad
 
     def trim_vector_changes(self, keep: int) -> None:
         """Drop all but the newest ``keep`` rows of the vector change log (triggers also trim it as it grows)."""
