@@ -46,6 +46,7 @@ from .models import (
     SearchHit,
     SearchResults,
     SourceRef,
+    check_identity,
     content_hash,
     new_id,
     parse_time,
@@ -286,12 +287,14 @@ class Core:
 
     # -- defaults ----------------------------------------------------------------
     def tenant_of(self, tenant: str | None) -> str:
-        """The caller's tenant, or the configured one."""
-        return tenant or self.config.tenant
+        """The caller's tenant, or the configured one; an empty or blank one is invalid input (issue 9)."""
+        return check_identity(self.config.tenant if tenant is None else tenant, "tenant")
 
     def user_of(self, user: str | None) -> str | None:
-        """The caller's user, or the configured one (None: no user)."""
-        return user if user is not None else (self.config.user or None)
+        """The caller's user, or the configured one (None: no user); an empty or blank one is invalid input."""
+        if user is None:
+            return self.config.user or None
+        return check_identity(user, "user")
 
     def project_of(self, project: str | None) -> str | None:
         """The caller's project, or the configured one."""

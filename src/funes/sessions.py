@@ -250,7 +250,7 @@ class Conversations:
                         session=sess.id,
                         project=sess.project_id,
                         tenant=sess.tenant,
-                        user=sess.user_id or "",
+                        user=sess.user_id,  # replaced below: the session owner, even when None
                         source=SourceRef(type="chat", uri=f"session:{sess.id}", locator=locator),
                     )
                     records.append(memory.evolve(user_id=sess.user_id, created_at=msg.at, updated_at=msg.at))
@@ -416,6 +416,10 @@ class Conversations:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The user message is empty.", hint="Pass the current user message as the query.")
         sess = self.resolve(session, tenant, user)
+        # Visibility follows the caller, not the session: a session created without a
+        # user showed u1's private memories to u2 (issue 9). A caller without a user
+        # reads as the session's owner, so nobody else's private records reach this prompt.
+        viewer = self.core.user_of(user) or sess.user_id
         caps = self.context_budget(model_window)
         if isinstance(budget, Budget):
             caps = budget
@@ -434,7 +438,7 @@ class Conversations:
         hits = self.core.search(
             query,
             tenant=sess.tenant,
-            user=sess.user_id,
+            user=viewer,
             project=sess.project_id,
             session=sess.id,
             min_similarity=threshold,
@@ -451,14 +455,14 @@ class Conversations:
         retrieved = [
             Recalled(h.memory, h.explanation.vector_similarity, "retrieved") for h in hits if h.memory.kind != "message"
         ]
-        named = self._named_document_hits(query, sess, caps.retrieved_chunks)
+        named = self._named_document_hits(query, sess, caps.retrieved_chunks, viewer)
         seen = {r.memory.id for r in named}
         retrieved = named + [r for r in retrieved if r.memory.id not in seen]
         fact_vis = ["team"] + ([vis_key("project", sess.project_id, None)] if sess.project_id else [])
         facts = self.store.important_records(
             sess.tenant,
             fact_vis,
-            user_id=sess.user_id,
+            user_id=viewer,
             min_importance=self.config.context_fact_importance,
             exclude_kinds=("message",),
             now=utcnow(),
@@ -496,12 +500,12 @@ class Conversations:
         )
         return built
 
-    def _named_document_hits(self, query: str, sess: Session, limit: int) -> list[Recalled]:
-        """The best passages of every document the query names, whatever their similarity."""
+    def _named_document_hits(self, query: str, sess: Session, limit: int, viewer: str | None) -> list[Recalled]:
+        """The best passages of every document the query names (as ``viewer`` may see them), whatever their similarity."""
         # Managed documents first (by their name), then sources of records written directly.
         candidates = [
             (d.kind, d.name or d.uri, d.id)
-            for d in self.docs.documents(tenant=sess.tenant, user=sess.user_id, status="indexed")
+            for d in self.docs.documents(tenant=sess.tenant, user=viewer, status="indexed")
         ]
         known = {c[2] for c in candidates}
         candidates += [s for s in self.store.document_sources(sess.tenant) if not s[2] or s[2] not in known]
@@ -515,7 +519,7 @@ class Conversations:
             hits = self.core.search(
                 query,
                 tenant=sess.tenant,
-                user=sess.user_id,
+                user=viewer,
                 project=sess.project_id,
                 session=sess.id,
                 source_types=None if source_id else [kind],
@@ -529,9 +533,9 @@ class Conversations:
             if len(picked) < limit:
                 # Nothing in the document resembles the question: its opening passages still belong in the prompt.
                 if source_id in known:
-                    chunks = self.docs.document_chunks(source_id, tenant=sess.tenant, user=sess.user_id)
+                    chunks = self.docs.document_chunks(source_id, tenant=sess.tenant, user=viewer)
                 else:
-                    page = self.core.list(tenant=sess.tenant, user=sess.user_id, source_types=[kind], limit=200)
+                    page = self.core.list(tenant=sess.tenant, user=viewer, source_types=[kind], limit=200)
                     chunks = sorted(page.items, key=lambda m: m.created_at)
                 have = {r.memory.id for r in picked}
                 visible = [m for m in chunks if same(m) and m.id not in have and self._in_session_view(m, sess)]

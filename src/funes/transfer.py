@@ -54,8 +54,16 @@ class Transfer:
         self.store = core.store
         self.config = core.config
 
-    def export_lines(self, *, tenant: str | None = None) -> Iterator[str]:
-        """The export, line by line (without newlines)."""
+    def export_lines(self, *, tenant: str | None = None, user: str | None = None) -> Iterator[str]:
+        """The export, line by line (without newlines); with ``user``, only what that user may see."""
+        viewer = None if user is None else self.core.user_of(user)
+        if tenant is not None:
+            tenant = self.core.tenant_of(tenant)
+
+        def visible(owner: Any) -> bool:
+            # Another user's private records, documents and sessions stay out (issue 9).
+            return viewer is None or not owner or owner == viewer
+
         self.core.sync_access()  # counters from recent searches belong in the export
         ident = self.store.identity() or EmbedderIdentity(self.core.embedder.model_id, self.core.embedder.dimensions)
         yield json.dumps(
@@ -68,12 +76,21 @@ class Transfer:
         )
         # Document sources (issue 3) travel with their chunks, so `funes docs` still knows them after import.
         for doc in getattr(self.store, "iter_documents", lambda _t: iter(()))(tenant):
+            if not visible(doc.get("user_id")):
+                continue
             yield json.dumps({"type": "document", "document": doc}, sort_keys=True, ensure_ascii=False)
         # Sessions, their messages and token usage (issue 4), so `funes chat history` survives a restore.
+        hidden: set[tuple[Any, Any]] = set()
         for kind, row in getattr(self.store, "iter_conversation_rows", lambda _t: iter(()))(tenant):
+            if kind == "session" and not visible(row.get("user_id")):
+                hidden.add((row.get("tenant"), row.get("id")))
+            if (row.get("tenant"), row.get("id" if kind == "session" else "session_id")) in hidden:
+                continue
             yield json.dumps({"type": kind, kind: row}, sort_keys=True, ensure_ascii=False)
         batch: list[Memory] = []
         for memory in self.store.iter_records(tenant):
+            if not visible(memory.user_id):
+                continue
             batch.append(memory)
             if len(batch) >= 200:
                 yield from self._export_batch(batch)
@@ -92,10 +109,10 @@ class Transfer:
                 ensure_ascii=False,
             )
 
-    def export(self, out: IO[str], *, tenant: str | None = None) -> int:
+    def export(self, out: IO[str], *, tenant: str | None = None, user: str | None = None) -> int:
         """Write the export to a text stream; returns the number of records."""
         count = 0
-        for line in self.export_lines(tenant=tenant):
+        for line in self.export_lines(tenant=tenant, user=user):
             out.write(line + "\n")
             count += line.startswith('{"record"')
         return count

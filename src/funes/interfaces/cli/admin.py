@@ -72,7 +72,7 @@ def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) ->
     f = state.reader()
     tenant = None if all_tenants else f.config.tenant
     if file in (None, "-"):
-        count = f.export(sys.stdout, tenant=tenant)
+        count = f.export(sys.stdout, tenant=tenant, user=f.config.user or None)
         click.echo(f"Exported {count} records.", err=True)
         return
     import os
@@ -82,7 +82,7 @@ def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) ->
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".funes-export-", suffix=".jsonl")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            count = f.export(out, tenant=tenant)
+            count = f.export(out, tenant=tenant, user=f.config.user or None)
         os.replace(tmp, file)  # a crash never leaves a half-written backup under the real name
     except BaseException:
         if os.path.exists(tmp):
