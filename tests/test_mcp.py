@@ -88,7 +88,7 @@ def test_calls_every_tool(server: Any, mem: funes.Funes) -> None:
             found = await client.call_tool("search_memories", {"query": "procurement vendors"})
             assert not found.is_error
             assert _text(found).splitlines()[2] == (
-                "1. [preference · agent-created · team] User prefers US-based vendors for procurement"
+                "1. [preference · agent-created · team] <memory>User prefers US-based vendors for procurement</memory>"
             )
             assert found.structured_content["results"][0]["id"] == memory_id
 
