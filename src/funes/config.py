@@ -97,6 +97,12 @@ register(
 # -- retrieval ---------------------------------------------------------------
 register("search_limit", 10, int, "Hits returned by a search when no limit is given.")
 register(
+    "max_query_chars",
+    4000,
+    int,
+    "Longest search query accepted, in characters (searches, agent tools, MCP and context building); 0 means no limit.",
+)
+register(
     "fusion",
     "convex",
     str,

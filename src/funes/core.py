@@ -878,6 +878,14 @@ class Core:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
+        cap = int(self.config.max_query_chars)
+        if cap > 0 and len(query) > cap:
+            # A 1 MB query took 63 s and a 10 MB one never answered over stdio (issue 9).
+            raise InvalidInput(
+                f"The search query is {len(query):,} characters, over the {cap:,} limit (max_query_chars).",
+                hint="Search with the key words or a short question; raise the limit with "
+                "`funes config set max_query_chars N` if you really need longer queries.",
+            )
         try:
             query.encode("utf-8")
         except UnicodeEncodeError as exc:

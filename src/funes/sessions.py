@@ -435,8 +435,11 @@ class Conversations:
         threshold = self.config.auto_min_similarity if min_similarity is None else float(min_similarity)
         limit = max(caps.retrieved_chunks * 2, 10)
         query = query.strip()
+        # A long user message is still answered: its search uses the first max_query_chars characters.
+        cap = int(self.config.max_query_chars)
+        probe = query[:cap] if cap > 0 else query
         hits = self.core.search(
-            query,
+            probe,
             tenant=sess.tenant,
             user=viewer,
             project=sess.project_id,
@@ -455,7 +458,7 @@ class Conversations:
         retrieved = [
             Recalled(h.memory, h.explanation.vector_similarity, "retrieved") for h in hits if h.memory.kind != "message"
         ]
-        named = self._named_document_hits(query, sess, caps.retrieved_chunks, viewer)
+        named = self._named_document_hits(probe, sess, caps.retrieved_chunks, viewer)
         seen = {r.memory.id for r in named}
         retrieved = named + [r for r in retrieved if r.memory.id not in seen]
         fact_vis = ["team"] + ([vis_key("project", sess.project_id, None)] if sess.project_id else [])
