@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -206,6 +207,8 @@ class Core:
         must not fail the read: the rows wait in memory and go with the next
         write that succeeds, or at close.
         """
+        if getattr(self.store, "read_only", False):
+            return  # a read-only store keeps no access log; reads must still work (issue 9)
         now = utcnow()
         with self._access_lock:
             batch = [*self._unwritten_access, *((e, now) for e in events)]
@@ -1011,6 +1014,20 @@ class Core:
             "dimensions": configured.dimensions if configured else None,  # None: only the server knows
         }
         return out
+
+    def backup(self, dest: str | os.PathLike[str]) -> dict[str, Any]:
+        """A consistent copy of the store at ``dest`` (SQLite's online backup API), safe while writers run."""
+        method = getattr(self.store, "backup", None)
+        if method is None:
+            raise InvalidInput("This store has no file backup.", hint="Use `funes export FILE` instead.")
+        return dict(method(dest))
+
+    def repair(self, dest: str | os.PathLike[str]) -> dict[str, Any]:
+        """Salvage every readable row into a new store at ``dest`` (the damaged store is left as it is)."""
+        method = getattr(self.store, "salvage", None)
+        if method is None:
+            raise InvalidInput("This store cannot be salvaged to a file.", hint="Use `funes export FILE` instead.")
+        return dict(method(dest))
 
     def doctor(self) -> list[str]:
         """Integrity problems of the store (empty when healthy); see :meth:`health` for notes too."""

@@ -109,6 +109,8 @@ class Funes:
     search = _delegate("core", Core.search)
     stats = _delegate("core", Core.stats)
     doctor = _delegate("core", Core.doctor)
+    backup = _delegate("core", Core.backup)
+    repair = _delegate("core", Core.repair)
     reindex = _delegate("core", Core.reindex)
     embed = _delegate("core", Core.embed)
     embed_records = _delegate("core", Core.embed_records)

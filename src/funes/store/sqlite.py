@@ -20,6 +20,7 @@ Migrations are the numbered files in ``sql/``, recorded in ``migrations``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderMismatch, InvalidInput
+from ..errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from ..models import (
     NO_EXPIRY,
     EmbedderIdentity,
@@ -83,14 +84,29 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         busy_timeout_ms: int = 15000,
         vector_cache_min: int = 20000,
         vector_cache_mb: int = 1024,
+        migrate: bool = True,
     ) -> None:
         self.path = str(Path(path).expanduser()) if str(path) != ":memory:" else ":memory:"
+        if self.path != ":memory:" and Path(self.path).is_file() and Path(self.path).stat().st_size == 0:
+            # SQLite treats an empty file as a new database: a store truncated to 0 bytes
+            # would silently come back empty (issue 9). Only a path that does not exist is new.
+            raise StoreCorrupt(
+                f"The store {self.path} is an empty (0-byte) file, so whatever it held is gone.",
+                hint="Restore it from a backup (`funes backup`, or `funes import EXPORT.jsonl` into a new file); "
+                "if it really should start empty, delete the file and Funes creates a new store there.",
+            )
         self.db = Database(self.path, busy_timeout_ms=busy_timeout_ms)
+        marker = self.corrupt_marker
+        if marker is not None and marker.exists():
+            self.db.refuse_writes = marker.read_text(encoding="utf-8", errors="replace").strip() or "damaged"
         # Large tenants are searched in memory; see vector_cache.py.
         self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
         # Term counts for keyword-query planning: a plan choice only, so a
         # slightly stale count is harmless (see _informative_terms).
         self._fts_stats: dict[str, tuple[int, float]] = {}
+        self._dims: int | None = None
+        if not migrate:
+            return  # salvage reads a damaged store as it is (see maintenance.salvage_path)
         try:
             self._migrate()
         except Exception as exc:
@@ -98,17 +114,52 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             if isinstance(exc, self.db.error):
                 raise self.db.translate(exc) from exc
             raise
-        self._dims: int | None = None
         ident = self.identity()
         if ident is not None:
             self._dims = ident.dimensions
 
     # -- schema ------------------------------------------------------------
+    @property
+    def read_only(self) -> bool:
+        """Whether the store could only be opened for reading (writes raise StoreReadOnly)."""
+        return self.db.read_only
+
+    def backup(self, dest: str | Path) -> dict[str, Any]:
+        """A consistent copy of the store at ``dest`` through SQLite's online backup API, while writers run.
+
+        The copy is written next to ``dest`` and renamed into place, so a crash
+        never leaves a half-written backup under the real name.
+        """
+        from .maintenance import backup_file
+
+        return backup_file(self, Path(dest).expanduser())
+
+    def salvage(self, dest: str | Path) -> dict[str, Any]:
+        """Copy every readable row of a damaged store into a new store at ``dest``; counts of what was saved and lost."""
+        from .maintenance import salvage_file
+
+        return salvage_file(self, Path(dest).expanduser())
+
+    @property
+    def corrupt_marker(self) -> Path | None:
+        """The file next to the store that records damage found by :meth:`check` (writes are refused while it exists)."""
+        return None if self.path == ":memory:" else Path(self.path + ".corrupt")
+
     def _migrate(self) -> None:
         files = sorted(
             (p for p in resources.files("funes.store").joinpath("sql").iterdir() if p.name.endswith(".sql")),
             key=lambda p: p.name,
         )
+        if self.db.read_only:
+            # Nothing can be written; a store with every migration applied is still readable.
+            conn = self.db.reader()
+            done = {row[0] for row in conn.execute("SELECT version FROM migrations")}
+            wanted = {int(m.group(1)) for f in files if (m := re.match(r"(\d+)_", f.name))}
+            if wanted - done:
+                from .connection import read_only_error
+
+                raise read_only_error(self.path)
+            return
         with self.db.write() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
@@ -657,8 +708,8 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         return out
 
     def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Store embeddings in the cache."""
-        if not items:
+        """Store embeddings in the cache (a read-only store skips it: the cache only saves time)."""
+        if not items or self.db.read_only:
             return
         with self.db.write() as conn:
             conn.executemany(
@@ -741,14 +792,25 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         try:
             result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         except self.db.error as exc:
+            self._flag_corrupt(f"`funes doctor` could not check it ({exc}).")
             return [f"SQLite integrity check failed: {exc}"]
+        marker = self.corrupt_marker
+        if result == ["ok"] and marker is not None and marker.exists() and not self.db.read_only:
+            # Healthy again (repaired by hand, or the damage was a false alarm): writes are allowed again.
+            with contextlib.suppress(OSError):
+                marker.unlink()
+            self.db.refuse_writes = None
         if result != ["ok"]:
             problems += [f"SQLite: {r}" for r in result[:20]]
-        try:
-            with self.db.write() as w:
-                w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
-        except self.db.error as exc:
-            problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
+            self._flag_corrupt(f"`funes doctor` found damage ({result[0]}).")
+        if not self.db.read_only and result == ["ok"]:
+            # FTS5's own check is a write statement: a read-only store skips it rather than
+            # blaming the keyword index (issue 9: an immutable file was told to run reindex).
+            try:
+                with self.db.write() as w:
+                    w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+            except self.db.error as exc:
+                problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
         rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
         fts_rows = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
         if rows != fts_rows:
@@ -775,6 +837,14 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             if vec_rows != mapped:
                 problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
         return problems
+
+    def _flag_corrupt(self, reason: str) -> None:
+        """Refuse writes from now on, in this process and (through the marker file) in later ones."""
+        self.db.refuse_writes = reason
+        marker = self.corrupt_marker
+        if marker is not None and not self.db.read_only:
+            with contextlib.suppress(OSError):
+                marker.write_text(reason + "\n", encoding="utf-8")
 
     def _bad_vectors(self, conn: Any) -> int:
         """How many stored vectors are zero or non-finite (read in batches, so memory stays flat)."""

@@ -179,9 +179,13 @@ def _store_error(exc: Exception) -> Any:
     if "malformed" in text or "not a database" in text or "corrupt" in text:
         return StoreCorrupt(
             f"The store is damaged ({exc}).",
-            hint="Run `funes doctor` to see the damage; save what is readable with `funes export FILE`, "
-            "then restore into a new store with `funes --db NEW.db import FILE`.",
+            hint="Run `funes doctor --repair` to salvage what is readable into a new store file.",
         )
+    from ...store.connection import write_error
+
+    clear = write_error("the store", exc)
+    if clear is not None:
+        return clear
     if "locked" in text or "busy" in text:
         return BackendUnavailable(
             f"The store is busy ({exc}).", hint="Retry; another process is holding the write lock."
