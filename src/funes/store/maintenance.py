@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -28,9 +28,8 @@ from ..errors import FunesError, InvalidInput
 from .base import vector_problem
 from .connection import driver
 
-if TYPE_CHECKING:
-    from .sqlite import SqliteStore
-
+# Stores are typed Any here: naming SqliteStore would make sqlite -> maintenance -> sqlite a cycle.
+SqliteStore = Any
 #: Plain tables copied by salvage, parents first (FTS and vectors are rebuilt separately).
 SALVAGE_TABLES = (
     "meta",
@@ -123,12 +122,10 @@ def _rows(conn: Any, table: str, columns: list[str], error: type[Exception]) -> 
 
 def salvage_file(store: SqliteStore, dest: Path) -> dict[str, Any]:
     """Copy every readable row of ``store`` into a new store at ``dest``; what was saved and what was lost."""
-    from .sqlite import SqliteStore
-
     _refuse_existing(dest)
     source = store.db.reader()
     error = store.db.error
-    new = SqliteStore(dest)
+    new = type(store)(dest)
     report: dict[str, Any] = {"file": str(dest), "tables": {}, "unreadable_rows": 0}
     try:
         target_conn = new.db.reader()
@@ -192,16 +189,3 @@ def _salvage_vectors(store: SqliteStore, new: SqliteStore) -> tuple[int, int]:
                 copied += len(vectors)
     total = int(new.db.reader().execute("SELECT COUNT(*) FROM memories").fetchone()[0])
     return copied, total - len(records)
-
-
-def salvage_path(source: Path, dest: Path) -> dict[str, Any]:
-    """Salvage a store file that may be too damaged to open normally into a new store at ``dest``."""
-    from .sqlite import SqliteStore
-
-    if not source.is_file() or source.stat().st_size == 0:
-        raise InvalidInput(f"There is no store to salvage at {source}.", hint="Pass the damaged store with --db.")
-    store = SqliteStore(source, migrate=False)
-    try:
-        return salvage_file(store, dest)
-    finally:
-        store.close()

@@ -20,7 +20,6 @@ Migrations are the numbered files in ``sql/``, recorded in ``migrations``.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -48,6 +47,7 @@ from .base import AccessEvent, Visibility, vector_problem, vis_key
 from .connection import Database
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
+from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_rows import (
     COLUMNS,
@@ -66,15 +66,9 @@ from .sqlite_sessions import SessionTables
 from .vector_cache import VectorCache
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
-_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
-# Ids of records a live `vectors` job will embed (see Core.defer_vectors).
-_AWAITED = (
-    "SELECT j.value FROM jobs, json_each(jobs.payload, '$.ids') AS j "
-    "WHERE jobs.kind = 'vectors' AND jobs.status IN ('queued', 'running')"
-)
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
+class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, HealthChecks):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(
@@ -119,32 +113,6 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             self._dims = ident.dimensions
 
     # -- schema ------------------------------------------------------------
-    @property
-    def read_only(self) -> bool:
-        """Whether the store could only be opened for reading (writes raise StoreReadOnly)."""
-        return self.db.read_only
-
-    def backup(self, dest: str | Path) -> dict[str, Any]:
-        """A consistent copy of the store at ``dest`` through SQLite's online backup API, while writers run.
-
-        The copy is written next to ``dest`` and renamed into place, so a crash
-        never leaves a half-written backup under the real name.
-        """
-        from .maintenance import backup_file
-
-        return backup_file(self, Path(dest).expanduser())
-
-    def salvage(self, dest: str | Path) -> dict[str, Any]:
-        """Copy every readable row of a damaged store into a new store at ``dest``; counts of what was saved and lost."""
-        from .maintenance import salvage_file
-
-        return salvage_file(self, Path(dest).expanduser())
-
-    @property
-    def corrupt_marker(self) -> Path | None:
-        """The file next to the store that records damage found by :meth:`check` (writes are refused while it exists)."""
-        return None if self.path == ":memory:" else Path(self.path + ".corrupt")
-
     def _migrate(self) -> None:
         files = sorted(
             (p for p in resources.files("funes.store").joinpath("sql").iterdir() if p.name.endswith(".sql")),
@@ -785,77 +753,6 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             params = (tenant,)
         return int(self.db.reader().execute(sql, params).fetchone()[0])
 
-    def check(self) -> list[str]:
-        """Integrity problems: SQLite's own check, and rows, FTS entries and vectors agreeing."""
-        problems: list[str] = []
-        conn = self.db.reader()
-        try:
-            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-        except self.db.error as exc:
-            self._flag_corrupt(f"`funes doctor` could not check it ({exc}).")
-            return [f"SQLite integrity check failed: {exc}"]
-        marker = self.corrupt_marker
-        if result == ["ok"] and marker is not None and marker.exists() and not self.db.read_only:
-            # Healthy again (repaired by hand, or the damage was a false alarm): writes are allowed again.
-            with contextlib.suppress(OSError):
-                marker.unlink()
-            self.db.refuse_writes = None
-        if result != ["ok"]:
-            problems += [f"SQLite: {r}" for r in result[:20]]
-            self._flag_corrupt(f"`funes doctor` found damage ({result[0]}).")
-        if not self.db.read_only and result == ["ok"]:
-            # FTS5's own check is a write statement: a read-only store skips it rather than
-            # blaming the keyword index (issue 9: an immutable file was told to run reindex).
-            try:
-                with self.db.write() as w:
-                    w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
-            except self.db.error as exc:
-                problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
-        rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-        fts_rows = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
-        if rows != fts_rows:
-            problems.append(f"{rows} records but {fts_rows} keyword entries; run `funes reindex`.")
-        without = conn.execute(
-            f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id NOT IN ({_AWAITED})"
-        ).fetchone()[0]
-        if without:
-            problems.append(f"{without} records have no vector and no job to make one; run `funes reindex`.")
-        orphans = conn.execute(
-            "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rowid = v.memory_rowid)"
-        ).fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} vectors belong to no record; run `funes reindex`.")
-        if self._dims is not None:
-            bad = self._bad_vectors(conn)
-            if bad:
-                problems.append(
-                    f"{bad} vectors are zero or have NaN/infinite values (they break similarity search); "
-                    "run `funes reindex` to re-embed them from their text."
-                )
-            vec_rows = conn.execute("SELECT COUNT(*) FROM vec_memories").fetchone()[0]
-            mapped = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
-            if vec_rows != mapped:
-                problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
-        return problems
-
-    def _flag_corrupt(self, reason: str) -> None:
-        """Refuse writes from now on, in this process and (through the marker file) in later ones."""
-        self.db.refuse_writes = reason
-        marker = self.corrupt_marker
-        if marker is not None and not self.db.read_only:
-            with contextlib.suppress(OSError):
-                marker.write_text(reason + "\n", encoding="utf-8")
-
-    def _bad_vectors(self, conn: Any) -> int:
-        """How many stored vectors are zero or non-finite (read in batches, so memory stays flat)."""
-        bad = 0
-        cursor = conn.execute("SELECT embedding FROM vec_memories")
-        while rows := cursor.fetchmany(2048):
-            matrix = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-            finite = np.all(np.isfinite(matrix), axis=1)
-            bad += int(np.count_nonzero(~finite | ~np.any(matrix, axis=1)))
-        return bad
-
     def trim_vector_changes(self, keep: int) -> None:
         """Drop all but the newest ``keep`` rows of the vector change log (triggers also trim it as it grows)."""
         with self.db.write() as conn:
@@ -901,3 +798,16 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
     def close(self) -> None:
         """Close every connection."""
         self.db.close()
+
+
+def salvage_path(source: Path, dest: Path) -> dict[str, Any]:
+    """Salvage a store file that may be too damaged to open normally into a new store at ``dest``."""
+    from .maintenance import salvage_file
+
+    if not source.is_file() or source.stat().st_size == 0:
+        raise InvalidInput(f"There is no store to salvage at {source}.", hint="Pass the damaged store with --db.")
+    store = SqliteStore(source, migrate=False)
+    try:
+        return salvage_file(store, dest)
+    finally:
+        store.close()

@@ -161,7 +161,7 @@ def _repair(state: State, as_json: bool) -> None:
     from pathlib import Path
 
     from ... import config as cfg
-    from ...store.maintenance import salvage_path
+    from ...store.sqlite import salvage_path
 
     source = Path(state.db).expanduser() if state.db else cfg.load().db_file
     target = _default_copy(state, "repaired")
