@@ -12,6 +12,7 @@ retrieved memories — and hands them to the pure :func:`funes.context.assemble`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -569,8 +570,15 @@ class Conversations:
         Each cleared session gets a cleanup-log row.
         """
         days = self.config.session_retention_days if older_than_days is None else older_than_days
-        if not isinstance(days, (int, float)) or days < 0:
-            raise InvalidInput(f"Retention of {days!r} days is invalid.", hint="Use a number of days >= 0.")
+        if (
+            isinstance(days, bool)
+            or not isinstance(days, (int, float))
+            or not math.isfinite(days)
+            or not 0 <= days <= 1_000_000
+        ):
+            raise InvalidInput(
+                f"Retention of {days!r} days is invalid.", hint="Use a number of days from 0 to 1,000,000."
+            )
         now = now or utcnow()
         if days == 0 and older_than_days is None:
             return {"retention_days": 0, "cutoff": None, "sessions": [], "dry_run": dry_run, "disabled": True}

@@ -8,6 +8,7 @@ here: the service (and torch) load only when a command needs them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,8 +86,32 @@ def read_text_arg(value: str | None, what: str) -> str:
     if value in (None, "-"):
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError(f"Give the {what} as an argument, or pipe it on stdin.")
-        return sys.stdin.read()
+        return read_stdin_text()
     return value
+
+
+def read_stdin_text() -> str:
+    """All of stdin as text: UTF-8, else Windows-1252/Latin-1 with a note on stderr.
+
+    Reading through the locale's text layer turned Latin-1 bytes into lone
+    surrogates and a misleading error (issue 9); legacy 8-bit text is common in
+    pipes, and every byte sequence is valid Latin-1, so nothing is refused.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text-only stdin (tests, embedding hosts)
+        return sys.stdin.read()
+    data = buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = data.decode("cp1252")
+        label = "Windows-1252"
+    except UnicodeDecodeError:
+        text, label = data.decode("latin-1"), "Latin-1"
+    click.echo(f"Note: stdin is not UTF-8; read it as {label}.", err=True)
+    return text
 
 
 def short(memory: Memory, width: int = 100) -> str:
@@ -203,12 +228,31 @@ class FunesGroup(click.Group):
             return super().invoke(ctx)
         except FunesError as exc:
             raise FunesCommandError(exc) from exc
+        except UnicodeError as exc:
+            from ...errors import InvalidInput
+
+            raise FunesCommandError(
+                InvalidInput(
+                    f"The input is not valid UTF-8 text ({exc}).",
+                    hint="Convert it to UTF-8 first (e.g. `iconv -f latin1 -t utf-8`), or pass --encoding where offered.",
+                )
+            ) from exc
         except BrokenPipeError:
             # `funes export | head`: the reader went away; that is not an error.
             sys.stderr.close()
             ctx.exit(0)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except Exception as exc:
             translated = _store_error(exc)
             if translated is None:
-                raise
+                if os.environ.get("FUNES_DEBUG"):
+                    raise
+                from ...errors import FunesError as Internal
+
+                # Every CLI path ends in a message and exit 1, never a traceback (issue 9).
+                translated = Internal(
+                    f"Funes failed unexpectedly ({type(exc).__name__}: {exc}).",
+                    hint="This is a Funes bug: rerun with FUNES_DEBUG=1 for the traceback and report it.",
+                )
             raise FunesCommandError(translated) from exc
