@@ -97,11 +97,15 @@ def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) ->
 @json_option
 @pass_state
 def import_(state: State, file: str | None, as_json: bool) -> None:
-    """Import a JSONL export (FILE, or stdin). Re-embeds when the model differs."""
+    """Import a JSONL export (FILE, or stdin). Re-embeds when the model differs.
+
+    With --tenant, everything goes into that tenant; without it, records keep the tenant they were exported from.
+    """
+    into = state.tenant  # only an explicit --tenant moves records (issue 9: it used to be ignored)
     if file in (None, "-"):
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("Give the export FILE, or pipe it on stdin.")
-        result = state.funes().import_(sys.stdin)
+        result = state.funes().import_(sys.stdin, tenant=into)
     else:
         try:
             handle = open(file, encoding="utf-8")
@@ -110,11 +114,13 @@ def import_(state: State, file: str | None, as_json: bool) -> None:
 
             raise InvalidInput(f"No such file: {file}.", hint="Check the path of the export.") from exc
         with handle:
-            result = state.funes().import_(handle)
+            result = state.funes().import_(handle, tenant=into)
+    duplicates = f", {result['duplicates']} repeated ids (the last line of each kept)" if result["duplicates"] else ""
     emit(
         as_json,
         result,
-        f"Imported {result['imported']} records ({result['unchanged']} unchanged, {result['reembedded']} re-embedded).",
+        f"Imported {result['imported']} records ({result['unchanged']} unchanged, {result['reembedded']} "
+        f"re-embedded{duplicates}).",
     )
 
 
