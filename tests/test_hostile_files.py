@@ -133,3 +133,45 @@ def test_a_fifo_named_on_the_command_line_is_skipped(tmp_path: Path) -> None:
     proc = run_cli("ingest", str(tmp_path / "pipe.txt"), home=tmp_path / "home", timeout=60)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "skipped" in proc.stdout and "FIFO" in proc.stdout
+
+
+def _pdf(path: Path, pages: list[list[str]]) -> Path:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for lines in pages:
+        pdf.add_page()
+        for line in lines:
+            pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [f"Sensor reading {v} at station {s}" for v, s in ((17, 4), (23, 9), (8, 2), (41, 7), (12, 5))],
+        [f"Invoice {1001 + i} total {250 + 37 * i} EUR" for i in range(5)],  # numbers that climb with the page
+    ],
+    ids=["random-digits", "climbing-digits"],
+)
+def test_a_pdf_with_one_digit_varying_line_per_page_is_indexed(
+    mem: funes.Funes, tmp_path: Path, lines: list[str]
+) -> None:
+    path = _pdf(tmp_path / "readings.pdf", [[line] for line in lines])
+    result = mem.ingest(path)  # was refused as having no text: every line looked like a running header
+    assert result.status == "indexed"
+    text = " ".join(m.content for m in mem.document_chunks(result.document.id))
+    assert all(line in text for line in lines)
+
+
+def test_real_running_headers_are_still_dropped(mem: funes.Funes, tmp_path: Path) -> None:
+    pages = [
+        ["ACME Corp Annual Report", f"Chapter {n} covers the warehouse in city number {n * 7}.", f"Page {n} of 5"]
+        for n in range(1, 6)
+    ]
+    result = mem.ingest(_pdf(tmp_path / "report.pdf", pages))
+    text = " ".join(m.content for m in mem.document_chunks(result.document.id))
+    assert "ACME Corp Annual Report" not in text and "Page 3 of 5" not in text
+    assert "Chapter 3 covers the warehouse" in text
