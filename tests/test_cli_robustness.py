@@ -90,7 +90,8 @@ def test_latin1_on_stdin_is_read_as_latin1(tmp_path: Path) -> None:
 
 
 def _commands() -> list[tuple[list[str], click.Command]]:
-    ctx = click.Context(main, info_name="funes")
+    # make_context applies the group's context_settings (-h), as docgen does: click caches the help option.
+    ctx = main.make_context("funes", [], resilient_parsing=True)
     out = []
     for command, sub in walk(main, ctx):
         if isinstance(command, click.Group) or sub.command_path in SKIP:
