@@ -104,7 +104,7 @@ def ingest(mem: Any, corpus: list[dict[str, Any]], batch: int = 256) -> int:
             mem.prepare(d["text"] or d["title"], title=d["title"] or None, tenant=TENANT, id=record_id(d["_id"]))
             for d in chunk
         ]
-        vectors = mem.embed_records([mem.core.embed_text(m) for m in memories])
+        vectors = mem.embed_records([mem.core.embedding.embed_text(m) for m in memories])
         mem.store.put_many(zip(memories, vectors, strict=True))
         done = pos + len(chunk)
         rate = done / (time.perf_counter() - start)

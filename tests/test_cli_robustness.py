@@ -145,7 +145,12 @@ def test_no_cli_option_ever_ends_in_a_traceback(case: tuple[list[str], dict[str,
     args, env = case
     with tempfile.TemporaryDirectory() as home:
         environment = {"FUNES_HOME": home, "FUNES_EMBEDDER": "hash", **env}
-        result = CliRunner().invoke(main, ["--db", str(Path(home) / "p.db"), *args], env=environment, input="")
+        here = os.getcwd()
+        os.chdir(home)  # drawn FILE arguments (export, backup) land in the temporary directory
+        try:
+            result = CliRunner().invoke(main, ["--db", str(Path(home) / "p.db"), *args], env=environment, input="")
+        finally:
+            os.chdir(here)
     assert result.exit_code in (0, 1, 2), (args, env, result.output)
     # The CLI's last-resort handler turns a bug into a message; the property holds only if none was hit.
     assert "failed unexpectedly" not in result.output, (args, env, result.output)

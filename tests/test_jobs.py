@@ -269,3 +269,32 @@ def test_a_job_killed_mid_way_is_resumed_on_the_next_start_and_applied_once(tmp_
         effects = sorted(m.content for m in mem.list(limit=100).items)
         assert effects == ["effect of job 0", "effect of job 1", "effect of job 2"]
         assert mem.doctor() == []
+
+
+ACCESS_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys
+    import funes
+    from funes.embed import HashEmbedder
+
+    mem = funes.open(sys.argv[1], embedder=HashEmbedder(32))
+    hits = mem.search("wifi password", session="s1")
+    print(hits[0].memory.id, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit: only what was written survives
+    """
+)
+
+
+def test_access_rows_survive_a_crash_right_after_the_search_returned(tmp_path: Path) -> None:
+    path = str(tmp_path / "access.db")
+    with funes.open(path, embedder=HashEmbedder(32), worker="off") as mem:
+        note = mem.remember("the wifi password is on the fridge")
+    script = tmp_path / "search.py"
+    script.write_text(ACCESS_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run = subprocess.run([sys.executable, str(script), path], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == -signal.SIGKILL and run.stdout.strip() == note.id
+    with funes.open(path, embedder=HashEmbedder(32), worker="off") as mem:
+        assert mem.get(note.id).access_count == 1
+        rows = mem.store.access_log(note.id)  # type: ignore[attr-defined]
+        assert [(r["action"], r["session_id"]) for r in rows] == [("search", "s1")]

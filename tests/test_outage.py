@@ -149,7 +149,7 @@ def test_an_outage_loses_nothing_and_search_degrades_to_keywords(tmp_path: Path,
         stats = mem.stats()
         pending = stats["pending_vectors"]
         assert pending == 4 + result.chunks - 1  # dog, the message, the edit, and the note's chunks
-        health = mem.core.health()
+        health = mem.health()
         assert health["problems"] == [] and "wait for their vectors" in health["notes"][0]
         for _ in range(12):  # more attempts than job_max_attempts: an outage never fails them for good
             mem.run_jobs()

@@ -11,23 +11,20 @@ feature services (:mod:`funes.documents`, :mod:`funes.sessions`,
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
-import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any, TypedDict, Unpack
+from typing import Any, Unpack
 
 import numpy as np
 
 from . import config as config_mod
-from .embed import Embedder, check_output, configured_identity
-from .errors import BackendUnavailable, EmbedderMismatch, EmbedderUnavailable, FunesError, InvalidInput, NotFound
-from .ingest.chunking import split_text
+from .embed import Embedder
+from .embedding import Embedding
+from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .models import (
     DEFAULT_IMPORTANCE,
     KEYWORD_ONLY,
@@ -35,7 +32,6 @@ from .models import (
     MAX_PREVIOUS_VERSIONS,
     MEMORY_TYPES,
     SCOPES,
-    EmbedderIdentity,
     ForgetResult,
     Job,
     Memory,
@@ -50,8 +46,16 @@ from .models import (
     check_identity,
     content_hash,
     new_id,
-    parse_time,
     utcnow,
+)
+from .record_input import (
+    RecordFields,
+    as_reference,
+    as_time,
+    check_choice,
+    check_importance,
+    expand_source_types,
+    remember_fields,
 )
 from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
@@ -60,55 +64,6 @@ from .store import AccessEvent, Store, vis_key
 log = logging.getLogger("funes")
 
 _UNSET: Any = object()
-PART_TOKENS = 200
-PART_OVERLAP = 40
-
-
-def _check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise InvalidInput(f"Invalid {name} {value!r}.", hint=f"Use one of: {', '.join(allowed)}.")
-    return value
-
-
-def _check_importance(value: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"Importance must be a number, got {value!r}.", hint="Use a value from 0 to 1.") from exc
-    if not 0.0 <= number <= 1.0 or number != number:
-        raise InvalidInput(f"Importance {value!r} is out of range.", hint="Use a value from 0 to 1, e.g. 0.7.")
-    return number
-
-
-def _as_time(value: datetime | str | None, name: str) -> datetime | None:
-    try:
-        return parse_time(value)
-    except ValueError as exc:
-        raise InvalidInput(
-            f"{name} {value!r} is not a date.", hint="Use ISO-8601, e.g. 2026-12-31 or 2026-12-31T18:00:00Z."
-        ) from exc
-
-
-class RecordFields(TypedDict, total=False):
-    """Optional fields of a new record (see :meth:`Funes.prepare`)."""
-
-    type: str
-    importance: float | None
-    scope: str | None
-    project: str | None
-    session: str | None
-    tenant: str | None
-    user: str | None
-    kind: str
-    title: str | None
-    topic: str | None
-    entity_type: str | None
-    entity_id: str | None
-    source: SourceRef | None
-    pinned: bool
-    expires_at: datetime | str | None
-    metadata: dict[str, Any] | None
-    references: Iterable[Reference | tuple[str, str] | dict[str, str]]
 
 
 class Core:
@@ -124,23 +79,8 @@ class Core:
     ) -> None:
         self.store = store
         self.config = config
-        self._check_embedder = check_embedder
-        self._embedder: Embedder | None = None
-        self._embedder_factory: Callable[[], Embedder] | None = None
-        self._embedder_lock = threading.Lock()
-        self._embedder_down_until = 0.0  # monotonic time before which the embedder is not tried again
-        self._embedder_was_down = False
-        if isinstance(embedder, Embedder):
-            self._embedder = embedder
-            self._check_identity(EmbedderIdentity(embedder.model_id, embedder.dimensions))
-        else:
-            # Created on first use, so list, get, stats, export and doctor
-            # work while an embedding server is down. A mismatch that the
-            # settings alone reveal is still refused at open.
-            self._embedder_factory = embedder
-            configured = configured_identity(config, store.identity())
-            if configured is not None and store.identity() is not None:
-                self._check_identity(configured)
+        self.embedding = Embedding(store, embedder, config, check_embedder=check_embedder)
+        self.embedding.on_recovered = self._embedder_recovered
         self._unwritten_access: list[tuple[AccessEvent, datetime]] = []
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
@@ -148,35 +88,6 @@ class Core:
         self._closed = False
         self._worker: ThreadPoolExecutor | None = None
         self._worker_lock = threading.Lock()
-
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder, created (and checked against the store) on first use."""
-        if self._embedder is None:
-            with self._embedder_lock:
-                if self._embedder is None:
-                    assert self._embedder_factory is not None
-                    created = self._embedder_factory()
-                    self._check_identity(EmbedderIdentity(created.model_id, created.dimensions))
-                    self._embedder = created
-        return self._embedder
-
-    def _check_identity(self, ident: EmbedderIdentity) -> None:
-        current = self.store.identity()
-        if current is None:
-            self.store.set_identity(ident)
-        elif current != ident and self._check_embedder:
-            raise EmbedderMismatch(
-                f"The store {self.store.path} was built with {current.model_id} ({current.dimensions} dims), "
-                f"but the configured embedder is {ident.model_id} ({ident.dimensions} dims).",
-                hint="Run `funes reindex` to re-embed everything with the configured model, or set the embedder back.",
-            )
-
-    def configured_identity(self) -> EmbedderIdentity | None:
-        """The configured embedder's identity, without creating it when it is not loaded yet."""
-        if self._embedder is not None:
-            return EmbedderIdentity(self._embedder.model_id, self._embedder.dimensions)
-        return configured_identity(self.config, self.store.identity())
 
     # -- lifecycle -------------------------------------------------------------
     def _search_worker(self) -> ThreadPoolExecutor:
@@ -253,6 +164,11 @@ class Core:
             self.on_job_queued()
         return job_id
 
+    def _embedder_recovered(self) -> None:
+        # It answers again: the vectors that waited for it need not wait out their backoff.
+        if self.store.expedite_jobs("vectors", utcnow()) and self.on_job_queued is not None:
+            self.on_job_queued()
+
     def defer_vectors(self, memory_ids: Sequence[str], tenant: str) -> str:
         """Queue the embedding of records stored without vectors; call it in the transaction that stored them.
 
@@ -266,7 +182,9 @@ class Core:
         """Handler of ``vectors`` jobs: embed the records now, write the vectors with the job's completion."""
         ids = [str(i) for i in job.payload.get("ids", [])]
         records = list(self.store.get_many(ids).values())
-        embedded = self.embed_records([self.embed_text(m) for m in records], force=True) if records else []
+        embedded = (
+            self.embedding.embed_records([self.embedding.embed_text(m) for m in records], force=True) if records else []
+        )
 
         def apply() -> dict[str, int]:
             current = self.store.get_many([m.id for m in records])
@@ -303,93 +221,6 @@ class Core:
         """The caller's project, or the configured one."""
         return project if project is not None else (self.config.project or None)
 
-    # -- embedding -----------------------------------------------------------------
-    def parts(self, text: str) -> list[str]:
-        """The text split into pieces the embedder can read whole (one piece if it fits)."""
-        limit = self.embedder.max_tokens
-        if self.embedder.count_tokens(text) <= limit:
-            return [text]
-        return split_text(text, self.embedder.count_tokens, min(PART_TOKENS, limit), PART_OVERLAP)
-
-    def embed(self, texts: Sequence[str], *, query: bool = False, force: bool = False) -> np.ndarray:
-        """Embed texts through the cache; each text must fit the model (see :meth:`parts`).
-
-        After the embedder was found unreachable, calls fail fast for
-        ``embedder_retry_seconds`` (searches degrade at once instead of
-        waiting out the client's retries each time); ``force`` (background
-        jobs) tries anyway.
-        """
-        if not force and time.monotonic() < self._embedder_down_until:
-            raise EmbedderUnavailable(
-                "The embedding server was unreachable moments ago.",
-                hint=f"Funes tries it again after {self.config.embedder_retry_seconds:g} s; "
-                "`funes doctor` shows pending work.",
-            )
-        try:
-            vectors = self._embed(texts, query)
-        except EmbedderUnavailable:
-            self._embedder_down_until = time.monotonic() + float(self.config.embedder_retry_seconds)
-            self._embedder_was_down = True
-            raise
-        self._embedder_down_until = 0.0
-        if self._embedder_was_down:
-            # It answers again: the vectors that waited for it need not wait out their backoff.
-            self._embedder_was_down = False
-            if self.store.expedite_jobs("vectors", utcnow()) and self.on_job_queued is not None:
-                self.on_job_queued()
-        return vectors
-
-    def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:
-        model = self.embedder.model_id
-        hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
-        cached = self.store.cache_get(model, hashes)
-        missing = [i for i, h in enumerate(hashes) if h not in cached]
-        out = np.zeros((len(texts), self.embedder.dimensions), dtype=np.float32)
-        if missing:
-            unique: dict[str, str] = {}
-            for i in missing:
-                unique.setdefault(hashes[i], texts[i])
-            # Texts of similar length share a batch: a batch is padded to its longest
-            # text, and sorting cut a 300-text remember_many by a quarter (bench/bulk_bench.py).
-            order = sorted(unique, key=lambda h: len(unique[h]))
-            batch = self.config.embed_batch_size
-            new: dict[str, np.ndarray] = {}
-            for start in range(0, len(order), batch):
-                chunk = order[start : start + batch]
-                vectors = check_output(
-                    self.embedder.embed_batch([unique[h] for h in chunk], query=query),
-                    len(chunk),
-                    self.embedder.dimensions,
-                    model,
-                )
-                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-                vectors = vectors / np.where(norms == 0, 1.0, norms)
-                new.update(zip(chunk, vectors, strict=True))
-            self.store.cache_put(model, list(new.items()))
-            cached.update(new)
-        for i, h in enumerate(hashes):
-            out[i] = cached[h]
-        return out
-
-    def embed_records(self, texts: Sequence[str], *, force: bool = False) -> list[list[np.ndarray]]:
-        """Vectors of each text, split into parts where it is longer than the model reads."""
-        split = [self.parts(t) for t in texts]
-        flat = [p for parts in split for p in parts]
-        matrix = self.embed(flat, force=force) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
-        out: list[list[np.ndarray]] = []
-        pos = 0
-        for parts in split:
-            out.append([matrix[pos + j] for j in range(len(parts))])
-            pos += len(parts)
-        return out
-
-    def embed_query(self, query: str) -> np.ndarray:
-        """One vector for a query (a long query is the normalised mean of its parts)."""
-        vectors = self.embed(self.parts(query), query=True)
-        vector = vectors.mean(axis=0)
-        norm = float(np.linalg.norm(vector))
-        return vector / norm if norm else vector
-
     # -- validation ----------------------------------------------------------------
     def check_content(self, content: Any) -> str:
         if not isinstance(content, str):
@@ -413,7 +244,7 @@ class Core:
     def check_scope(self, scope: str | None, project: str | None, session: str | None) -> str:
         if scope is None:
             scope = "session" if session and not project else ("project" if project else "team")
-        _check_choice("scope", scope, SCOPES)
+        check_choice("scope", scope, SCOPES)
         if scope == "project" and not project:
             raise InvalidInput(
                 "Scope 'project' needs a project.", hint="Pass project=... (CLI: --project NAME) or use scope 'team'."
@@ -441,7 +272,7 @@ class Core:
         if existing is not None and not existing.is_expired():
             return existing  # fast path: no embedding for a known duplicate
         try:
-            vectors: list[np.ndarray] | None = self.embed_records([self.embed_text(memory)])[0]
+            vectors: list[np.ndarray] | None = self.embedding.embed_records([self.embedding.embed_text(memory)])[0]
         except EmbedderUnavailable as exc:
             log.warning("embedder unavailable, %s stored for keyword search; its vector is a job: %s", memory.id, exc)
             vectors = None
@@ -475,7 +306,7 @@ class Core:
         prepared: list[tuple[int, Memory]] = []
         for index, item in enumerate(items):
             try:
-                content, fields = _remember_fields(item, defaults)
+                content, fields = remember_fields(item, defaults)
                 memory = self.prepare(content, **fields)
             except FunesError as exc:
                 if atomic:
@@ -505,7 +336,7 @@ class Core:
         vectors: list[list[np.ndarray]] | None = []
         if fresh:
             try:
-                vectors = self.embed_records([self.embed_text(m) for _, m in fresh])
+                vectors = self.embedding.embed_records([self.embedding.embed_text(m) for _, m in fresh])
             except EmbedderUnavailable as exc:
                 log.warning(
                     "embedder unavailable, %d memories stored for keyword search; vectors are a job: %s",
@@ -555,8 +386,8 @@ class Core:
     ) -> Memory:
         """Validate and build a record without storing it (ingestion stores many at once)."""
         text = self.check_content(content)
-        _check_choice("memory type", type, MEMORY_TYPES)
-        _check_choice("kind", kind, KINDS)
+        check_choice("memory type", type, MEMORY_TYPES)
+        check_choice("kind", kind, KINDS)
         project = self.project_of(project)
         scope = self.check_scope(scope, project, session)
         # A record carries the ids of its own scope and of the scopes around it,
@@ -564,9 +395,9 @@ class Core:
         # project belongs to neither (filters, clears and promotion read them).
         project_id = project if scope in ("project", "session") else None
         session_id = session if scope == "session" else None
-        value = DEFAULT_IMPORTANCE[type] if importance is None else _check_importance(importance)
-        expiry = _as_time(expires_at, "expires_at")
-        refs = tuple(_as_reference(r) for r in references)
+        value = DEFAULT_IMPORTANCE[type] if importance is None else check_importance(importance)
+        expiry = as_time(expires_at, "expires_at")
+        refs = tuple(as_reference(r) for r in references)
         now = utcnow()
         return Memory(
             id=id or new_id(),
@@ -592,10 +423,6 @@ class Core:
             metadata=flag_instruction_like(text, metadata),  # memory-poisoning defence (issue 4)
             references=refs,
         )
-
-    @staticmethod
-    def embed_text(memory: Memory) -> str:
-        return f"{memory.title}\n{memory.content}" if memory.title else memory.content
 
     def visible(self, memory: Memory | None, tenant: str | None, user: str | None) -> bool:
         if memory is None or memory.tenant != self.tenant_of(tenant):
@@ -649,13 +476,13 @@ class Core:
                     version=current.version + 1,
                 )
         if importance is not None:
-            changes["importance"] = _check_importance(importance)
+            changes["importance"] = check_importance(importance)
         if type is not None:
-            changes["memory_type"] = _check_choice("memory type", type, MEMORY_TYPES)
+            changes["memory_type"] = check_choice("memory type", type, MEMORY_TYPES)
         if pinned is not None:
             changes["pinned"] = bool(pinned)
         if expires_at is not _UNSET:
-            changes["expires_at"] = _as_time(expires_at, "expires_at")
+            changes["expires_at"] = as_time(expires_at, "expires_at")
         if title is not _UNSET:
             changes["title"] = title
         if topic is not _UNSET:
@@ -668,7 +495,7 @@ class Core:
         deferred = False
         if "content" in changes or ("title" in changes and changes["title"] != current.title):
             try:
-                vectors = self.embed_records([self.embed_text(updated)])[0]
+                vectors = self.embedding.embed_records([self.embedding.embed_text(updated)])[0]
             except EmbedderUnavailable as exc:
                 # The old vectors describe the old text: drop them, keep the
                 # record keyword-searchable, and embed it when the server is back.
@@ -730,68 +557,6 @@ class Core:
             self.store.delete([m.id for m in doomed])
         return ForgetResult(deleted=doomed, not_found=missing)
 
-    def clear(
-        self,
-        *,
-        session: str | None = None,
-        project: str | None = None,
-        all: bool = False,
-        tenant: str | None = None,
-        user: str | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Remove everything of one session, one project, or the whole tenant, then reclaim the space.
-
-        That is the records (pinned ones too: pinning protects from retention,
-        not from an explicit clear), their vectors and keyword entries, the
-        sessions with their messages and usage, and the documents. A project
-        takes its project-scope records and its sessions; team records stay.
-        The removal is one transaction and writes a cleanup-log row; then the
-        file is vacuumed. Returns the counts, and ``bytes_before`` /
-        ``bytes_after`` of the database. ``dry_run`` only counts.
-        """
-        chosen = [name for name, value in (("session", session), ("project", project), ("all", all)) if value]
-        if len(chosen) != 1:
-            raise InvalidInput(
-                "Say what to clear: exactly one of session=, project= or all=True.",
-                hint="CLI: `funes clear --session ID`, `funes clear --project NAME` or `funes clear --all`.",
-            )
-        tenant_id = self.tenant_of(tenant)
-        report = self.store.clear(
-            tenant_id,
-            session_id=session,
-            project_id=project,
-            user_id=self.user_of(user),
-            at=utcnow(),
-            reason="cleared by request",
-            dry_run=dry_run,
-        )
-        if not all and not any(report[k] for k in ("records", "messages", "documents", "sessions")):
-            what = f"session {session!r}" if session else f"project {project!r}"
-            raise NotFound(
-                f"There is nothing to clear in {what}.",
-                hint="`funes sessions list` shows sessions; `funes list --json` shows the projects of records.",
-            )
-        if dry_run:
-            return report
-        log_id = report.pop("log_id")
-        try:
-            before, after = self.store.reclaim_space()
-        except BackendUnavailable as exc:
-            # The removal is committed and logged; only the file has not shrunk yet.
-            log.warning("space not reclaimed after clear: %s", exc)
-            report.update(bytes_before=None, bytes_after=None, reclaim_error=exc.to_dict())
-        else:
-            report.update(bytes_before=before, bytes_after=after)
-            self.store.record_reclaimed(log_id, max(0, before - after))
-        return report
-
-    def cleanup_log(self, *, tenant: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest cleanup-log rows: retention runs, cleared sessions and `clear` calls."""
-        if not 1 <= int(limit) <= 10_000:
-            raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 10000.")
-        return self.store.cleanup_log(self.tenant_of(tenant), int(limit))
-
     def list(
         self,
         *,
@@ -832,11 +597,11 @@ class Core:
         until: datetime | str | None = None,
     ) -> SearchFilters:
         for t in types or ():
-            _check_choice("memory type", t, MEMORY_TYPES)
+            check_choice("memory type", t, MEMORY_TYPES)
         for k in kinds or ():
-            _check_choice("kind", k, KINDS)
+            check_choice("kind", k, KINDS)
         for s in scopes or ():
-            _check_choice("scope", s, SCOPES)
+            check_choice("scope", s, SCOPES)
         return SearchFilters(
             tenant=self.tenant_of(tenant),
             user_id=self.user_of(user),
@@ -845,10 +610,10 @@ class Core:
             session_id=session,
             memory_types=tuple(types) if types else None,
             kinds=tuple(kinds) if kinds else None,
-            source_types=_expand_source_types(source_types),
+            source_types=expand_source_types(source_types),
             source_ids=tuple(source_ids) if source_ids else None,
-            created_after=_as_time(since, "since"),
-            created_before=_as_time(until, "until"),
+            created_after=as_time(since, "since"),
+            created_before=as_time(until, "until"),
         )
 
     # -- search ----------------------------------------------------------------------
@@ -952,7 +717,7 @@ class Core:
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
         try:
-            vector = self.embed_query(query)
+            vector = self.embedding.embed_query(query)
             nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
         except EmbedderUnavailable as exc:
             # Keywords still find things: answer with them and say so, rather than fail.
@@ -1001,170 +766,8 @@ class Core:
             degraded=degraded,
         )
 
-    # -- maintenance -----------------------------------------------------------------
-    def stats(self, *, tenant: str | None = None) -> dict[str, Any]:
-        """Counts by kind, type and scope, sizes, pending vectors and jobs, and the configured embedder.
-
-        Never creates the embedder: stats work while an embedding server is down.
-        """
-        out = self.store.stats(tenant)
-        configured = self.configured_identity()
-        out["embedder_configured"] = {
-            "model_id": configured.model_id if configured else f"{self.config.embedder}:{self.config.embed_model}",
-            "dimensions": configured.dimensions if configured else None,  # None: only the server knows
-        }
-        return out
-
-    def backup(self, dest: str | os.PathLike[str]) -> dict[str, Any]:
-        """A consistent copy of the store at ``dest`` (SQLite's online backup API), safe while writers run."""
-        method = getattr(self.store, "backup", None)
-        if method is None:
-            raise InvalidInput("This store has no file backup.", hint="Use `funes export FILE` instead.")
-        return dict(method(dest))
-
-    def repair(self, dest: str | os.PathLike[str]) -> dict[str, Any]:
-        """Salvage every readable row into a new store at ``dest`` (the damaged store is left as it is)."""
-        method = getattr(self.store, "salvage", None)
-        if method is None:
-            raise InvalidInput("This store cannot be salvaged to a file.", hint="Use `funes export FILE` instead.")
-        return dict(method(dest))
-
-    def doctor(self) -> list[str]:
-        """Integrity problems of the store (empty when healthy); see :meth:`health` for notes too."""
-        return list(self.health()["problems"])
-
-    def health(self) -> dict[str, Any]:
-        """Problems (to fix), notes (work in progress, e.g. pending vectors) and counts; never embeds."""
-        problems = self.store.check()
-        current = self.store.identity()
-        configured = self.configured_identity()
-        if current is not None and configured is not None and current != configured:
-            problems.append(
-                f"The store's vectors come from {current.model_id} ({current.dimensions} dims) but the configured "
-                f"embedder is {configured.model_id} ({configured.dimensions} dims); run `funes reindex`."
-            )
-        notes: list[str] = []
-        pending = self.store.pending_vectors()
-        if pending:
-            notes.append(
-                f"{pending} records wait for their vectors (the embedder was unreachable when they were written); "
-                "they are keyword-searchable now. A long-running process embeds them when it answers, or run "
-                "`funes jobs run`."
-            )
-        jobs = self.store.job_counts()
-        if jobs.get("failed"):
-            problems.append(
-                f"{jobs['failed']} background jobs failed for good; `funes jobs list --status failed` shows why, "
-                "`funes jobs retry ID` runs one again."
-            )
-        return {"problems": problems, "notes": notes, "pending_vectors": pending, "jobs": jobs}
-
-    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every record with the configured embedder and rebuild the keyword index.
-
-        Vectors are computed first (through the cache), then swapped in with
-        one transaction, so a crash leaves the old index intact.
-        """
-        records = list(self.store.iter_records())
-        vectors: list[list[np.ndarray]] = []
-        step = 256
-        for start in range(0, len(records), step):
-            batch = records[start : start + step]
-            vectors.extend(self.embed_records([self.embed_text(m) for m in batch]))
-            if progress:
-                progress(min(start + step, len(records)), len(records))
-        ident = EmbedderIdentity(self.embedder.model_id, self.embedder.dimensions)
-        self.store.replace_index(ident, zip(records, vectors, strict=True))
-        return len(records)
-
 
 def _by_time(batch: Sequence[tuple[AccessEvent, datetime]]) -> Iterator[tuple[datetime, list[AccessEvent]]]:
     """Access events grouped by the time they happened, in order."""
     for at, group in itertools.groupby(batch, key=lambda item: item[1]):
         yield at, [event for event, _ in group]
-
-
-def _expand_source_types(names: Sequence[str] | None) -> tuple[str, ...] | None:
-    """Source filter names (documents, sheets, chat, markdown, all) or raw types as source types."""
-    if not names:
-        return None
-    from .ingest import source_types_for
-
-    out: list[str] = []
-    for name in names:
-        types = source_types_for(name)
-        if types is None:
-            return None
-        out.extend(t for t in types if t not in out)
-    return tuple(out)
-
-
-def _as_reference(value: Reference | tuple[str, str] | dict[str, str]) -> Reference:
-    if isinstance(value, Reference):
-        return value
-    if isinstance(value, dict):
-        try:
-            return Reference(type=str(value["type"]), id=str(value["id"]))
-        except KeyError as exc:
-            raise InvalidInput(
-                "A reference needs 'type' and 'id'.", hint='Use {"type": "vendor", "id": "V-12"}.'
-            ) from exc
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return Reference(type=str(value[0]), id=str(value[1]))
-    raise InvalidInput(f"Cannot read reference {value!r}.", hint="Use (type, id), e.g. ('vendor', 'V-12').")
-
-
-_ITEM_FIELDS = frozenset(RecordFields.__optional_keys__) | {"content"}
-
-
-def _remember_fields(item: Any, defaults: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(content, fields) of one remember_many item: a string, or a dict of content and remember's fields."""
-    if isinstance(item, str):
-        return item, dict(defaults)
-    if not isinstance(item, Mapping):
-        raise InvalidInput(
-            f"An item must be text or a dict, got {type(item).__name__}.",
-            hint='Pass "text" or {"content": "text", "type": "fact"}.',
-        )
-    unknown = sorted(set(item) - _ITEM_FIELDS)
-    if unknown:
-        raise InvalidInput(
-            f"Unknown field(s) {', '.join(map(str, unknown))}.", hint=f"Use: {', '.join(sorted(_ITEM_FIELDS))}."
-        )
-    if "content" not in item:
-        raise InvalidInput("The item has no content.", hint='Give it a "content" key with the text to remember.')
-    fields = {**defaults, **{k: v for k, v in item.items() if k != "content"}}
-    # Items often come from files: a wrong type is that item's error, not a crash of the batch.
-    for name, value in fields.items():
-        allowed = _FIELD_TYPES.get(name)
-        if value is not None and allowed is not None and not isinstance(value, allowed):
-            expected = " or ".join(t.__name__ for t in allowed)
-            raise InvalidInput(
-                f"{name} must be {expected}, got {type(value).__name__} {value!r:.40}.",
-                hint=f"Pass {name} as {expected}, or leave it out.",
-            )
-    return item["content"], fields
-
-
-_TEXT_FIELDS = (
-    "type",
-    "scope",
-    "project",
-    "session",
-    "tenant",
-    "user",
-    "kind",
-    "title",
-    "topic",
-    "entity_type",
-    "entity_id",
-)
-_FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(_TEXT_FIELDS, (str,)),
-    "importance": (int, float),
-    "pinned": (bool,),
-    "expires_at": (str, datetime),
-    "metadata": (Mapping,),
-    "source": (SourceRef,),
-    "references": (list, tuple),
-}

@@ -121,15 +121,15 @@ class Documents:
         return cast(DocumentStore, self.store)
 
     def _chunker(self) -> Chunker:
-        size = max(16, min(int(self.config.chunk_tokens), int(self.core.embedder.max_tokens)))
+        size = max(16, min(int(self.config.chunk_tokens), int(self.core.embedding.embedder.max_tokens)))
         overlap = max(0, min(int(self.config.chunk_overlap), size // 2))
-        return Chunker(self.core.embedder.count_tokens, size, overlap)
+        return Chunker(self.core.embedding.embedder.count_tokens, size, overlap)
 
     def _pipeline(self, hidden: bool) -> str:
         c = self._chunker()
         return (
             f"r{READER_VERSION}:t{c.max_tokens}:o{c.overlap}:l{self.config.long_cell_chars}:"
-            f"h{int(hidden)}:{self.core.embedder.model_id}"
+            f"h{int(hidden)}:{self.core.embedding.embedder.model_id}"
         )
 
     # -- ingest ------------------------------------------------------------------
@@ -327,10 +327,10 @@ class Documents:
                 parsed, chunks, item, doc_id, version, tenant_id, user_id, scope_name, project_id, session, metadata
             )
             vectors: list[list[np.ndarray] | None] = []
-            texts = [self.core.embed_text(m) for m in records]
+            texts = [self.core.embedding.embed_text(m) for m in records]
             try:
                 for start in range(0, len(texts), EMBED_SLICE):
-                    vectors.extend(self.core.embed_records(texts[start : start + EMBED_SLICE]))
+                    vectors.extend(self.core.embedding.embed_records(texts[start : start + EMBED_SLICE]))
                     if on_chunks is not None:
                         on_chunks(min(start + EMBED_SLICE, len(texts)), len(texts))
             except EmbedderUnavailable as exc:

@@ -6,8 +6,10 @@ service, so there is exactly one implementation of everything.
 
 The parts, innermost first (each may use only those before it):
 
-* ``core`` (:class:`funes.core.Core`): records over a store and an embedder;
+* ``core`` (:class:`funes.core.Core`): records over a store, with ``embedding``
+  (:class:`funes.embedding.Embedding`) turning texts into vectors;
 * ``jobs`` (:class:`funes.jobs.Jobs`): the durable job runner;
+* ``maintenance`` (:class:`funes.maintenance.Maintenance`): stats, doctor, reindex, clear;
 * ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
@@ -26,7 +28,9 @@ from . import config as config_mod
 from .core import Core
 from .documents import Documents
 from .embed import Embedder
+from .embedding import Embedding
 from .jobs import Jobs
+from .maintenance import Maintenance
 from .sessions import Conversations
 from .store import Store, open_store
 from .tools import AgentTools
@@ -59,7 +63,9 @@ class Funes:
         worker: str = "auto",
     ) -> None:
         self.core = Core(store, embedder, config, check_embedder=check_embedder)
+        self.embedding = self.core.embedding
         self.jobs = Jobs(self.core, worker=worker)
+        self.maintenance = Maintenance(self.core)
         self.docs = Documents(self.core)
         self.conversations = Conversations(self.core, self.docs)
         self.agent_tools = AgentTools(self.core, self.conversations)
@@ -79,7 +85,7 @@ class Funes:
     @property
     def embedder(self) -> Embedder:
         """The embedder (created on first use: commands that do not embed never touch it)."""
-        return self.core.embedder
+        return self.embedding.embedder
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
@@ -103,19 +109,24 @@ class Funes:
     unpin = _delegate("core", Core.unpin)
     forget = _delegate("core", Core.forget)
     forget_many = _delegate("core", Core.forget_many)
-    clear = _delegate("core", Core.clear)
-    cleanup_log = _delegate("core", Core.cleanup_log)
     list = _delegate("core", Core.list)
     search = _delegate("core", Core.search)
-    stats = _delegate("core", Core.stats)
-    doctor = _delegate("core", Core.doctor)
-    backup = _delegate("core", Core.backup)
-    repair = _delegate("core", Core.repair)
-    reindex = _delegate("core", Core.reindex)
-    embed = _delegate("core", Core.embed)
-    embed_records = _delegate("core", Core.embed_records)
-    embed_query = _delegate("core", Core.embed_query)
-    parts = _delegate("core", Core.parts)
+
+    # -- store-wide care -------------------------------------------------------------------
+    stats = _delegate("maintenance", Maintenance.stats)
+    doctor = _delegate("maintenance", Maintenance.doctor)
+    health = _delegate("maintenance", Maintenance.health)
+    backup = _delegate("maintenance", Maintenance.backup)
+    repair = _delegate("maintenance", Maintenance.repair)
+    reindex = _delegate("maintenance", Maintenance.reindex)
+    clear = _delegate("maintenance", Maintenance.clear)
+    cleanup_log = _delegate("maintenance", Maintenance.cleanup_log)
+
+    # -- embedding ------------------------------------------------------------------------
+    embed = _delegate("embedding", Embedding.embed)
+    embed_records = _delegate("embedding", Embedding.embed_records)
+    embed_query = _delegate("embedding", Embedding.embed_query)
+    parts = _delegate("embedding", Embedding.parts)
 
     # -- documents -----------------------------------------------------------------------
     ingest = _delegate("docs", Documents.ingest)

@@ -231,7 +231,7 @@ class Conversations:
             records: list[Memory] = []
             if msg.content.strip():
                 self.core.check_content(msg.content)  # the size limit applies to transcripts too
-                pieces = self.core.parts(msg.content.strip())
+                pieces = self.core.embedding.parts(msg.content.strip())
                 for part, piece in enumerate(pieces, start=1):
                     locator: dict[str, Any] = {
                         "message_id": message_id,
@@ -260,7 +260,9 @@ class Conversations:
         # Embedding is slow: do it, for the whole batch at once, before taking the write lock.
         vectors: list[list[Any]] | None
         try:
-            vectors = self.core.embed_records([self.core.embed_text(m) for m in every]) if every else []
+            vectors = (
+                self.core.embedding.embed_records([self.core.embedding.embed_text(m) for m in every]) if every else []
+            )
         except EmbedderUnavailable:
             # The messages are accepted anyway: findable by keyword now, embedded by a job later.
             vectors = None

@@ -389,7 +389,7 @@ class AgentTools:
             # The same words again after the old record expired: renew that record rather than keep both.
             memory = memory.evolve(id=existing.id, created_at=existing.created_at)
         try:
-            vectors: list[Any] | None = self.core.embed_records([self.core.embed_text(memory)])[0]
+            vectors: list[Any] | None = self.core.embedding.embed_records([self.core.embedding.embed_text(memory)])[0]
         except EmbedderUnavailable:
             vectors = None  # stored now and findable by keyword; a job embeds it when the server is back
         similar = self._near_duplicates(memory, vectors, caller) if vectors is not None else []

@@ -65,7 +65,9 @@ class Transfer:
             return viewer is None or not owner or owner == viewer
 
         self.core.sync_access()  # counters from recent searches belong in the export
-        ident = self.store.identity() or EmbedderIdentity(self.core.embedder.model_id, self.core.embedder.dimensions)
+        ident = self.store.identity() or EmbedderIdentity(
+            self.core.embedding.embedder.model_id, self.core.embedding.embedder.dimensions
+        )
         yield json.dumps(
             {
                 "type": "funes-export",
@@ -145,8 +147,8 @@ class Transfer:
             )
         emb = header.get("embedder") or {}
         same_model = (
-            emb.get("model_id") == self.core.embedder.model_id
-            and emb.get("dimensions") == self.core.embedder.dimensions
+            emb.get("model_id") == self.core.embedding.embedder.model_id
+            and emb.get("dimensions") == self.core.embedding.embedder.dimensions
         )
         records: list[tuple[Memory, list[np.ndarray] | None]] = []
         lines_of: dict[str, list[int]] = {}
@@ -180,7 +182,7 @@ class Transfer:
             lines_of.setdefault(memory.id, []).append(number)
             raw_vectors = _vectors(item.get("vectors"), number)
             vectors = raw_vectors if same_model else None
-            if vectors is not None and any(len(v) != self.core.embedder.dimensions for v in vectors):
+            if vectors is not None and any(len(v) != self.core.embedding.embedder.dimensions for v in vectors):
                 vectors = None
             records.append((memory, vectors or None))
         # A repeated id: the last line wins, and the report says so instead of counting it twice.
@@ -197,7 +199,11 @@ class Transfer:
                 continue
             todo.append((memory, vectors))
         need = [i for i, (_, v) in enumerate(todo) if v is None]
-        embedded = self.core.embed_records([self.core.embed_text(todo[i][0]) for i in need]) if need else []
+        embedded = (
+            self.core.embedding.embed_records([self.core.embedding.embed_text(todo[i][0]) for i in need])
+            if need
+            else []
+        )
         for i, vectors in zip(need, embedded, strict=True):
             todo[i] = (todo[i][0], vectors)
         # One transaction for everything: a failure leaves the store as it was.

@@ -205,7 +205,7 @@ def doctor(state: State, repair: bool, as_json: bool) -> None:
     extra: dict[str, Any] = {}
     try:
         f = state.reader()
-        health = f.core.health()
+        health = f.health()
         problems, notes = health["problems"], health["notes"]
         extra = {"pending_vectors": health["pending_vectors"], "jobs": health["jobs"]}
         path = f.store.path
