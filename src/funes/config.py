@@ -299,6 +299,54 @@ register(
     minimum=20,
 )
 register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).", minimum=1)
+# -- LLM (summaries, topics, merges; see funes.llm) -----------------------------------
+register(
+    "llm",
+    "offline",
+    str,
+    "LLM provider for summaries, topic extraction and merges: 'offline' (deterministic heuristics, no key), "
+    "'openai' (any OpenAI-compatible server) or 'anthropic'. Any failed call falls back to offline.",
+)
+register(
+    "llm_model",
+    "",
+    str,
+    "Model name sent to the LLM provider; empty means gpt-4o-mini (openai) or claude-3-5-haiku-latest (anthropic).",
+)
+register(
+    "llm_base_url",
+    "",
+    str,
+    "Base URL of the LLM server; empty means https://api.openai.com/v1 (openai) or https://api.anthropic.com (anthropic). "
+    "Ollama: http://localhost:11434/v1.",
+)
+register(
+    "llm_api_key_env",
+    "",
+    str,
+    "Name of the environment variable holding the LLM API key; empty means OPENAI_API_KEY or ANTHROPIC_API_KEY.",
+)
+register("llm_timeout", 60.0, float, "Seconds to wait for one LLM call.")
+register("llm_max_retries", 3, int, "Retries of an LLM call answered with 429 or 5xx (or not answered), with backoff.")
+register(
+    "llm_backoff_seconds",
+    1.0,
+    float,
+    "Wait before the first LLM retry; doubled for each later one (a Retry-After header wins, up to 60 s).",
+)
+register("llm_max_tokens", 1024, int, "Most tokens an LLM may write in one answer.")
+register(
+    "llm_input_price",
+    -1.0,
+    float,
+    "USD per million prompt tokens, for the per-call cost estimate; negative means the built-in price of known models (else 0).",
+)
+register(
+    "llm_output_price",
+    -1.0,
+    float,
+    "USD per million completion tokens, for the per-call cost estimate; negative means the built-in price of known models (else 0).",
+)
 # -- background jobs ---------------------------------------------------------------
 register(
     "job_lease_seconds",

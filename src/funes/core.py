@@ -27,16 +27,15 @@ from .embedding import Embedding
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .models import (
     DEFAULT_IMPORTANCE,
+    ENTITY_SCOPES,
     KEYWORD_ONLY,
     KINDS,
-    MAX_PREVIOUS_VERSIONS,
     MEMORY_TYPES,
     SCOPES,
     ForgetResult,
     Job,
     Memory,
     Page,
-    PreviousVersion,
     Reference,
     RememberResult,
     SearchFilters,
@@ -56,10 +55,12 @@ from .record_input import (
     check_importance,
     expand_source_types,
     remember_fields,
+    with_entity_filters,
 )
 from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
 from .store import AccessEvent, Store, vis_key
+from .versioning import next_version, superseded
 
 log = logging.getLogger("funes")
 
@@ -262,6 +263,8 @@ class Core:
         entity_id, source, pinned, expires_at, metadata, references.
         """
         memory = self.prepare(content, **fields)
+        if memory.entity_type and memory.entity_id:
+            return self._remember_entity(memory)[0]
         existing = self.store.find_by_hash(
             memory.tenant,
             vis_key(memory.scope, memory.project_id, memory.session_id),
@@ -271,11 +274,7 @@ class Core:
         )
         if existing is not None and not existing.is_expired():
             return existing  # fast path: no embedding for a known duplicate
-        try:
-            vectors: list[np.ndarray] | None = self.embedding.embed_records([self.embedding.embed_text(memory)])[0]
-        except EmbedderUnavailable as exc:
-            log.warning("embedder unavailable, %s stored for keyword search; its vector is a job: %s", memory.id, exc)
-            vectors = None
+        vectors = self._vectors_for_write(memory)
         # The store re-checks inside its write transaction (another process may
         # have stored the same text meanwhile); an expired duplicate is renewed.
         with self.store.transaction():
@@ -283,6 +282,39 @@ class Core:
             if vectors is None and stored.id == memory.id:
                 self.defer_vectors([stored.id], stored.tenant)
         return stored
+
+    def _vectors_for_write(self, memory: Memory) -> list[np.ndarray] | None:
+        """The record's vectors, or None while the embedder is down (the caller queues them as a job)."""
+        try:
+            return self.embedding.embed_records([self.embedding.embed_text(memory)])[0]
+        except EmbedderUnavailable as exc:
+            log.warning("embedder unavailable, %s stored for keyword search; its vector is a job: %s", memory.id, exc)
+            return None
+
+    def _remember_entity(self, memory: Memory) -> tuple[Memory, bool]:
+        """Write an entity's record: the first write creates it, a later one updates it as a new version.
+
+        One record per (tenant, owner, project, entity type, entity id); the
+        old text goes to the version history. Unchanged text embeds nothing.
+        Returns the record that stands and whether this write changed it.
+        """
+        key = (memory.tenant, memory.user_id, memory.project_id, str(memory.entity_type), str(memory.entity_id))
+        existing = self.store.find_entity(*key)
+        same_text = existing is not None and superseded(existing, memory).content_hash == existing.content_hash
+        if existing is not None and same_text and superseded(existing, memory).title == existing.title:
+            if superseded(existing, memory).evolve(updated_at=existing.updated_at) == existing:
+                return existing, False  # nothing changed: no embedding, no write
+            vectors: list[np.ndarray] | None = None  # only fields beside the text changed: the vectors stand
+        else:
+            vectors = self._vectors_for_write(memory)
+        with self.store.transaction():
+            # Read again under the write lock: another writer may have created or changed it meanwhile.
+            current = self.store.find_entity(*key)
+            stored = memory if current is None else superseded(current, memory)
+            self.store.put(stored, vectors)
+            if vectors is None and (current is None or stored.content_hash != current.content_hash):
+                self.defer_vectors([stored.id], stored.tenant)
+        return stored, True
 
     def remember_many(
         self,
@@ -319,7 +351,11 @@ class Core:
         first: dict[tuple[str, str, str, str, str], int] = {}
         twins: dict[int, int] = {}
         fresh: list[tuple[int, Memory]] = []
+        entities: list[tuple[int, Memory]] = []
         for index, memory in prepared:
+            if memory.entity_type and memory.entity_id:
+                entities.append((index, memory))  # one record per entity: written as an upsert below
+                continue
             vis = vis_key(memory.scope, memory.project_id, memory.session_id)
             key = (memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id or "")
             if key in first:
@@ -355,6 +391,9 @@ class Core:
                     deferred.setdefault(stored.tenant, []).append(stored.id)
             for tenant, ids in deferred.items():
                 self.defer_vectors(ids, tenant)
+        for index, memory in entities:
+            stored, changed = self._remember_entity(memory)
+            results[index] = RememberResult(index, "created" if changed else "duplicate", stored)
         for index, twin in twins.items():
             standing = results[twin]
             assert standing is not None
@@ -389,6 +428,13 @@ class Core:
         check_choice("memory type", type, MEMORY_TYPES)
         check_choice("kind", kind, KINDS)
         project = self.project_of(project)
+        if scope is None and entity_type in ENTITY_SCOPES:
+            scope = ENTITY_SCOPES[entity_type]
+            if scope == "project" and not project:
+                raise InvalidInput(
+                    f"{entity_type} records belong to one file (project scope), and no project was given.",
+                    hint="Pass project=FILE_ID (CLI: --project FILE_ID), or an explicit scope.",
+                )
         scope = self.check_scope(scope, project, session)
         # A record carries the ids of its own scope and of the scopes around it,
         # never narrower ones: a team memory written during a session of a
@@ -461,20 +507,7 @@ class Core:
         if content is not None:
             text = self.check_content(content)
             if content_hash(text) != current.content_hash:
-                previous = PreviousVersion(
-                    version=current.version,
-                    content=current.content,
-                    content_hash=current.content_hash,
-                    importance=current.importance,
-                    updated_at=current.updated_at,
-                )
-                history = (*current.previous_versions, previous)[-MAX_PREVIOUS_VERSIONS:]
-                changes.update(
-                    content=text,
-                    content_hash=content_hash(text),
-                    previous_versions=history,
-                    version=current.version + 1,
-                )
+                changes.update(next_version(current, text))
         if importance is not None:
             changes["importance"] = check_importance(importance)
         if type is not None:
@@ -573,11 +606,19 @@ class Core:
         include_expired: bool = False,
         cursor: str | None = None,
         limit: int = 50,
+        entity_types: Sequence[str] | None = None,
+        entity_ids: Sequence[str] | None = None,
+        refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
     ) -> Page:
-        """Records newest first; pass ``page.next_cursor`` back for the next page."""
+        """Records newest first; pass ``page.next_cursor`` back for the next page.
+
+        ``entity_types``, ``entity_ids`` and ``refs`` (``"rfp:RFP-7"`` or
+        ``("rfp", "RFP-7")``; a record must carry every one) narrow the listing.
+        """
         if not 1 <= int(limit) <= 1000:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
         filters = self._filters(tenant, user, types, kinds, scopes, project, session, source_types, source_ids)
+        filters = with_entity_filters(filters, entity_types, entity_ids, refs)
         return self.store.list(
             filters, cursor=cursor, limit=int(limit), include_expired=include_expired, pinned=pinned, now=utcnow()
         )
@@ -636,6 +677,9 @@ class Core:
         limit: int | None = None,
         track: bool = True,
         agent: str | None = None,
+        entity_types: Sequence[str] | None = None,
+        entity_ids: Sequence[str] | None = None,
+        refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
     ) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
@@ -643,6 +687,7 @@ class Core:
         boosts them; ``min_similarity`` drops weak vector matches but keeps
         strong keyword matches. Expired records are never returned. Each hit
         updates the record's access counters and the access log.
+        ``entity_types``, ``entity_ids`` and ``refs`` narrow it as in :meth:`list`.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
@@ -672,6 +717,7 @@ class Core:
         filters = self._filters(
             tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until
         )
+        filters = with_entity_filters(filters, entity_types, entity_ids, refs)
         now = utcnow()
         hits = self._search(query, filters, now, limit, min_similarity, project)
         if track:

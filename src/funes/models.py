@@ -419,6 +419,27 @@ class SearchFilters:
     source_ids: tuple[str, ...] | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    # Entity and reference filters live only in the records table (not the vector index's
+    # metadata): a search with them ranks vectors among the matching records alone.
+    entity_types: tuple[str, ...] | None = None
+    entity_ids: tuple[str, ...] | None = None
+    references: tuple[Reference, ...] | None = None
+
+    @property
+    def by_entity(self) -> bool:
+        """Whether entity or reference filters are set."""
+        return bool(self.entity_types or self.entity_ids or self.references)
+
+
+# Seed 001's default scope per entity type: CONNECTION is team-wide, the others
+# belong to one file (a project here); CHAT_INSIGHT's scope is the extractor's call.
+ENTITY_SCOPES: dict[str, str] = {
+    "FILE": "project",
+    "CODE_CELL": "project",
+    "DATA_TABLE": "project",
+    "SHEET_TABLE": "project",
+    "CONNECTION": "team",
+}
 
 
 @dataclass(frozen=True)
@@ -599,6 +620,7 @@ class Job:
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
+    "ENTITY_SCOPES",
     "JOB_STATUSES",
     "KEYWORD_ONLY",
     "KINDS",

@@ -13,7 +13,9 @@ The parts, innermost first (each may use only those before it):
 * ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
-* ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
+* ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
+* ``curation`` (:class:`funes.curation.Curation`): version history and restore;
+* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation.
 
 See ``docs/architecture.md``.
 """
@@ -26,9 +28,11 @@ from typing import Any, TypeVar, cast
 
 from . import config as config_mod
 from .core import Core
+from .curation import Curation
 from .documents import Documents
 from .embed import Embedder
 from .embedding import Embedding
+from .entities import Entities
 from .jobs import Jobs
 from .maintenance import Maintenance
 from .sessions import Conversations
@@ -70,6 +74,8 @@ class Funes:
         self.conversations = Conversations(self.core, self.docs)
         self.agent_tools = AgentTools(self.core, self.conversations)
         self.transfer = Transfer(self.core)
+        self.curation = Curation(self.core)
+        self.entities = Entities(self.core, self.jobs)
 
     # -- the parts' shared state -----------------------------------------------------
     @property
@@ -91,6 +97,7 @@ class Funes:
     def close(self) -> None:
         """Stop the job worker (if this process started one) and close the store."""
         self.jobs.stop()
+        self.entities.close()
         self.core.close()
 
     def __enter__(self) -> Funes:
@@ -111,6 +118,13 @@ class Funes:
     forget_many = _delegate("core", Core.forget_many)
     list = _delegate("core", Core.list)
     search = _delegate("core", Core.search)
+
+    # -- version history (``history`` is a session's messages; a record's states are ``versions``) --------
+    versions = _delegate("curation", Curation.versions)
+    restore = _delegate("curation", Curation.restore)
+
+    # -- entity reconciliation ------------------------------------------------------------------
+    reconcile = _delegate("entities", Entities.reconcile)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)

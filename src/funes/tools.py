@@ -466,6 +466,9 @@ class AgentTools:
             limit=args.limit or 10,
             min_similarity=self._tool_min_similarity(),
             agent=caller.agent_id,
+            entity_types=[args.entity_type] if args.entity_type else None,
+            entity_ids=[args.entity_id] if args.entity_id else None,
+            refs=[(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else None,
         )
         data = {"query": args.query, "count": len(hits), "results": self._hit_data(hits), "degraded": hits.degraded}
         if not hits:

@@ -140,6 +140,12 @@ class Store(Protocol):
         """The record with this exact content in this tenant, visibility, kind and owner (None: tenant-wide)."""
         ...
 
+    def find_entity(
+        self, tenant: str, user_id: str | None, project_id: str | None, entity_type: str, entity_id: str
+    ) -> Memory | None:
+        """The record of this entity in this tenant, owner and project (None: none yet)."""
+        ...
+
     def delete(self, memory_ids: Sequence[str]) -> int:
         """Delete records with their vectors and keyword entries; returns how many."""
         ...

@@ -79,12 +79,27 @@ def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) ->
     import os
     import tempfile
 
+    from ...errors import InvalidInput
+
+    if not file.strip():
+        raise click.BadParameter("The export FILE name is empty.", param_hint="FILE")
     directory = os.path.dirname(os.path.abspath(file))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".funes-export-", suffix=".jsonl")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".funes-export-", suffix=".jsonl")
+    except OSError as exc:
+        raise InvalidInput(
+            f"Cannot write to {directory} ({exc.strerror}).", hint="Check the path and its permissions."
+        ) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             count = f.export(out, tenant=tenant, user=f.config.user or None)
         os.replace(tmp, file)  # a crash never leaves a half-written backup under the real name
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InvalidInput(
+            f"Cannot write {file} ({exc.strerror}).", hint="Check the path and its permissions."
+        ) from exc
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -243,6 +243,21 @@ class FunesGroup(click.Group):
             ctx.exit(0)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError) or not exc.filename:
+                translated = _store_error(exc)
+                if translated is None:
+                    raise
+                raise FunesCommandError(translated) from exc
+            from ...errors import InvalidInput
+
+            # A missing, unreadable or unwritable file named on the command line is the user's to fix.
+            raise FunesCommandError(
+                InvalidInput(
+                    f"Cannot use {exc.filename} ({exc.strerror or exc}).",
+                    hint="Check the path and its permissions.",
+                )
+            ) from exc
         except Exception as exc:
             translated = _store_error(exc)
             if translated is None:

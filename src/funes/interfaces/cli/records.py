@@ -23,6 +23,15 @@ from .common import (
 )
 
 
+def entity_filters(f: Any) -> Any:
+    """The --entity-type, --entity-id and --ref filters of list and search."""
+    f = click.option("--ref", "filter_refs", multiple=True, help="Only records carrying this reference TYPE:ID.")(f)
+    f = click.option("--entity-id", "entity_ids", multiple=True, help="Only records of these entity ids.")(f)
+    return click.option(
+        "--entity-type", "entity_types", multiple=True, help="Only records of these entity types (CODE_CELL, ...)."
+    )(f)
+
+
 def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
     group.add_command(add)
@@ -49,6 +58,8 @@ def register(group: click.Group) -> None:
 @click.option("--pin", is_flag=True, help="Pin the memory.")
 @click.option("--expires", help="Expiry date, ISO-8601 (e.g. 2026-12-31).")
 @click.option("--ref", "refs", multiple=True, help="External reference TYPE:ID (repeatable).")
+@click.option("--entity-type", help="Entity type (CODE_CELL, DATA_TABLE, CONNECTION, ...); with --entity-id.")
+@click.option("--entity-id", help="Entity id: a second write of the same entity updates its record as a new version.")
 @click.option("--meta", "meta", multiple=True, help="Metadata KEY=VALUE (repeatable).")
 @click.option(
     "--many",
@@ -72,6 +83,8 @@ def add(
     pin: bool,
     expires: str | None,
     refs: tuple[str, ...],
+    entity_type: str | None,
+    entity_id: str | None,
     meta: tuple[str, ...],
     many: bool,
     atomic: bool,
@@ -106,6 +119,8 @@ def add(
             "expires_at": expires,
             "metadata": metadata,
             "references": references,
+            "entity_type": entity_type,
+            "entity_id": entity_id,
         }
         results = f.remember_many(_parse_items(text), atomic=atomic, **defaults)
         lines = [
@@ -129,6 +144,8 @@ def add(
         expires_at=expires,
         metadata=metadata,
         references=references,
+        entity_type=entity_type,
+        entity_id=entity_id,
     )
     emit(as_json, memory.to_dict(), lambda: f"Remembered {memory.id} ({memory.memory_type}, {memory.scope}).")
 
@@ -186,6 +203,7 @@ def _parse_items(text: str) -> list[Any]:
 @click.option("--until", help="Created at or before (ISO-8601).")
 @click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
 @click.option("--explain", is_flag=True, help="Show the per-signal score breakdown.")
+@entity_filters
 @json_option
 @pass_state
 def search(
@@ -203,6 +221,9 @@ def search(
     until: str | None,
     min_similarity: float | None,
     explain: bool,
+    entity_types: tuple[str, ...],
+    entity_ids: tuple[str, ...],
+    filter_refs: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Search memory by meaning and keywords. QUERY is read from stdin when piped."""
@@ -220,6 +241,9 @@ def search(
         since=since,
         until=until,
         min_similarity=min_similarity,
+        entity_types=entity_types or None,
+        entity_ids=entity_ids or None,
+        refs=filter_refs or None,
     )
 
     def text_out() -> str:
@@ -261,6 +285,7 @@ def get(state: State, memory_id: str, as_json: bool) -> None:
 @click.option("--expired", is_flag=True, help="Include expired records.")
 @click.option("--limit", "-n", type=int, default=50, show_default=True, help="Records per page.")
 @click.option("--cursor", help="Cursor from the previous page.")
+@entity_filters
 @json_option
 @pass_state
 def list_(
@@ -274,6 +299,9 @@ def list_(
     expired: bool,
     limit: int,
     cursor: str | None,
+    entity_types: tuple[str, ...],
+    entity_ids: tuple[str, ...],
+    filter_refs: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """List memories, newest first, with cursor pagination."""
@@ -287,6 +315,9 @@ def list_(
         include_expired=expired,
         limit=limit,
         cursor=cursor,
+        entity_types=entity_types or None,
+        entity_ids=entity_ids or None,
+        refs=filter_refs or None,
     )
 
     def text_out() -> str:
