@@ -13,6 +13,7 @@ documents every one and a test checks that.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ class Setting:
     default: Any
     type: type
     help: str
+    minimum: float | None = None
 
     @property
     def env(self) -> str:
@@ -39,24 +41,31 @@ class Setting:
 SETTINGS: dict[str, Setting] = {}
 
 
-def register(name: str, default: Any, type_: type, help: str) -> Setting:
-    """Add a setting to the table (idempotent for the same name)."""
-    setting = Setting(name, default, type_, help)
+def register(name: str, default: Any, type_: type, help: str, minimum: float | None = None) -> Setting:
+    """Add a setting to the table (idempotent for the same name); numbers may have a ``minimum``."""
+    setting = Setting(name, default, type_, help, minimum)
     SETTINGS[name] = setting
     return setting
 
 
 # -- storage ---------------------------------------------------------------
 register("db_path", "", str, "Path of the SQLite store. Empty means $FUNES_HOME/funes.db.")
-register("busy_timeout_ms", 15000, int, "How long a writer waits for another process's write lock, in milliseconds.")
-register("max_content_bytes", 1_000_000, int, "Largest content accepted for one memory, in bytes (UTF-8).")
+register(
+    "busy_timeout_ms",
+    15000,
+    int,
+    "How long a writer waits for another process's write lock, in milliseconds.",
+    minimum=0,
+)
+register("max_content_bytes", 1_000_000, int, "Largest content accepted for one memory, in bytes (UTF-8).", minimum=1)
 register(
     "vector_cache_min",
     20_000,
     int,
     "A tenant with at least this many vectors is searched from an exact in-memory copy (faster than sqlite-vec); 0 disables.",
+    minimum=0,
 )
-register("vector_cache_mb", 1024, int, "Memory the in-memory vector copies of large tenants may use, in MB.")
+register("vector_cache_mb", 1024, int, "Memory the in-memory vector copies of large tenants may use, in MB.", minimum=0)
 # -- identity defaults -------------------------------------------------------
 register("tenant", "default", str, "Tenant (team or user space) used when a call names none.")
 register("user", "", str, "User id within the tenant used when a call names none. Empty means tenant-wide.")
@@ -82,20 +91,34 @@ register(
     "Name of the environment variable holding the embedding server's API key.",
 )
 register("embed_dimensions", 0, int, "Vector size requested from an OpenAI-compatible server; 0 means the model's own.")
-register("embed_batch_size", 32, int, "Texts per embedding batch.")
-register("embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.")
+register("embed_batch_size", 32, int, "Texts per embedding batch.", minimum=1)
 register(
-    "query_threads", 1, int, "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine."
+    "embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.", minimum=0
 )
-register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.")
+register(
+    "query_threads",
+    1,
+    int,
+    "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine.",
+    minimum=1,
+)
+register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.", minimum=0.001)
 register(
     "embedder_retry_seconds",
     10.0,
     float,
     "After the embedding server was unreachable, seconds during which searches go keyword-only and writes queue their vectors without trying it again.",
+    minimum=0,
 )
 # -- retrieval ---------------------------------------------------------------
-register("search_limit", 10, int, "Hits returned by a search when no limit is given.")
+register("search_limit", 10, int, "Hits returned by a search when no limit is given.", minimum=1)
+register(
+    "max_query_chars",
+    4000,
+    int,
+    "Longest search query accepted, in characters (searches, agent tools, MCP and context building); 0 means no limit.",
+    minimum=0,
+)
 register(
     "fusion",
     "convex",
@@ -104,13 +127,14 @@ register(
 )
 register("keyword_weight", 0.5, float, "Weight of the keyword (BM25) leg in the fusion.")
 register("vector_weight", 0.5, float, "Weight of the vector (cosine) leg in the fusion.")
-register("rrf_k", 60, int, "The k constant of reciprocal rank fusion (fusion = 'rrf').")
-register("candidates", 50, int, "Candidates taken from each of the keyword and vector legs before fusion.")
+register("rrf_k", 60, int, "The k constant of reciprocal rank fusion (fusion = 'rrf').", minimum=1)
+register("candidates", 50, int, "Candidates taken from each of the keyword and vector legs before fusion.", minimum=1)
 register(
     "keyword_scan_cap",
     2000,
     int,
     "Most recent keyword matches ranked by BM25 per query; keeps common-word queries fast on big stores.",
+    minimum=1,
 )
 register(
     "keyword_common_ratio",
@@ -123,7 +147,7 @@ register("boost_project", 1.5, float, "Score multiplier for records of the curre
 register("boost_team", 1.3, float, "Score multiplier for team-scope records.")
 register("importance_weight", 0.5, float, "How much importance moves the score: multiplier 1 + w*(importance-0.5).")
 register("recency_weight", 0.2, float, "How much recency moves the score: multiplier 1 + w*2^(-age/half_life).")
-register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.")
+register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.", minimum=0.001)
 register(
     "search_min_relevance",
     0.02,
@@ -150,10 +174,44 @@ register(
     200,
     int,
     "Target size of an ingested chunk, in the embedder's tokens (capped at the model's limit).",
+    minimum=8,
 )
-register("chunk_overlap", 40, int, "Tokens of trailing sentences repeated at the start of the next chunk of a text.")
-register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.")
-register("long_cell_chars", 200, int, "A spreadsheet text cell longer than this many characters becomes its own chunk.")
+register(
+    "chunk_overlap",
+    40,
+    int,
+    "Tokens of trailing sentences repeated at the start of the next chunk of a text.",
+    minimum=0,
+)
+register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.", minimum=1)
+register(
+    "max_unpacked_mb",
+    500,
+    int,
+    "Largest total a workbook (.xlsx/.xlsm, a zip archive) may unpack to, in megabytes; larger ones are refused as possible zip bombs.",
+    minimum=0,
+)
+register(
+    "max_sheet_cells",
+    2_000_000,
+    int,
+    "Most spreadsheet cells read from one workbook (empty cells of its declared range included); 0 means no limit.",
+    minimum=0,
+)
+register(
+    "ingest_file_seconds",
+    300.0,
+    float,
+    "Longest time spent reading one workbook before it fails alone with an error; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "long_cell_chars",
+    200,
+    int,
+    "A spreadsheet text cell longer than this many characters becomes its own chunk.",
+    minimum=1,
+)
 register("ingest_hidden_sheets", False, bool, "Also index hidden sheets of workbooks.")
 # -- memory folders ------------------------------------------------------------------
 register(
@@ -166,7 +224,13 @@ register(
 register("memory_file_kb", 512, int, "Largest Markdown file the memory tool reads or writes, in KB.")
 register("watch_debounce_seconds", 1.0, float, "How long `funes watch` waits for changes to settle before a sync job.")
 # -- conversations and context ---------------------------------------------------
-register("context_window", 200_000, int, "Default model context window, in tokens, when a context build names none.")
+register(
+    "context_window",
+    200_000,
+    int,
+    "Default model context window, in tokens, when a context build names none.",
+    minimum=1024,
+)
 register(
     "context_system_tokens",
     2000,
@@ -197,7 +261,9 @@ register(
     int,
     "Tokens kept free for the model's response (128k window; scaled down for smaller ones).",
 )
-register("context_retrieved_chunks", 5, int, "Most retrieved memories injected per section (3 at a 32k window).")
+register(
+    "context_retrieved_chunks", 5, int, "Most retrieved memories injected per section (3 at a 32k window).", minimum=1
+)
 register(
     "context_chunk_tokens",
     1000,
@@ -215,6 +281,7 @@ register(
     30,
     int,
     "Days after a session's last activity before `funes sessions prune` clears its records (pinned survive); 0 keeps sessions forever.",
+    minimum=0,
 )
 register(
     "promote_importance", 0.8, float, "The default promotion policy promotes records with at least this importance."
@@ -249,9 +316,13 @@ register(
     "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",
 )
 register(
-    "tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters."
+    "tool_snippet_chars",
+    1500,
+    int,
+    "Longest text of one result shown to a model by the agent tools, in characters.",
+    minimum=20,
 )
-register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).")
+register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).", minimum=1)
 # -- LLM (summaries, topics, merges; see funes.llm) -----------------------------------
 register(
     "llm",
@@ -306,11 +377,14 @@ register(
     60.0,
     float,
     "Seconds a worker holds a claimed job before another worker may take it over (a running job renews it).",
+    minimum=1,
 )
-register("job_max_attempts", 8, int, "Attempts a background job gets before it is marked failed.")
-register("job_backoff_seconds", 2.0, float, "Wait before a failed job's first retry; doubled for each later one.")
-register("job_backoff_max_seconds", 600.0, float, "Longest wait between two attempts of a background job.")
-register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.")
+register("job_max_attempts", 8, int, "Attempts a background job gets before it is marked failed.", minimum=1)
+register(
+    "job_backoff_seconds", 2.0, float, "Wait before a failed job's first retry; doubled for each later one.", minimum=0
+)
+register("job_backoff_max_seconds", 600.0, float, "Longest wait between two attempts of a background job.", minimum=0)
+register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.", minimum=0.01)
 register(
     "job_keep_days",
     7.0,
@@ -353,12 +427,21 @@ def _coerce(setting: Setting, value: Any, origin: str) -> Any:
             raise ValueError(value)
         if setting.type is int and isinstance(value, float) and not value.is_integer():
             raise ValueError(value)
-        return setting.type(value)
-    except (TypeError, ValueError) as exc:
+        result = setting.type(value)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidInput(
             f"Setting {setting.name!r} from {origin} must be a {setting.type.__name__}, got {value!r}.",
             hint=f"Fix it in {origin}; `funes config` lists every setting.",
         ) from exc
+    if setting.type in (int, float):
+        # NaN, infinity and out-of-range numbers used to surface as tracebacks deep inside (issue 9).
+        if not math.isfinite(result) or (setting.minimum is not None and result < setting.minimum):
+            least = "" if setting.minimum is None else f" of at least {setting.minimum:g}"
+            raise InvalidInput(
+                f"Setting {setting.name!r} from {origin} must be a finite number{least}, got {value!r}.",
+                hint=f"Fix it in {origin}; `funes config` lists every setting.",
+            )
+    return result
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from .models import (
     SearchHit,
     SearchResults,
     SourceRef,
+    check_identity,
     content_hash,
     new_id,
     utcnow,
@@ -120,6 +121,8 @@ class Core:
         must not fail the read: the rows wait in memory and go with the next
         write that succeeds, or at close.
         """
+        if getattr(self.store, "read_only", False):
+            return  # a read-only store keeps no access log; reads must still work (issue 9)
         now = utcnow()
         with self._access_lock:
             batch = [*self._unwritten_access, *((e, now) for e in events)]
@@ -208,12 +211,14 @@ class Core:
 
     # -- defaults ----------------------------------------------------------------
     def tenant_of(self, tenant: str | None) -> str:
-        """The caller's tenant, or the configured one."""
-        return tenant or self.config.tenant
+        """The caller's tenant, or the configured one; an empty or blank one is invalid input (issue 9)."""
+        return check_identity(self.config.tenant if tenant is None else tenant, "tenant")
 
     def user_of(self, user: str | None) -> str | None:
-        """The caller's user, or the configured one (None: no user)."""
-        return user if user is not None else (self.config.user or None)
+        """The caller's user, or the configured one (None: no user); an empty or blank one is invalid input."""
+        if user is None:
+            return self.config.user or None
+        return check_identity(user, "user")
 
     def project_of(self, project: str | None) -> str | None:
         """The caller's project, or the configured one."""
@@ -699,6 +704,14 @@ class Core:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
+        cap = int(self.config.max_query_chars)
+        if cap > 0 and len(query) > cap:
+            # A 1 MB query took 63 s and a 10 MB one never answered over stdio (issue 9).
+            raise InvalidInput(
+                f"The search query is {len(query):,} characters, over the {cap:,} limit (max_query_chars).",
+                hint="Search with the key words or a short question; raise the limit with "
+                "`funes config set max_query_chars N` if you really need longer queries.",
+            )
         try:
             query.encode("utf-8")
         except UnicodeEncodeError as exc:

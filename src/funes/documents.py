@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -269,6 +270,18 @@ class Documents:
         keep: Callable[[Memory], bool] | None = None,
     ) -> tuple[IngestResult, FunesError | None]:
         started = time.monotonic()
+        if item.skipped is not None:
+            # Devices and FIFOs are left out before anything reads or records them (issue 9).
+            return (
+                IngestResult(
+                    uri=item.uri,
+                    name=item.name,
+                    status="skipped",
+                    error=item.skipped,
+                    hint="Copy its content into a regular file to ingest it.",
+                ),
+                None,
+            )
         tenant_id = self.core.tenant_of(tenant)
         user_id = self.core.user_of(user)
         project_id = self.core.project_of(project)
@@ -334,6 +347,9 @@ class Documents:
             password=password,
             hidden_sheets=hidden,
             long_cell_chars=int(self.config.long_cell_chars),
+            max_unpacked_bytes=int(self.config.max_unpacked_mb) * 1024 * 1024,
+            max_cells=int(self.config.max_sheet_cells),
+            max_seconds=float(self.config.ingest_file_seconds),
         )
         try:
             parsed = read(data, options, self._chunker(), requested_kind)
@@ -478,7 +494,16 @@ class Documents:
                     hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
                 )
             try:
-                data = item.path.read_bytes()
+                # Read at most limit + 1 bytes: the file may have become a device or grown since it was listed.
+                # O_NONBLOCK: opening a FIFO would otherwise wait forever for a writer.
+                fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+                with os.fdopen(fd, "rb") as handle:
+                    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                        raise InvalidInput(
+                            f"{item.name} is not a regular file (a device, FIFO or socket).",
+                            hint="Copy its content into a regular file to ingest it.",
+                        )
+                    data = handle.read(limit + 1)
             except OSError as exc:
                 raise InvalidInput(f"Cannot read {item.name} ({exc.strerror}).", hint="Check its permissions.") from exc
         if len(data) > limit:

@@ -384,6 +384,25 @@ class Caller:
     agent_id: str | None = None
     session_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # An empty tenant used to fall through to the default tenant, with read,
+        # update and delete there (issue 9); a blank name is a mistake, never "default".
+        check_identity(self.tenant, "tenant")
+        if self.user_id is not None:
+            check_identity(self.user_id, "user")
+
+
+def check_identity(value: object, what: str) -> str:
+    """A tenant or user name as given, or InvalidInput when it is empty, blank or not text."""
+    from .errors import InvalidInput
+
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(
+            f"The {what} must be a non-empty name, got {value!r}.",
+            hint=f"Pass a real {what} name, or leave it out to use the configured one (`funes config`).",
+        )
+    return value
+
 
 @dataclass(frozen=True)
 class SearchFilters:

@@ -146,6 +146,8 @@ class Funes:
     stats = _delegate("maintenance", Maintenance.stats)
     doctor = _delegate("maintenance", Maintenance.doctor)
     health = _delegate("maintenance", Maintenance.health)
+    backup = _delegate("maintenance", Maintenance.backup)
+    repair = _delegate("maintenance", Maintenance.repair)
     reindex = _delegate("maintenance", Maintenance.reindex)
     clear = _delegate("maintenance", Maintenance.clear)
     cleanup_log = _delegate("maintenance", Maintenance.cleanup_log)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .models import Caller, Memory, SearchHit, SearchResults, SourceRef, format_time, parse_time, utcnow
+from .safety import FENCE_NOTE, WARNING, fence, is_flagged
 from .store import AccessEvent, vis_key
 
 if TYPE_CHECKING:
@@ -103,6 +104,15 @@ def _snippet(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _recalled(memory: Memory, limit: int) -> str:
+    """Memory text as handed to a model: fenced as data, with a warning when it reads like an instruction.
+
+    Issue 9: these tools returned raw text, so a memory could close the fence and pose as a rule.
+    """
+    body = f"<memory>{fence(_snippet(memory.content, limit))}</memory>"
+    return body + (f" [warning: {WARNING}]" if is_flagged(memory) else "")
+
+
 def _normalised(text: str) -> str:
     """Text compared for "the same thing said again": case, spacing and end punctuation ignored."""
     return re.sub(r"\s+", " ", text.casefold()).strip().rstrip(".!;,: ")
@@ -139,6 +149,7 @@ def _memory_brief(memory: Memory) -> dict[str, Any]:
         "version": memory.version,
         "source": memory.attribution,
         "tags": list(memory.metadata.get("tags") or []),
+        "instruction_like": is_flagged(memory),
         "references": [{"type": r.type, "id": r.id} for r in memory.references],
         "created_at": format_time(memory.created_at),
         "updated_at": format_time(memory.updated_at),
@@ -306,7 +317,7 @@ class AgentTools:
             label = hit.attribution
             if m.kind in AGENT_KINDS:
                 label = f"{m.memory_type} · {label} · {m.scope}"
-            lines.append(f"{n}. [{label}] {_snippet(m.content, limit)}")
+            lines.append(f"{n}. [{label}] {_recalled(m, limit)}")
             tail = f" · id: {m.id}" if with_ids else ""
             lines.append(f"   Relevance: {_percent(hit.relevance)}%{tail}")
             lines.append("")
@@ -487,6 +498,7 @@ class AgentTools:
             )
         lines = [f"Found {len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {args.query!r}:", ""]
         lines += self._hit_lines(hits, with_ids=True)
+        lines.append(FENCE_NOTE)
         return ToolResult("search_memories", _degraded_note(hits) + "\n".join(lines).rstrip(), data)
 
     def _tool_update_memory(self, args: UpdateMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
@@ -590,7 +602,11 @@ class AgentTools:
             "context": block,
             "sections": {name: s.to_dict() for name, s in sections.items()},
         }
-        text = block or "Memory holds nothing relevant to this yet. Store what the user tells you with create_memory."
+        text = (
+            f"{block}\n\n{FENCE_NOTE}"
+            if block
+            else "Memory holds nothing relevant to this yet. Store what the user tells you with create_memory."
+        )
         return ToolResult("get_memory_context", text, data)
 
     def _ranked_memory_context(self, session: str | None, caller: Caller, project: str | None) -> ToolResult:
@@ -613,10 +629,10 @@ class AgentTools:
         for title, group in (("Pinned:", pinned), ("Most important:", ranked)):
             if group:
                 lines.append(title)
-                lines += [
-                    f"- [{m.memory_type} · {m.attribution}] {_snippet(m.content, snippet)} (id: {m.id})" for m in group
-                ]
-        if not lines:
+                lines += [f"- [{m.memory_type} · {m.attribution}] {_recalled(m, snippet)} (id: {m.id})" for m in group]
+        if lines:
+            lines.append(FENCE_NOTE)
+        else:
             lines = ["Memory holds nothing for this yet. Store what the user tells you with create_memory."]
         data = {
             "query": None,
@@ -656,7 +672,7 @@ class AgentTools:
                 _degraded_note(hits) + f"No relevant information found{where} for {args.query!r}.",
                 data,
             )
-        lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False)]
+        lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False), FENCE_NOTE]
         return ToolResult("memory_search", _degraded_note(hits) + "\n".join(lines).rstrip(), data)
 
     def _tool_list_scopes(self, args: ListScopesArgs, caller: Caller, project: str | None) -> ToolResult:

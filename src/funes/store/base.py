@@ -13,6 +13,20 @@ import numpy as np
 from ..models import EmbedderIdentity, Job, Memory, Page, RankFields, SearchFilters
 
 
+def vector_problem(vector: np.ndarray) -> str | None:
+    """Why a vector cannot be stored (NaN or infinite values, all zeros), or None when it can.
+
+    One such vector makes every cosine in its tenant NaN and broke all searches
+    there (issue 9), so every entry (embedder output, import, reindex) refuses it.
+    """
+    array = np.asarray(vector, dtype=np.float32)
+    if not np.all(np.isfinite(array)):
+        return "has NaN or infinite values"
+    if not np.any(array):
+        return "is all zeros"
+    return None
+
+
 @dataclass(frozen=True)
 class AccessEvent:
     """One retrieval of a record, for access counters and the access log."""

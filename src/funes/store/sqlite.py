@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderMismatch, InvalidInput
+from ..errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from ..models import (
     NO_EXPIRY,
     EmbedderIdentity,
@@ -43,13 +43,14 @@ from ..models import (
     from_epoch,
     to_epoch,
 )
-from .base import AccessEvent, Visibility, vis_key
+from .base import AccessEvent, Visibility, vector_problem, vis_key
 from .connection import Database
 from .sqlite_cjk import CjkTables, cjk_runs
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
+from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_rows import (
     COLUMNS,
@@ -69,15 +70,11 @@ from .sqlite_sessions import SessionTables
 from .vector_cache import VectorCache
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
-_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
-# Ids of records a live `vectors` job will embed (see Core.defer_vectors).
-_AWAITED = (
-    "SELECT j.value FROM jobs, json_each(jobs.payload, '$.ids') AS j "
-    "WHERE jobs.kind = 'vectors' AND jobs.status IN ('queued', 'running')"
-)
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables, FolderTables):
+class SqliteStore(
+    DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables, FolderTables, HealthChecks
+):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(
@@ -87,14 +84,29 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
         busy_timeout_ms: int = 15000,
         vector_cache_min: int = 20000,
         vector_cache_mb: int = 1024,
+        migrate: bool = True,
     ) -> None:
         self.path = str(Path(path).expanduser()) if str(path) != ":memory:" else ":memory:"
+        if self.path != ":memory:" and Path(self.path).is_file() and Path(self.path).stat().st_size == 0:
+            # SQLite treats an empty file as a new database: a store truncated to 0 bytes
+            # would silently come back empty (issue 9). Only a path that does not exist is new.
+            raise StoreCorrupt(
+                f"The store {self.path} is an empty (0-byte) file, so whatever it held is gone.",
+                hint="Restore it from a backup (`funes backup`, or `funes import EXPORT.jsonl` into a new file); "
+                "if it really should start empty, delete the file and Funes creates a new store there.",
+            )
         self.db = Database(self.path, busy_timeout_ms=busy_timeout_ms)
+        marker = self.corrupt_marker
+        if marker is not None and marker.exists():
+            self.db.refuse_writes = marker.read_text(encoding="utf-8", errors="replace").strip() or "damaged"
         # Large tenants are searched in memory; see vector_cache.py.
         self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
         # Term counts for keyword-query planning: a plan choice only, so a
         # slightly stale count is harmless (see _informative_terms).
         self._fts_stats: dict[str, tuple[int, float]] = {}
+        self._dims: int | None = None
+        if not migrate:
+            return  # salvage reads a damaged store as it is (see maintenance.salvage_path)
         try:
             self._migrate()
         except Exception as exc:
@@ -102,7 +114,6 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
             if isinstance(exc, self.db.error):
                 raise self.db.translate(exc) from exc
             raise
-        self._dims: int | None = None
         ident = self.identity()
         if ident is not None:
             self._dims = ident.dimensions
@@ -113,6 +124,16 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
             (p for p in resources.files("funes.store").joinpath("sql").iterdir() if p.name.endswith(".sql")),
             key=lambda p: p.name,
         )
+        if self.db.read_only:
+            # Nothing can be written; a store with every migration applied is still readable.
+            conn = self.db.reader()
+            done = {row[0] for row in conn.execute("SELECT version FROM migrations")}
+            wanted = {int(m.group(1)) for f in files if (m := re.match(r"(\d+)_", f.name))}
+            if wanted - done:
+                from .connection import read_only_error
+
+                raise read_only_error(self.path)
+            return
         with self.db.write() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
@@ -247,6 +268,12 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
                 raise EmbedderMismatch(
                     f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
                     hint="Run `funes reindex` after changing the embedding model.",
+                )
+            problem = vector_problem(vector)
+            if problem is not None:
+                raise InvalidInput(
+                    f"The vector of record {m.id} (part {part + 1}) {problem}; nothing was written.",
+                    hint="Check the embedding server or the import file; `funes reindex` re-embeds from the text.",
                 )
             cur = conn.execute("INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part))
             conn.execute(
@@ -598,6 +625,8 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
             where += record_filters(filters, clause, params, "")
             sql = f"SELECT vector_id, distance FROM vec_memories WHERE {' AND '.join(where)}"
             for vector_id, distance in conn.execute(sql, params):
+                if distance is None or distance != distance:
+                    continue  # a zero or NaN vector stored before issue 9: doctor reports it, search skips it
                 found[vector_id] = 1.0 - float(distance)
         if not found:
             return []
@@ -698,8 +727,8 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
         return out
 
     def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Store embeddings in the cache."""
-        if not items:
+        """Store embeddings in the cache (a read-only store skips it: the cache only saves time)."""
+        if not items or self.db.read_only:
             return
         with self.db.write() as conn:
             conn.executemany(
@@ -775,42 +804,6 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
             params = (tenant,)
         return int(self.db.reader().execute(sql, params).fetchone()[0])
 
-    def check(self) -> list[str]:
-        """Integrity problems: SQLite's own check, and rows, FTS entries and vectors agreeing."""
-        problems: list[str] = []
-        conn = self.db.reader()
-        try:
-            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-        except self.db.error as exc:
-            return [f"SQLite integrity check failed: {exc}"]
-        if result != ["ok"]:
-            problems += [f"SQLite: {r}" for r in result[:20]]
-        try:
-            with self.db.write() as w:
-                w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
-        except self.db.error as exc:
-            problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
-        rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-        fts_rows = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
-        if rows != fts_rows:
-            problems.append(f"{rows} records but {fts_rows} keyword entries; run `funes reindex`.")
-        without = conn.execute(
-            f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id NOT IN ({_AWAITED})"
-        ).fetchone()[0]
-        if without:
-            problems.append(f"{without} records have no vector and no job to make one; run `funes reindex`.")
-        orphans = conn.execute(
-            "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rowid = v.memory_rowid)"
-        ).fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} vectors belong to no record; run `funes reindex`.")
-        if self._dims is not None:
-            vec_rows = conn.execute("SELECT COUNT(*) FROM vec_memories").fetchone()[0]
-            mapped = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
-            if vec_rows != mapped:
-                problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
-        return problems
-
     def trim_vector_changes(self, keep: int) -> None:
         """Drop all but the newest ``keep`` rows of the vector change log (triggers also trim it as it grows)."""
         with self.db.write() as conn:
@@ -856,3 +849,16 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables, Entit
     def close(self) -> None:
         """Close every connection."""
         self.db.close()
+
+
+def salvage_path(source: Path, dest: Path) -> dict[str, Any]:
+    """Salvage a store file that may be too damaged to open normally into a new store at ``dest``."""
+    from .maintenance import salvage_file
+
+    if not source.is_file() or source.stat().st_size == 0:
+        raise InvalidInput(f"There is no store to salvage at {source}.", hint="Pass the damaged store with --db.")
+    store = SqliteStore(source, migrate=False)
+    try:
+        return salvage_file(store, dest)
+    finally:
+        store.close()

@@ -62,6 +62,8 @@ def _result_line(r: IngestResult) -> str:
     if r.status == "failed":
         text = f"  failed     {r.name}: {r.error}"
         return text + (f"\n             Hint: {r.hint}" if r.hint else "")
+    if r.status == "skipped":
+        return f"  skipped    {r.error or r.name}"
     details = []
     if r.document is not None:
         details.append(f"v{r.document.version}")
@@ -78,6 +80,7 @@ def summary(report: IngestReport) -> str:
         f"Indexed {len(report.indexed)} file(s) ({report.chunks:,} chunks), {len(report.unchanged)} unchanged, "
         f"{len(report.failed)} failed"
         + (f", {len(report.removed)} removed (file gone)" if report.removed else "")
+        + (f", {len(report.skipped)} skipped" if report.skipped else "")
         + f" in {report.seconds:.1f}s."
     )
     return "\n".join([head, *(_result_line(r) for r in report.results)])
