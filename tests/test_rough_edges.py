@@ -144,3 +144,22 @@ def mem(tmp_path: Path) -> Iterator[funes.Funes]:
     service = funes.open(str(tmp_path / "edges.db"), embedder=funes.embed.HashEmbedder(64))
     yield service
     service.close()
+
+
+def test_folder_ingest_lists_unsupported_files_as_skipped_with_the_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nThe platypus lays eggs.\n")
+    (folder / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0 not text")
+    (folder / "Makefile").write_text("all:\n\techo hi\n")
+    (folder / ".hidden.md").write_text("# Hidden\n")
+    with funes.open(str(tmp_path / "s.db"), embedder="hash") as mem:
+        report = mem.ingest_paths([folder])
+        assert [r.name for r in report.indexed] == ["notes/a.md"]
+        skipped = {r.name: r.error for r in report.skipped}
+        assert set(skipped) == {"notes/photo.jpg", "notes/Makefile"}
+        assert "unsupported type (.jpg)" in str(skipped["notes/photo.jpg"])
+        assert "no extension" in str(skipped["notes/Makefile"]) and "--kind text" in str(skipped["notes/Makefile"])
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "s.db"), "--embedder", "hash", "ingest", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "notes/photo.jpg has an unsupported type (.jpg)" in result.output and "2 skipped" in result.output

@@ -77,7 +77,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
     out: list[InputFile] = []
     seen: set[str] = set()
 
-    def add(path: Path, root: Path | None) -> None:
+    def add(path: Path, root: Path | None, unsupported: bool = False) -> None:
         resolved = path.resolve()
         if str(resolved) in seen:
             return
@@ -85,25 +85,35 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
         reason = _not_regular(path)
         # A link to a device is named by the link (z.txt), not by its target (zero).
         name = printable(_display_name(resolved if reason is None else path.absolute(), root))
+        skipped = f"{name} {reason}; only regular files are ingested." if reason else None
+        if skipped is None and unsupported:
+            kind = f"type ({resolved.suffix})" if resolved.suffix else "type (no extension)"
+            skipped = (
+                f"{name} has an unsupported {kind}; in a folder Funes reads {', '.join(sorted(EXTENSIONS))}. "
+                "Name the file itself with --kind text to index it anyway."
+            )
         out.append(
             InputFile(
                 uri=printable(str(resolved)),
                 name=name,
                 path=resolved,
                 extension=resolved.suffix.lower(),
-                skipped=f"{name} {reason}; only regular files are ingested." if reason else None,
+                skipped=skipped,
             )
         )
 
     def walk(folder: Path) -> int:
+        """Add a folder's files (hidden ones and hidden folders left out); returns how many it can read."""
         found = 0
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for filename in sorted(filenames):
-                if filename.startswith(".") or Path(filename).suffix.lower() not in EXTENSIONS:
+                if filename.startswith("."):
                     continue
-                add(Path(dirpath) / filename, folder.resolve())
-                found += 1
+                # Unsupported files are listed as skipped, with the reason, never dropped silently (issue 8).
+                supported = Path(filename).suffix.lower() in EXTENSIONS
+                add(Path(dirpath) / filename, folder.resolve(), unsupported=not supported)
+                found += supported
         return found
 
     for raw in paths:
