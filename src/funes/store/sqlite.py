@@ -43,6 +43,7 @@ from ..models import (
     from_epoch,
     to_epoch,
 )
+from .ann_index import AnnIndexes
 from .base import AccessEvent, Visibility, vis_key
 from .connection import Database
 from .sqlite_cleanup import CleanupTables
@@ -83,11 +84,14 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         busy_timeout_ms: int = 15000,
         vector_cache_min: int = 20000,
         vector_cache_mb: int = 1024,
+        ann_min: int = 50000,
     ) -> None:
         self.path = str(Path(path).expanduser()) if str(path) != ":memory:" else ":memory:"
         self.db = Database(self.path, busy_timeout_ms=busy_timeout_ms)
         # Large tenants are searched in memory; see vector_cache.py.
         self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
+        # Larger ones from an HNSW index beside the file; see ann_index.py.
+        self.ann = AnnIndexes(self.path, ann_min)
         # Term counts for keyword-query planning: a plan choice only, so a
         # slightly stale count is harmless (see _informative_terms).
         self._fts_stats: dict[str, tuple[int, float]] = {}
@@ -551,7 +555,9 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         if self._dims is None or k <= 0:
             return []
         conn = self.db.reader()
-        cached = self.vector_cache.search(conn, vector, filters, k=k, now=now)
+        cached = self.ann.search(conn, vector, filters, k=k, now=now)
+        if cached is None:
+            cached = self.vector_cache.search(conn, vector, filters, k=k, now=now)
         if cached is not None:
             return cached
         blob = serialize(vector)
