@@ -55,11 +55,11 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scifact_bench import capturing, noise_checks, rerank, variants  # same directory: run as bench/locomo_bench.py
+from quality_data import parse_date, parse_evidence  # same directory: run as bench/locomo_bench.py
+from scifact_bench import capturing, noise_checks, rerank, variants
 
 DATA = Path("/work/shared/bench/locomo/locomo10.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -78,23 +78,6 @@ class Ranked:
     keyword_only: list[str]
     captured: Any = None  # the inputs production handed to rank(), for --compare
     record_to_dia: dict[str, str] | None = None
-
-
-def parse_evidence(items: list[str]) -> set[str]:
-    """Evidence ids, tolerating the data set's typos ('D8:6; D9:17', 'D:11:26')."""
-    out: set[str] = set()
-    for item in items:
-        for m in re.finditer(r"D:?(\d+):(\d+)", item):
-            out.add(f"D{m.group(1)}:{m.group(2)}")
-    return out
-
-
-def parse_date(text: str) -> datetime | None:
-    """LoCoMo's '1:56 pm on 8 May, 2023' as an aware datetime."""
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-    except ValueError:
-        return None
 
 
 def ingest(mem: Any, sample: dict[str, Any]) -> tuple[dict[str, str], int]:

@@ -158,8 +158,18 @@ def test_export_import_stdout_file_and_stdin(tmp_path: Path) -> None:
     assert data("export", str(backup)) == {"file": str(backup), "records": 1}
     assert backup.read_text(encoding="utf-8") == dump
     other = str(tmp_path / "other.db")
-    assert data("--db", other, "import", str(backup)) == {"imported": 1, "unchanged": 0, "reembedded": 0}
-    assert data("--db", other, "import", input=dump) == {"imported": 0, "unchanged": 1, "reembedded": 0}
+    assert data("--db", other, "import", str(backup)) == {
+        "imported": 1,
+        "unchanged": 0,
+        "reembedded": 0,
+        "duplicates": 0,
+    }
+    assert data("--db", other, "import", input=dump) == {
+        "imported": 0,
+        "unchanged": 1,
+        "reembedded": 0,
+        "duplicates": 0,
+    }
     assert ok("--db", other, "export").stdout == dump
     missing = cli("import", str(tmp_path / "nope.jsonl"))
     assert missing.exit_code == 1 and "Hint:" in missing.output

@@ -88,7 +88,7 @@ def test_calls_every_tool(server: Any, mem: funes.Funes) -> None:
             found = await client.call_tool("search_memories", {"query": "procurement vendors"})
             assert not found.is_error
             assert _text(found).splitlines()[2] == (
-                "1. [preference · agent-created · team] User prefers US-based vendors for procurement"
+                "1. [preference · agent-created · team] <memory>User prefers US-based vendors for procurement</memory>"
             )
             assert found.structured_content["results"][0]["id"] == memory_id
 
@@ -238,7 +238,7 @@ def _funes_command() -> list[str]:
 
 def test_streamable_http_round_trip(funes_home: Path) -> None:
     port = _free_port()
-    env = {**os.environ, "FUNES_HOME": str(funes_home), "FUNES_EMBEDDER": "hash"}
+    env = {**os.environ, "FUNES_HOME": str(funes_home), "FUNES_EMBEDDER": "hash", "FUNES_MCP_TOKEN": "s3cret-token"}
     proc = subprocess.Popen(
         [*_funes_command(), "mcp", "--http", "--port", str(port), "--project", "web"],
         env=env,
@@ -257,7 +257,13 @@ def test_streamable_http_round_trip(funes_home: Path) -> None:
                 time.sleep(0.1)
 
         async def main() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            async with (
+                create_mcp_http_client(headers={"Authorization": "Bearer s3cret-token"}) as http,
+                Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+            ):
                 created = await client.call_tool(
                     "create_memory", {"content": "User deploys on Fridays", "memory_type": "decision"}
                 )

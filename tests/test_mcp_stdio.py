@@ -47,7 +47,9 @@ def test_a_memory_created_in_one_server_is_found_by_the_next(funes_home: Path, t
             result = await client.call_tool("search_memories", {"query": "new RFP for office supplies"})
             assert not result.is_error
             assert result.structured_content["results"][0]["id"] == created["id"]
-            assert "1. [preference · agent-created · team] User prefers US-based vendors" in result.content[0].text
+            assert (
+                "1. [preference · agent-created · team] <memory>User prefers US-based vendors" in result.content[0].text
+            )
 
     anyio.run(first_session)
     anyio.run(second_session)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +244,9 @@ def test_retention_clears_idle_sessions_but_keeps_pinned(mem: funes.Funes) -> No
     mem.pin(kept.record_ids[0])
     fresh = mem.session("new")
     fresh.add_message("user", "recent stuff")
+    # Retention counts from when Funes stored the session (issue 9), not the messages' dates: age its row.
+    with mem.store.transaction() as conn:  # type: ignore[attr-defined]
+        conn.execute("UPDATE sessions SET last_activity = ? WHERE id = 'old'", (old.timestamp(),))
     preview = mem.prune_sessions(dry_run=True)
     assert [s["session_id"] for s in preview["sessions"]] == ["old"]
     result = mem.prune_sessions()
@@ -378,3 +381,27 @@ def test_export_import_keeps_sessions_messages_and_usage(mem: funes.Funes, tmp_p
         again = io.StringIO()
         restored.export(again)
     assert again.getvalue() == first.getvalue()
+
+
+def test_imported_old_history_is_not_pruned_at_once(tmp_path: Path) -> None:
+    """Issue 9: a 2023 conversation imported today is as fresh as its import, for retention."""
+    db = str(tmp_path / "imported.db")
+    long_ago = datetime(2023, 3, 1, tzinfo=UTC)
+    with funes.open(db, embedder=HashEmbedder(64)) as f:
+        one = f.session("history-2023")
+        one.add_message("user", "We chose the Rotterdam warehouse", at=long_ago)
+        one.add_message("assistant", "Noted: Rotterdam", at=long_ago + timedelta(minutes=1))
+        f.session("bulk-2023").add_messages(
+            [{"role": "user", "content": "Budget is 40k", "at": long_ago}, {"role": "assistant", "content": "OK"}]
+        )
+        assert f.prune_sessions(dry_run=True)["sessions"] == []
+        assert f.prune_sessions()["sessions"] == []
+        assert f.history("history-2023")[0].content == "We chose the Rotterdam warehouse"
+        # Idle for longer than the retention from now on, it goes.
+        later = utcnow() + timedelta(days=31)
+        assert {s["session_id"] for s in f.prune_sessions(dry_run=True, now=later)["sessions"]} == {
+            "history-2023",
+            "bulk-2023",
+        }
+    pruned = run_cli(tmp_path, "--db", db, "sessions", "prune", "--json")
+    assert pruned.exit_code == 0 and json.loads(pruned.output)["sessions"] == []

@@ -349,7 +349,7 @@ def test_search_results_read_like_seed_000(mem: funes.Funes) -> None:
     rows = _lines(result)
     assert [n for n, *_ in rows] == list(range(1, len(rows) + 1))
     _number, source, content, relevance = rows[0]
-    assert content == "User prefers US-based vendors for procurement"
+    assert content == "<memory>User prefers US-based vendors for procurement</memory>"  # fenced as data (issue 9)
     assert source == "preference · agent-created · team"
     assert 0 < relevance <= 100
     assert f"id: {ids['vendors']}" in result.text
@@ -527,7 +527,7 @@ def test_get_memory_context_with_a_query_is_the_builders_block(mem: funes.Funes)
     mem.execute_tool("update_memory", {"memory_id": ids["standup"], "pinned": True}, caller=ALICE)
     result = mem.execute_tool("get_memory_context", {"query": "procurement vendors"}, caller=ALICE)
     assert not result.is_error, result.text
-    assert result.text == result.data["context"]
+    assert result.text.startswith(result.data["context"])  # then the note that fenced text is data (issue 9)
     assert result.text.startswith("<project_facts>")
     facts = {i["id"] for i in result.data["sections"]["project_facts"]["included"]}
     assert {ids["standup"], ids["vendors"], ids["efficiency"]} <= facts  # pinned, and the 0.9 preferences

@@ -57,9 +57,9 @@ def test_round_trip_is_byte_identical(tmp_path: Path) -> None:
     source.close()
     target = funes.open(str(tmp_path / "b.db"), embedder=HashEmbedder(64))
     result = target.import_(io.StringIO(first))
-    assert result == {"imported": 4, "unchanged": 0, "reembedded": 0}
+    assert result == {"imported": 4, "unchanged": 0, "reembedded": 0, "duplicates": 0}
     assert export_text(target) == first
-    assert target.import_(io.StringIO(first)) == {"imported": 0, "unchanged": 4, "reembedded": 0}
+    assert target.import_(io.StringIO(first)) == {"imported": 0, "unchanged": 4, "reembedded": 0, "duplicates": 0}
     assert target.doctor() == []
     target.close()
     header = json.loads(first.splitlines()[0])
@@ -73,7 +73,7 @@ def test_import_with_another_embedder_reembeds(tmp_path: Path) -> None:
     text = export_text(source)
     source.close()
     with funes.open(str(tmp_path / "c.db"), embedder=HashEmbedder(32)) as target:
-        assert target.import_(io.StringIO(text)) == {"imported": 4, "unchanged": 0, "reembedded": 4}
+        assert target.import_(io.StringIO(text)) == {"imported": 4, "unchanged": 0, "reembedded": 4, "duplicates": 0}
         assert target.doctor() == []
         assert target.search("tea", track=False)[0].memory.content == "I prefer tea"
         again = json.loads(export_text(target).splitlines()[1])["record"]

@@ -13,6 +13,7 @@ documents every one and a test checks that.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ class Setting:
     default: Any
     type: type
     help: str
+    minimum: float | None = None
 
     @property
     def env(self) -> str:
@@ -39,30 +41,38 @@ class Setting:
 SETTINGS: dict[str, Setting] = {}
 
 
-def register(name: str, default: Any, type_: type, help: str) -> Setting:
-    """Add a setting to the table (idempotent for the same name)."""
-    setting = Setting(name, default, type_, help)
+def register(name: str, default: Any, type_: type, help: str, minimum: float | None = None) -> Setting:
+    """Add a setting to the table (idempotent for the same name); numbers may have a ``minimum``."""
+    setting = Setting(name, default, type_, help, minimum)
     SETTINGS[name] = setting
     return setting
 
 
 # -- storage ---------------------------------------------------------------
 register("db_path", "", str, "Path of the SQLite store. Empty means $FUNES_HOME/funes.db.")
-register("busy_timeout_ms", 15000, int, "How long a writer waits for another process's write lock, in milliseconds.")
-register("max_content_bytes", 1_000_000, int, "Largest content accepted for one memory, in bytes (UTF-8).")
+register(
+    "busy_timeout_ms",
+    15000,
+    int,
+    "How long a writer waits for another process's write lock, in milliseconds.",
+    minimum=0,
+)
+register("max_content_bytes", 1_000_000, int, "Largest content accepted for one memory, in bytes (UTF-8).", minimum=1)
 register(
     "vector_cache_min",
     20_000,
     int,
     "A tenant with at least this many vectors is searched from an exact in-memory copy (faster than sqlite-vec); 0 disables.",
+    minimum=0,
 )
-register("vector_cache_mb", 1024, int, "Memory the in-memory vector copies of large tenants may use, in MB.")
+register("vector_cache_mb", 1024, int, "Memory the in-memory vector copies of large tenants may use, in MB.", minimum=0)
 register(
     "ann_min",
     50_000,
     int,
     "A tenant with at least this many vectors is searched through an approximate (HNSW) index saved "
     "beside the database (<db>.ann/); 0 disables.",
+    minimum=0,
 )
 # -- identity defaults -------------------------------------------------------
 register("tenant", "default", str, "Tenant (team or user space) used when a call names none.")
@@ -89,20 +99,34 @@ register(
     "Name of the environment variable holding the embedding server's API key.",
 )
 register("embed_dimensions", 0, int, "Vector size requested from an OpenAI-compatible server; 0 means the model's own.")
-register("embed_batch_size", 32, int, "Texts per embedding batch.")
-register("embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.")
+register("embed_batch_size", 32, int, "Texts per embedding batch.", minimum=1)
 register(
-    "query_threads", 1, int, "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine."
+    "embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.", minimum=0
 )
-register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.")
+register(
+    "query_threads",
+    1,
+    int,
+    "CPU threads for embedding one search query; 1 keeps latency steady on a busy machine.",
+    minimum=1,
+)
+register("embed_timeout", 60.0, float, "Seconds to wait for an OpenAI-compatible embedding server.", minimum=0.001)
 register(
     "embedder_retry_seconds",
     10.0,
     float,
     "After the embedding server was unreachable, seconds during which searches go keyword-only and writes queue their vectors without trying it again.",
+    minimum=0,
 )
 # -- retrieval ---------------------------------------------------------------
-register("search_limit", 10, int, "Hits returned by a search when no limit is given.")
+register("search_limit", 10, int, "Hits returned by a search when no limit is given.", minimum=1)
+register(
+    "max_query_chars",
+    4000,
+    int,
+    "Longest search query accepted, in characters (searches, agent tools, MCP and context building); 0 means no limit.",
+    minimum=0,
+)
 register(
     "fusion",
     "convex",
@@ -111,13 +135,14 @@ register(
 )
 register("keyword_weight", 0.5, float, "Weight of the keyword (BM25) leg in the fusion.")
 register("vector_weight", 0.5, float, "Weight of the vector (cosine) leg in the fusion.")
-register("rrf_k", 60, int, "The k constant of reciprocal rank fusion (fusion = 'rrf').")
-register("candidates", 50, int, "Candidates taken from each of the keyword and vector legs before fusion.")
+register("rrf_k", 60, int, "The k constant of reciprocal rank fusion (fusion = 'rrf').", minimum=1)
+register("candidates", 50, int, "Candidates taken from each of the keyword and vector legs before fusion.", minimum=1)
 register(
     "keyword_scan_cap",
     2000,
     int,
     "Most recent keyword matches ranked by BM25 per query; keeps common-word queries fast on big stores.",
+    minimum=1,
 )
 register(
     "keyword_common_ratio",
@@ -130,7 +155,14 @@ register("boost_project", 1.5, float, "Score multiplier for records of the curre
 register("boost_team", 1.3, float, "Score multiplier for team-scope records.")
 register("importance_weight", 0.5, float, "How much importance moves the score: multiplier 1 + w*(importance-0.5).")
 register("recency_weight", 0.2, float, "How much recency moves the score: multiplier 1 + w*2^(-age/half_life).")
-register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.")
+register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.", minimum=0.001)
+register(
+    "search_min_relevance",
+    0.02,
+    float,
+    "Calibrated relevance (0-1) a search hit needs to be returned by default; 0 keeps every ranked hit "
+    "(docs/benchmarks.md: the held-out trade-off behind 0.02).",
+)
 register("auto_min_similarity", 0.4, float, "Minimum cosine similarity for automatic context retrieval.")
 register(
     "strong_keyword_rank",
@@ -150,13 +182,63 @@ register(
     200,
     int,
     "Target size of an ingested chunk, in the embedder's tokens (capped at the model's limit).",
+    minimum=8,
 )
-register("chunk_overlap", 40, int, "Tokens of trailing sentences repeated at the start of the next chunk of a text.")
-register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.")
-register("long_cell_chars", 200, int, "A spreadsheet text cell longer than this many characters becomes its own chunk.")
+register(
+    "chunk_overlap",
+    40,
+    int,
+    "Tokens of trailing sentences repeated at the start of the next chunk of a text.",
+    minimum=0,
+)
+register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.", minimum=1)
+register(
+    "max_unpacked_mb",
+    500,
+    int,
+    "Largest total a workbook (.xlsx/.xlsm, a zip archive) may unpack to, in megabytes; larger ones are refused as possible zip bombs.",
+    minimum=0,
+)
+register(
+    "max_sheet_cells",
+    2_000_000,
+    int,
+    "Most spreadsheet cells read from one workbook (empty cells of its declared range included); 0 means no limit.",
+    minimum=0,
+)
+register(
+    "ingest_file_seconds",
+    300.0,
+    float,
+    "Longest time spent reading one workbook before it fails alone with an error; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "long_cell_chars",
+    200,
+    int,
+    "A spreadsheet text cell longer than this many characters becomes its own chunk.",
+    minimum=1,
+)
 register("ingest_hidden_sheets", False, bool, "Also index hidden sheets of workbooks.")
+# -- memory folders ------------------------------------------------------------------
+register(
+    "memory_folder",
+    "",
+    str,
+    "Markdown memory folder of the memory tool and `funes sync`/`watch` when none is named. "
+    "Empty means .funes/memory under the project root (the git root, else the current directory).",
+)
+register("memory_file_kb", 512, int, "Largest Markdown file the memory tool reads or writes, in KB.")
+register("watch_debounce_seconds", 1.0, float, "How long `funes watch` waits for changes to settle before a sync job.")
 # -- conversations and context ---------------------------------------------------
-register("context_window", 200_000, int, "Default model context window, in tokens, when a context build names none.")
+register(
+    "context_window",
+    200_000,
+    int,
+    "Default model context window, in tokens, when a context build names none.",
+    minimum=1024,
+)
 register(
     "context_system_tokens",
     2000,
@@ -187,7 +269,9 @@ register(
     int,
     "Tokens kept free for the model's response (128k window; scaled down for smaller ones).",
 )
-register("context_retrieved_chunks", 5, int, "Most retrieved memories injected per section (3 at a 32k window).")
+register(
+    "context_retrieved_chunks", 5, int, "Most retrieved memories injected per section (3 at a 32k window).", minimum=1
+)
 register(
     "context_chunk_tokens",
     1000,
@@ -205,6 +289,7 @@ register(
     30,
     int,
     "Days after a session's last activity before `funes sessions prune` clears its records (pinned survive); 0 keeps sessions forever.",
+    minimum=0,
 )
 register(
     "promote_importance", 0.8, float, "The default promotion policy promotes records with at least this importance."
@@ -232,20 +317,82 @@ register(
     "Minimum cosine for agent-tool search results (strong keyword hits stay); 0 keeps every ranked hit.",
 )
 register(
-    "tool_snippet_chars", 1500, int, "Longest text of one result shown to a model by the agent tools, in characters."
+    "tool_min_relevance",
+    0.008,
+    float,
+    "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit. "
+    "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",
 )
-register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).")
+register(
+    "tool_snippet_chars",
+    1500,
+    int,
+    "Longest text of one result shown to a model by the agent tools, in characters.",
+    minimum=20,
+)
+register("mcp_port", 8765, int, "Port of `funes mcp --http` (always bound to 127.0.0.1).", minimum=1)
+# -- LLM (summaries, topics, merges; see funes.llm) -----------------------------------
+register(
+    "llm",
+    "offline",
+    str,
+    "LLM provider for summaries, topic extraction and merges: 'offline' (deterministic heuristics, no key), "
+    "'openai' (any OpenAI-compatible server) or 'anthropic'. Any failed call falls back to offline.",
+)
+register(
+    "llm_model",
+    "",
+    str,
+    "Model name sent to the LLM provider; empty means gpt-4o-mini (openai) or claude-3-5-haiku-latest (anthropic).",
+)
+register(
+    "llm_base_url",
+    "",
+    str,
+    "Base URL of the LLM server; empty means https://api.openai.com/v1 (openai) or https://api.anthropic.com (anthropic). "
+    "Ollama: http://localhost:11434/v1.",
+)
+register(
+    "llm_api_key_env",
+    "",
+    str,
+    "Name of the environment variable holding the LLM API key; empty means OPENAI_API_KEY or ANTHROPIC_API_KEY.",
+)
+register("llm_timeout", 60.0, float, "Seconds to wait for one LLM call.")
+register("llm_max_retries", 3, int, "Retries of an LLM call answered with 429 or 5xx (or not answered), with backoff.")
+register(
+    "llm_backoff_seconds",
+    1.0,
+    float,
+    "Wait before the first LLM retry; doubled for each later one (a Retry-After header wins, up to 60 s).",
+)
+register("llm_max_tokens", 1024, int, "Most tokens an LLM may write in one answer.")
+register(
+    "llm_input_price",
+    -1.0,
+    float,
+    "USD per million prompt tokens, for the per-call cost estimate; negative means the built-in price of known models (else 0).",
+)
+register(
+    "llm_output_price",
+    -1.0,
+    float,
+    "USD per million completion tokens, for the per-call cost estimate; negative means the built-in price of known models (else 0).",
+)
 # -- background jobs ---------------------------------------------------------------
 register(
     "job_lease_seconds",
     60.0,
     float,
     "Seconds a worker holds a claimed job before another worker may take it over (a running job renews it).",
+    minimum=1,
 )
-register("job_max_attempts", 8, int, "Attempts a background job gets before it is marked failed.")
-register("job_backoff_seconds", 2.0, float, "Wait before a failed job's first retry; doubled for each later one.")
-register("job_backoff_max_seconds", 600.0, float, "Longest wait between two attempts of a background job.")
-register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.")
+register("job_max_attempts", 8, int, "Attempts a background job gets before it is marked failed.", minimum=1)
+register(
+    "job_backoff_seconds", 2.0, float, "Wait before a failed job's first retry; doubled for each later one.", minimum=0
+)
+register("job_backoff_max_seconds", 600.0, float, "Longest wait between two attempts of a background job.", minimum=0)
+register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.", minimum=0.01)
 register(
     "job_keep_days",
     7.0,
@@ -288,12 +435,21 @@ def _coerce(setting: Setting, value: Any, origin: str) -> Any:
             raise ValueError(value)
         if setting.type is int and isinstance(value, float) and not value.is_integer():
             raise ValueError(value)
-        return setting.type(value)
-    except (TypeError, ValueError) as exc:
+        result = setting.type(value)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidInput(
             f"Setting {setting.name!r} from {origin} must be a {setting.type.__name__}, got {value!r}.",
             hint=f"Fix it in {origin}; `funes config` lists every setting.",
         ) from exc
+    if setting.type in (int, float):
+        # NaN, infinity and out-of-range numbers used to surface as tracebacks deep inside (issue 9).
+        if not math.isfinite(result) or (setting.minimum is not None and result < setting.minimum):
+            least = "" if setting.minimum is None else f" of at least {setting.minimum:g}"
+            raise InvalidInput(
+                f"Setting {setting.name!r} from {origin} must be a finite number{least}, got {value!r}.",
+                hint=f"Fix it in {origin}; `funes config` lists every setting.",
+            )
+    return result
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

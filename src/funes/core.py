@@ -16,6 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
@@ -27,22 +28,22 @@ from .embedding import Embedding
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .models import (
     DEFAULT_IMPORTANCE,
+    ENTITY_SCOPES,
     KEYWORD_ONLY,
     KINDS,
-    MAX_PREVIOUS_VERSIONS,
     MEMORY_TYPES,
     SCOPES,
     ForgetResult,
     Job,
     Memory,
     Page,
-    PreviousVersion,
     Reference,
     RememberResult,
     SearchFilters,
     SearchHit,
     SearchResults,
     SourceRef,
+    check_identity,
     content_hash,
     new_id,
     utcnow,
@@ -55,10 +56,13 @@ from .record_input import (
     check_importance,
     expand_source_types,
     remember_fields,
+    with_entity_filters,
 )
+from .relevance import CALIBRATED_MODELS, relevance_judge
 from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
 from .store import AccessEvent, Store, vis_key
+from .versioning import next_version, superseded
 
 log = logging.getLogger("funes")
 
@@ -117,6 +121,8 @@ class Core:
         must not fail the read: the rows wait in memory and go with the next
         write that succeeds, or at close.
         """
+        if getattr(self.store, "read_only", False):
+            return  # a read-only store keeps no access log; reads must still work (issue 9)
         now = utcnow()
         with self._access_lock:
             batch = [*self._unwritten_access, *((e, now) for e in events)]
@@ -205,12 +211,14 @@ class Core:
 
     # -- defaults ----------------------------------------------------------------
     def tenant_of(self, tenant: str | None) -> str:
-        """The caller's tenant, or the configured one."""
-        return tenant or self.config.tenant
+        """The caller's tenant, or the configured one; an empty or blank one is invalid input (issue 9)."""
+        return check_identity(self.config.tenant if tenant is None else tenant, "tenant")
 
     def user_of(self, user: str | None) -> str | None:
-        """The caller's user, or the configured one (None: no user)."""
-        return user if user is not None else (self.config.user or None)
+        """The caller's user, or the configured one (None: no user); an empty or blank one is invalid input."""
+        if user is None:
+            return self.config.user or None
+        return check_identity(user, "user")
 
     def project_of(self, project: str | None) -> str | None:
         """The caller's project, or the configured one."""
@@ -257,6 +265,8 @@ class Core:
         entity_id, source, pinned, expires_at, metadata, references.
         """
         memory = self.prepare(content, **fields)
+        if memory.entity_type and memory.entity_id:
+            return self._remember_entity(memory)[0]
         existing = self.store.find_by_hash(
             memory.tenant,
             vis_key(memory.scope, memory.project_id, memory.session_id),
@@ -266,11 +276,7 @@ class Core:
         )
         if existing is not None and not existing.is_expired():
             return existing  # fast path: no embedding for a known duplicate
-        try:
-            vectors: list[np.ndarray] | None = self.embedding.embed_records([self.embedding.embed_text(memory)])[0]
-        except EmbedderUnavailable as exc:
-            log.warning("embedder unavailable, %s stored for keyword search; its vector is a job: %s", memory.id, exc)
-            vectors = None
+        vectors = self._vectors_for_write(memory)
         # The store re-checks inside its write transaction (another process may
         # have stored the same text meanwhile); an expired duplicate is renewed.
         with self.store.transaction():
@@ -278,6 +284,39 @@ class Core:
             if vectors is None and stored.id == memory.id:
                 self.defer_vectors([stored.id], stored.tenant)
         return stored
+
+    def _vectors_for_write(self, memory: Memory) -> list[np.ndarray] | None:
+        """The record's vectors, or None while the embedder is down (the caller queues them as a job)."""
+        try:
+            return self.embedding.embed_records([self.embedding.embed_text(memory)])[0]
+        except EmbedderUnavailable as exc:
+            log.warning("embedder unavailable, %s stored for keyword search; its vector is a job: %s", memory.id, exc)
+            return None
+
+    def _remember_entity(self, memory: Memory) -> tuple[Memory, bool]:
+        """Write an entity's record: the first write creates it, a later one updates it as a new version.
+
+        One record per (tenant, owner, project, entity type, entity id); the
+        old text goes to the version history. Unchanged text embeds nothing.
+        Returns the record that stands and whether this write changed it.
+        """
+        key = (memory.tenant, memory.user_id, memory.project_id, str(memory.entity_type), str(memory.entity_id))
+        existing = self.store.find_entity(*key)
+        same_text = existing is not None and superseded(existing, memory).content_hash == existing.content_hash
+        if existing is not None and same_text and superseded(existing, memory).title == existing.title:
+            if superseded(existing, memory).evolve(updated_at=existing.updated_at) == existing:
+                return existing, False  # nothing changed: no embedding, no write
+            vectors: list[np.ndarray] | None = None  # only fields beside the text changed: the vectors stand
+        else:
+            vectors = self._vectors_for_write(memory)
+        with self.store.transaction():
+            # Read again under the write lock: another writer may have created or changed it meanwhile.
+            current = self.store.find_entity(*key)
+            stored = memory if current is None else superseded(current, memory)
+            self.store.put(stored, vectors)
+            if vectors is None and (current is None or stored.content_hash != current.content_hash):
+                self.defer_vectors([stored.id], stored.tenant)
+        return stored, True
 
     def remember_many(
         self,
@@ -314,7 +353,11 @@ class Core:
         first: dict[tuple[str, str, str, str, str], int] = {}
         twins: dict[int, int] = {}
         fresh: list[tuple[int, Memory]] = []
+        entities: list[tuple[int, Memory]] = []
         for index, memory in prepared:
+            if memory.entity_type and memory.entity_id:
+                entities.append((index, memory))  # one record per entity: written as an upsert below
+                continue
             vis = vis_key(memory.scope, memory.project_id, memory.session_id)
             key = (memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id or "")
             if key in first:
@@ -350,6 +393,9 @@ class Core:
                     deferred.setdefault(stored.tenant, []).append(stored.id)
             for tenant, ids in deferred.items():
                 self.defer_vectors(ids, tenant)
+        for index, memory in entities:
+            stored, changed = self._remember_entity(memory)
+            results[index] = RememberResult(index, "created" if changed else "duplicate", stored)
         for index, twin in twins.items():
             standing = results[twin]
             assert standing is not None
@@ -384,6 +430,13 @@ class Core:
         check_choice("memory type", type, MEMORY_TYPES)
         check_choice("kind", kind, KINDS)
         project = self.project_of(project)
+        if scope is None and entity_type in ENTITY_SCOPES:
+            scope = ENTITY_SCOPES[entity_type]
+            if scope == "project" and not project:
+                raise InvalidInput(
+                    f"{entity_type} records belong to one file (project scope), and no project was given.",
+                    hint="Pass project=FILE_ID (CLI: --project FILE_ID), or an explicit scope.",
+                )
         scope = self.check_scope(scope, project, session)
         # A record carries the ids of its own scope and of the scopes around it,
         # never narrower ones: a team memory written during a session of a
@@ -456,20 +509,7 @@ class Core:
         if content is not None:
             text = self.check_content(content)
             if content_hash(text) != current.content_hash:
-                previous = PreviousVersion(
-                    version=current.version,
-                    content=current.content,
-                    content_hash=current.content_hash,
-                    importance=current.importance,
-                    updated_at=current.updated_at,
-                )
-                history = (*current.previous_versions, previous)[-MAX_PREVIOUS_VERSIONS:]
-                changes.update(
-                    content=text,
-                    content_hash=content_hash(text),
-                    previous_versions=history,
-                    version=current.version + 1,
-                )
+                changes.update(next_version(current, text))
         if importance is not None:
             changes["importance"] = check_importance(importance)
         if type is not None:
@@ -568,11 +608,19 @@ class Core:
         include_expired: bool = False,
         cursor: str | None = None,
         limit: int = 50,
+        entity_types: Sequence[str] | None = None,
+        entity_ids: Sequence[str] | None = None,
+        refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
     ) -> Page:
-        """Records newest first; pass ``page.next_cursor`` back for the next page."""
+        """Records newest first; pass ``page.next_cursor`` back for the next page.
+
+        ``entity_types``, ``entity_ids`` and ``refs`` (``"rfp:RFP-7"`` or
+        ``("rfp", "RFP-7")``; a record must carry every one) narrow the listing.
+        """
         if not 1 <= int(limit) <= 1000:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
         filters = self._filters(tenant, user, types, kinds, scopes, project, session, source_types, source_ids)
+        filters = with_entity_filters(filters, entity_types, entity_ids, refs)
         return self.store.list(
             filters, cursor=cursor, limit=int(limit), include_expired=include_expired, pinned=pinned, now=utcnow()
         )
@@ -628,9 +676,14 @@ class Core:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         min_similarity: float | None = None,
+        min_relevance: float | None = None,
         limit: int | None = None,
         track: bool = True,
         agent: str | None = None,
+        entity_types: Sequence[str] | None = None,
+        entity_ids: Sequence[str] | None = None,
+        refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
+        as_of: datetime | str | None = None,
     ) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
@@ -638,9 +691,27 @@ class Core:
         boosts them; ``min_similarity`` drops weak vector matches but keeps
         strong keyword matches. Expired records are never returned. Each hit
         updates the record's access counters and the access log.
+        ``entity_types``, ``entity_ids`` and ``refs`` narrow it as in :meth:`list`.
+
+        Every hit carries a calibrated ``relevance`` (funes.relevance); hits
+        under ``min_relevance`` are dropped (default: the
+        ``search_min_relevance`` setting; pass 0 to keep every ranked hit), so
+        an empty result means nothing relevant was found.
+
+        ``as_of`` searches as of that time, not the wall clock: records created
+        later are left out, and recency and expiry are measured from it (so
+        imported history from 2023 is not all "old").
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
+        cap = int(self.config.max_query_chars)
+        if cap > 0 and len(query) > cap:
+            # A 1 MB query took 63 s and a 10 MB one never answered over stdio (issue 9).
+            raise InvalidInput(
+                f"The search query is {len(query):,} characters, over the {cap:,} limit (max_query_chars).",
+                hint="Search with the key words or a short question; raise the limit with "
+                "`funes config set max_query_chars N` if you really need longer queries.",
+            )
         try:
             query.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -651,6 +722,10 @@ class Core:
         limit = self.config.search_limit if limit is None else int(limit)
         if not 1 <= limit <= 1000:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
+        if min_relevance is not None and not 0.0 <= float(min_relevance) <= 1.0:
+            raise InvalidInput(
+                f"min_relevance {min_relevance} is out of range.", hint="Use a probability from 0 to 1, e.g. 0.3."
+            )
         if min_similarity is not None and not -1.0 <= float(min_similarity) <= 1.0:
             raise InvalidInput(
                 f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
@@ -659,8 +734,17 @@ class Core:
         filters = self._filters(
             tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until
         )
+        filters = with_entity_filters(filters, entity_types, entity_ids, refs)
         now = utcnow()
+        when = as_time(as_of, "as_of")
+        if when is not None:
+            before = filters.created_before
+            filters = replace(filters, created_before=when if before is None else min(before, when))
+            now = when
         hits = self._search(query, filters, now, limit, min_similarity, project)
+        floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
+        if floor > 0:
+            hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
         if track:
             self.track(
                 [
@@ -741,17 +825,47 @@ class Core:
                 hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
                 "e.g. `funes config set fusion convex`.",
             ) from exc
-        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit)
-        records = self.store.get_many([s.id for s in scored])
-        # A record deleted between the two reads is left out, not half-shown.
-        return SearchResults(
-            (
-                SearchHit(memory=records[s.id], score=s.score, explanation=s.explanation)
-                for s in scored
-                if s.id in records
-            ),
-            degraded=degraded,
-        )
+        # Rank more than asked: parts of one message collapse into one hit below, so
+        # records are decoded a batch at a time until the limit is filled.
+        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
+        terms = query_terms(query)
+        judge = relevance_judge(terms, *self.store.term_stats(terms), has_vector=vector is not None)
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        for start in range(0, len(scored), limit):
+            batch = scored[start : start + limit]
+            records = self.store.get_many([s.id for s in batch])
+            for s in batch:
+                memory = records.get(s.id)
+                if memory is None:
+                    continue  # deleted between the two reads: left out, not half-shown
+                message = _message_of(memory)
+                if message is not None:
+                    if message in seen:
+                        continue  # a long message's better part is already a hit: one message, one hit
+                    seen.add(message)
+                hits.append(SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory)))
+                if len(hits) == limit:
+                    return SearchResults(hits, degraded=degraded)
+        return SearchResults(hits, degraded=degraded)
+
+    def relevance_calibrated(self) -> bool:
+        """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""
+        ident = self.store.identity()
+        return ident is not None and ident.model_id in CALIBRATED_MODELS
+
+    def default_min_relevance(self) -> float:
+        """The relevance floor of explicit search: the setting, or 0 when the embedder is not calibrated."""
+        # With another model's cosines the constants do not hold: rank, but drop nothing on them.
+        return float(self.config.search_min_relevance) if self.relevance_calibrated() else 0.0
+
+
+def _message_of(memory: Memory) -> str | None:
+    """The chat message a record is a part of (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    message = memory.source.locator.get("message_id")
+    return str(message) if message else None
 
 
 def _by_time(batch: Sequence[tuple[AccessEvent, datetime]]) -> Iterator[tuple[datetime, list[AccessEvent]]]:

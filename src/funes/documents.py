@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -170,10 +171,43 @@ class Documents:
         paths: Iterable[str | os.PathLike[str]],
         *,
         progress: ProgressCallback | None = None,
+        sync: bool = False,
         **options: Unpack[IngestOptions],
     ) -> IngestReport:
-        """Ingest files, folders (recursively) and globs; each failure is reported and the rest carry on."""
-        return self._ingest_items(expand_paths(paths), progress, dict(options))
+        """Ingest files, folders (recursively) and globs; each failure is reported and the rest carry on.
+
+        With ``sync``, each folder named is mirrored: documents ingested from
+        under it whose file no longer exists are removed with their chunks.
+        """
+        paths = list(paths)
+        report = self._ingest_items(expand_paths(paths), progress, dict(options))
+        if not sync:
+            return report
+        removed: list[IngestResult] = []
+        for raw in paths:
+            folder = Path(os.fspath(raw)).expanduser()
+            if folder.is_dir():
+                removed += self.prune_missing(folder, tenant=options.get("tenant"), user=options.get("user"))
+        return replace(report, results=(*report.results, *removed))
+
+    def prune_missing(
+        self, folder: str | os.PathLike[str] | None = None, *, tenant: str | None = None, user: str | None = None
+    ) -> list[IngestResult]:
+        """Remove the documents (under ``folder``, or all) whose file no longer exists; one result each."""
+        root = Path(folder).expanduser().resolve() if folder is not None else None
+        out: list[IngestResult] = []
+        for doc in self.documents(tenant=tenant, user=user):
+            path = Path(doc.uri)
+            # Bytes ingested under a name (stdin) have no file to miss.
+            if not path.is_absolute() or (root is not None and not path.is_relative_to(root)):
+                continue
+            if os.path.lexists(path):
+                continue
+            removed = self._doc_store().delete_document(doc.id)
+            out.append(
+                IngestResult(uri=doc.uri, name=doc.name, status="removed", document=replace(doc, chunk_count=removed))
+            )
+        return out
 
     def _ingest_items(
         self,
@@ -232,8 +266,22 @@ class Documents:
         force: bool = False,
         metadata: dict[str, Any] | None = None,
         on_chunks: Callable[[int, int], None] | None = None,
+        writes: list[Callable[[], None]] | None = None,
+        keep: Callable[[Memory], bool] | None = None,
     ) -> tuple[IngestResult, FunesError | None]:
         started = time.monotonic()
+        if item.skipped is not None:
+            # Devices and FIFOs are left out before anything reads or records them (issue 9).
+            return (
+                IngestResult(
+                    uri=item.uri,
+                    name=item.name,
+                    status="skipped",
+                    error=item.skipped,
+                    hint="Copy its content into a regular file to ingest it.",
+                ),
+                None,
+            )
         tenant_id = self.core.tenant_of(tenant)
         user_id = self.core.user_of(user)
         project_id = self.core.project_of(project)
@@ -299,6 +347,9 @@ class Documents:
             password=password,
             hidden_sheets=hidden,
             long_cell_chars=int(self.config.long_cell_chars),
+            max_unpacked_bytes=int(self.config.max_unpacked_mb) * 1024 * 1024,
+            max_cells=int(self.config.max_sheet_cells),
+            max_seconds=float(self.config.ingest_file_seconds),
         )
         try:
             parsed = read(data, options, self._chunker(), requested_kind)
@@ -310,6 +361,8 @@ class Documents:
             records = self._chunk_records(
                 parsed, chunks, item, doc_id, version, tenant_id, user_id, scope_name, project_id, session, metadata
             )
+            if keep is not None:  # e.g. a memory folder leaves out sections that are copies of stored memories
+                records = [m for m in records if keep(m)]
             vectors: list[list[np.ndarray] | None] = []
             texts = [self.core.embedding.embed_text(m) for m in records]
             try:
@@ -357,10 +410,11 @@ class Documents:
                 "updated_at": to_epoch(now),
                 "indexed_at": to_epoch(now),
             }
-            with self.store.transaction():
-                store.replace_document(row, list(zip(records, vectors, strict=True)))
-                if pending:
-                    self.core.defer_vectors(pending, tenant_id)
+            swap = self._swap(row, list(zip(records, vectors, strict=True)), pending, tenant_id)
+            if writes is not None:
+                writes.append(swap)  # the caller swaps it in later, in its own transaction (a folder batch)
+            else:
+                swap()
         except FunesError as exc:
             return fail(exc)
         except Exception as exc:  # a reader bug on one odd file must not stop the others
@@ -385,6 +439,45 @@ class Documents:
             None,
         )
 
+    def _swap(
+        self,
+        row: dict[str, Any],
+        items: list[tuple[Memory, list[np.ndarray] | None]],
+        pending: list[str],
+        tenant: str,
+    ) -> Callable[[], None]:
+        def swap() -> None:
+            with self.store.transaction():
+                self._doc_store().replace_document(row, items)
+                if pending:
+                    self.core.defer_vectors(pending, tenant)
+
+        return swap
+
+    def prepare_paths(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        keep: Callable[[Memory], bool] | None = None,
+        **options: Unpack[IngestOptions],
+    ) -> tuple[IngestReport, Callable[[], None]]:
+        """Read and embed files now, and return a callable that swaps their chunks in.
+
+        The slow half of :meth:`ingest_paths`, for callers that write a batch
+        in one transaction of their own (folder sync jobs): call the returned
+        function inside ``store.transaction()``. Unchanged files need no write.
+        ``keep`` leaves out the chunks it returns False for.
+        """
+        started = time.monotonic()
+        writes: list[Callable[[], None]] = []
+        results = [self._ingest_one(item, writes=writes, keep=keep, **options)[0] for item in expand_paths(paths)]
+
+        def apply() -> None:
+            for write in writes:
+                write()
+
+        return IngestReport(results=tuple(results), seconds=time.monotonic() - started), apply
+
     def _load_bytes(self, item: InputFile) -> bytes:
         limit = int(self.config.max_file_mb) * 1024 * 1024
         if item.data is not None:
@@ -401,7 +494,16 @@ class Documents:
                     hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
                 )
             try:
-                data = item.path.read_bytes()
+                # Read at most limit + 1 bytes: the file may have become a device or grown since it was listed.
+                # O_NONBLOCK: opening a FIFO would otherwise wait forever for a writer.
+                fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+                with os.fdopen(fd, "rb") as handle:
+                    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                        raise InvalidInput(
+                            f"{item.name} is not a regular file (a device, FIFO or socket).",
+                            hint="Copy its content into a regular file to ingest it.",
+                        )
+                    data = handle.read(limit + 1)
             except OSError as exc:
                 raise InvalidInput(f"Cannot read {item.name} ({exc.strerror}).", hint="Check its permissions.") from exc
         if len(data) > limit:
@@ -576,7 +678,12 @@ class Documents:
         user: str | None = None,
         progress: ProgressCallback | None = None,
     ) -> IngestReport:
-        """Re-read and rebuild several documents (all of the tenant's when ``refs`` is None)."""
+        """Re-read and rebuild several documents (all of the tenant's when ``refs`` is None).
+
+        Rebuilding all of them also removes those whose file no longer exists
+        (issue 11: a deleted note must stop turning up in searches).
+        """
+        pruned = self.prune_missing(tenant=tenant, user=user) if refs is None else []
         docs = (
             [self.document(r, tenant=tenant, user=user) for r in refs]
             if refs is not None
@@ -615,7 +722,8 @@ class Documents:
                 "metadata": doc.metadata.get("user"),
             }
 
-        return self._ingest_items(items, progress, options)
+        report = self._ingest_items(items, progress, options)
+        return replace(report, results=(*report.results, *pruned)) if pruned else report
 
 
 __all__ = [

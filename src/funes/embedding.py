@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import config as config_mod
-from .embed import Embedder, configured_identity
+from .embed import Embedder, check_output, configured_identity
 from .errors import EmbedderMismatch, EmbedderUnavailable
 from .ingest.chunking import split_text
 from .models import EmbedderIdentity, Memory
@@ -145,8 +145,12 @@ class Embedding:
             new: dict[str, np.ndarray] = {}
             for start in range(0, len(order), batch):
                 chunk = order[start : start + batch]
-                vectors = np.asarray(
-                    self.embedder.embed_batch([unique[h] for h in chunk], query=query), dtype=np.float32
+                # Zero or NaN output is refused here, before the cache or the store sees it (issue 9).
+                vectors = check_output(
+                    self.embedder.embed_batch([unique[h] for h in chunk], query=query),
+                    len(chunk),
+                    self.embedder.dimensions,
+                    model,
                 )
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
                 vectors = vectors / np.where(norms == 0, 1.0, norms)

@@ -80,6 +80,18 @@ class StoreCorrupt(BackendUnavailable):
     code = "store_corrupt"
 
 
+class StoreReadOnly(BackendUnavailable):
+    """The store can be read but not written (a read-only filesystem, an immutable or read-only file)."""
+
+    code = "store_read_only"
+
+
+class StoreFull(BackendUnavailable):
+    """The disk holding the store is full; the write was rolled back."""
+
+    code = "store_full"
+
+
 __all__ = [
     "BackendUnavailable",
     "Conflict",
@@ -89,4 +101,6 @@ __all__ = [
     "InvalidInput",
     "NotFound",
     "StoreCorrupt",
+    "StoreFull",
+    "StoreReadOnly",
 ]

@@ -7,6 +7,7 @@ N writes, retention, dedupe) joins it here, as jobs on the durable runner.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +104,20 @@ class Maintenance:
             "dimensions": configured.dimensions if configured else None,  # None: only the server knows
         }
         return out
+
+    def backup(self, dest: str | os.PathLike[str]) -> dict[str, Any]:
+        """A consistent copy of the store at ``dest`` (SQLite's online backup API), safe while writers run."""
+        method = getattr(self.core.store, "backup", None)
+        if method is None:
+            raise InvalidInput("This store has no file backup.", hint="Use `funes export FILE` instead.")
+        return dict(method(dest))
+
+    def repair(self, dest: str | os.PathLike[str]) -> dict[str, Any]:
+        """Salvage every readable row into a new store at ``dest`` (the damaged store is left as it is)."""
+        method = getattr(self.core.store, "salvage", None)
+        if method is None:
+            raise InvalidInput("This store cannot be salvaged to a file.", hint="Use `funes export FILE` instead.")
+        return dict(method(dest))
 
     def doctor(self) -> list[str]:
         """Integrity problems of the store (empty when healthy); see :meth:`health` for notes too."""

@@ -384,6 +384,25 @@ class Caller:
     agent_id: str | None = None
     session_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # An empty tenant used to fall through to the default tenant, with read,
+        # update and delete there (issue 9); a blank name is a mistake, never "default".
+        check_identity(self.tenant, "tenant")
+        if self.user_id is not None:
+            check_identity(self.user_id, "user")
+
+
+def check_identity(value: object, what: str) -> str:
+    """A tenant or user name as given, or InvalidInput when it is empty, blank or not text."""
+    from .errors import InvalidInput
+
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(
+            f"The {what} must be a non-empty name, got {value!r}.",
+            hint=f"Pass a real {what} name, or leave it out to use the configured one (`funes config`).",
+        )
+    return value
+
 
 @dataclass(frozen=True)
 class SearchFilters:
@@ -400,6 +419,27 @@ class SearchFilters:
     source_ids: tuple[str, ...] | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    # Entity and reference filters live only in the records table (not the vector index's
+    # metadata): a search with them ranks vectors among the matching records alone.
+    entity_types: tuple[str, ...] | None = None
+    entity_ids: tuple[str, ...] | None = None
+    references: tuple[Reference, ...] | None = None
+
+    @property
+    def by_entity(self) -> bool:
+        """Whether entity or reference filters are set."""
+        return bool(self.entity_types or self.entity_ids or self.references)
+
+
+# Seed 001's default scope per entity type: CONNECTION is team-wide, the others
+# belong to one file (a project here); CHAT_INSIGHT's scope is the extractor's call.
+ENTITY_SCOPES: dict[str, str] = {
+    "FILE": "project",
+    "CODE_CELL": "project",
+    "DATA_TABLE": "project",
+    "SHEET_TABLE": "project",
+    "CONNECTION": "team",
+}
 
 
 @dataclass(frozen=True)
@@ -415,6 +455,10 @@ class Explanation:
     score: float
     # Each leg's share of ``fused`` (they sum to it): keyword and vector.
     contributions: dict[str, float] = field(default_factory=dict)
+    # Calibrated probability that the hit answers the query (funes.relevance),
+    # and the hit's own signals it was computed from; None until computed.
+    relevance: float | None = None
+    signals: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -427,6 +471,8 @@ class Explanation:
             "boosts": self.boosts,
             "score": self.score,
             "contributions": self.contributions,
+            "relevance": self.relevance,
+            "signals": self.signals,
         }
 
 
@@ -449,10 +495,17 @@ class SearchHit:
         sim = self.explanation.vector_similarity
         return 0.0 if sim is None else sim
 
+    @property
+    def relevance(self) -> float:
+        """Calibrated probability that the hit answers the query (0 if not computed)."""
+        value = self.explanation.relevance
+        return 0.0 if value is None else value
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
             "score": self.score,
+            "relevance": self.relevance,
             "attribution": self.attribution,
             "explanation": self.explanation.to_dict(),
             "memory": self.memory.to_dict(),
@@ -580,6 +633,7 @@ class Job:
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
+    "ENTITY_SCOPES",
     "JOB_STATUSES",
     "KEYWORD_ONLY",
     "KINDS",

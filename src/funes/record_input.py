@@ -6,12 +6,13 @@ what to pass instead; the core builds records only from checked values.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
 from .errors import InvalidInput
-from .models import Reference, SourceRef, parse_time
+from .models import Reference, SearchFilters, SourceRef, parse_time
 
 
 def check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -93,6 +94,34 @@ def as_reference(value: Reference | tuple[str, str] | dict[str, str]) -> Referen
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return Reference(type=str(value[0]), id=str(value[1]))
     raise InvalidInput(f"Cannot read reference {value!r}.", hint="Use (type, id), e.g. ('vendor', 'V-12').")
+
+
+def parse_reference(value: Reference | tuple[str, str] | dict[str, str] | str) -> Reference:
+    """A reference from :func:`as_reference`'s forms or ``"TYPE:ID"`` text (``rfp:RFP-7``)."""
+    if isinstance(value, str):
+        kind, sep, ident = value.partition(":")
+        if not sep or not kind.strip() or not ident.strip():
+            raise InvalidInput(f"Cannot read reference {value!r}.", hint="Use TYPE:ID, e.g. rfp:RFP-7.")
+        return Reference(type=kind.strip(), id=ident.strip())
+    return as_reference(value)
+
+
+def with_entity_filters(
+    filters: SearchFilters,
+    entity_types: Sequence[str] | None,
+    entity_ids: Sequence[str] | None,
+    refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None,
+) -> SearchFilters:
+    """The filters narrowed to entity types, entity ids and references (each reference required)."""
+    if isinstance(entity_types, str) or isinstance(entity_ids, str):
+        raise InvalidInput("Entity filters take lists.", hint='Pass entity_types=["CODE_CELL"], entity_ids=["A1"].')
+    parsed = tuple(parse_reference(r) for r in ([refs] if isinstance(refs, str) else refs or ()))
+    return dataclasses.replace(
+        filters,
+        entity_types=tuple(entity_types) if entity_types else None,
+        entity_ids=tuple(entity_ids) if entity_ids else None,
+        references=parsed or None,
+    )
 
 
 _ITEM_FIELDS = frozenset(RecordFields.__optional_keys__) | {"content"}

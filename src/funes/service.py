@@ -12,8 +12,15 @@ The parts, innermost first (each may use only those before it):
 * ``maintenance`` (:class:`funes.maintenance.Maintenance`): stats, doctor, reindex, clear;
 * ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
 * ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
+* ``memory_folders`` (:class:`funes.folders.Folders`): Markdown memory folders, sync and watch;
+* ``writeback`` (:class:`funes.capture.Capture`): remember to Markdown, ``<save_memory>`` capture;
+* ``tasks`` (:class:`funes.tasks.Tasks`): task summaries and their insights;
+* ``agent_hooks`` (:class:`funes.hooks.Hooks`): Claude Code hooks (run and install);
+* ``claude_memory`` (:class:`funes.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
-* ``transfer`` (:class:`funes.transfer.Transfer`): export and import.
+* ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
+* ``curation`` (:class:`funes.curation.Curation`): version history and restore;
+* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation.
 
 See ``docs/architecture.md``.
 """
@@ -25,14 +32,21 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from . import config as config_mod
+from .capture import Capture
 from .core import Core
+from .curation import Curation
 from .documents import Documents
 from .embed import Embedder
 from .embedding import Embedding
+from .entities import Entities
+from .folders import Folders
+from .hooks import Hooks
 from .jobs import Jobs
 from .maintenance import Maintenance
+from .memory_tool import MemoryTool
 from .sessions import Conversations
 from .store import Store, open_store
+from .tasks import Tasks
 from .tools import AgentTools
 from .transfer import Transfer
 
@@ -68,8 +82,16 @@ class Funes:
         self.maintenance = Maintenance(self.core)
         self.docs = Documents(self.core)
         self.conversations = Conversations(self.core, self.docs)
-        self.agent_tools = AgentTools(self.core, self.conversations)
+        self.memory_folders = Folders(self.core, self.docs, self.jobs)
+        self.claude_memory = MemoryTool(self.memory_folders)
+        self.writeback = Capture(self.core, self.memory_folders)
+        # Task insights use the same LLM as reconciliation (created on first use).
+        self.tasks = Tasks(self.core, self.memory_folders, llm=lambda: self.entities.llm)
+        self.agent_hooks = Hooks(self.core, self.writeback, self.tasks)
+        self.agent_tools = AgentTools(self.core, self.conversations, self.writeback.write_back)
         self.transfer = Transfer(self.core)
+        self.curation = Curation(self.core)
+        self.entities = Entities(self.core, self.jobs)
 
     # -- the parts' shared state -----------------------------------------------------
     @property
@@ -91,6 +113,7 @@ class Funes:
     def close(self) -> None:
         """Stop the job worker (if this process started one) and close the store."""
         self.jobs.stop()
+        self.entities.close()
         self.core.close()
 
     def __enter__(self) -> Funes:
@@ -100,7 +123,7 @@ class Funes:
         self.close()
 
     # -- records (core) ----------------------------------------------------------------
-    remember = _delegate("core", Core.remember)
+    remember = _delegate("writeback", Capture.remember)  # the core's, plus to_markdown and tags
     remember_many = _delegate("core", Core.remember_many)
     prepare = _delegate("core", Core.prepare)
     get = _delegate("core", Core.get)
@@ -112,10 +135,19 @@ class Funes:
     list = _delegate("core", Core.list)
     search = _delegate("core", Core.search)
 
+    # -- version history (``history`` is a session's messages; a record's states are ``versions``) --------
+    versions = _delegate("curation", Curation.versions)
+    restore = _delegate("curation", Curation.restore)
+
+    # -- entity reconciliation ------------------------------------------------------------------
+    reconcile = _delegate("entities", Entities.reconcile)
+
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)
     doctor = _delegate("maintenance", Maintenance.doctor)
     health = _delegate("maintenance", Maintenance.health)
+    backup = _delegate("maintenance", Maintenance.backup)
+    repair = _delegate("maintenance", Maintenance.repair)
     reindex = _delegate("maintenance", Maintenance.reindex)
     clear = _delegate("maintenance", Maintenance.clear)
     cleanup_log = _delegate("maintenance", Maintenance.cleanup_log)
@@ -135,6 +167,22 @@ class Funes:
     remove_document = _delegate("docs", Documents.remove_document)
     reindex_document = _delegate("docs", Documents.reindex_document)
     reindex_documents = _delegate("docs", Documents.reindex_documents)
+
+    # -- memory folders ----------------------------------------------------------------------
+    add_folder = _delegate("memory_folders", Folders.add_folder)
+    folders = _delegate("memory_folders", Folders.folders)
+    folder = _delegate("memory_folders", Folders.folder)
+    remove_folder = _delegate("memory_folders", Folders.remove_folder)
+    default_folder = _delegate("memory_folders", Folders.default_folder)
+    sync = _delegate("memory_folders", Folders.sync)
+    folder_status = _delegate("memory_folders", Folders.status)
+    watch = _delegate("memory_folders", Folders.watch)
+    memory_tool = _delegate("claude_memory", MemoryTool.memory_tool)
+    capture = _delegate("writeback", Capture.capture)
+    write_back = _delegate("writeback", Capture.write_back)
+    record_task = _delegate("tasks", Tasks.record_task)
+    run_hook = _delegate("agent_hooks", Hooks.run_hook)
+    install_claude_code = _delegate("agent_hooks", Hooks.install_claude_code)
 
     # -- conversations ----------------------------------------------------------------------
     session = _delegate("conversations", Conversations.session)

@@ -12,6 +12,7 @@ retrieved memories — and hands them to the pure :func:`funes.context.assemble`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -244,13 +245,17 @@ class Conversations:
                         locator.update(part=part, parts=len(pieces))
                     memory = self.core.prepare(
                         piece,
+                        # The message's date is indexed with it (keyword leg only: in the embedded
+                        # text it lowered cosines under the context threshold), so "what did we
+                        # decide in May 2023" matches by date too.
+                        topic=f"{msg.at.day} {msg.at:%B %Y}",
                         type="conversation",
                         kind="message",
                         scope="session",
                         session=sess.id,
                         project=sess.project_id,
                         tenant=sess.tenant,
-                        user=sess.user_id or "",
+                        user=sess.user_id,  # replaced below: the session owner, even when None
                         source=SourceRef(type="chat", uri=f"session:{sess.id}", locator=locator),
                     )
                     records.append(memory.evolve(user_id=sess.user_id, created_at=msg.at, updated_at=msg.at))
@@ -418,6 +423,10 @@ class Conversations:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The user message is empty.", hint="Pass the current user message as the query.")
         sess = self.resolve(session, tenant, user)
+        # Visibility follows the caller, not the session: a session created without a
+        # user showed u1's private memories to u2 (issue 9). A caller without a user
+        # reads as the session's owner, so nobody else's private records reach this prompt.
+        viewer = self.core.user_of(user) or sess.user_id
         caps = self.context_budget(model_window)
         if isinstance(budget, Budget):
             caps = budget
@@ -433,13 +442,19 @@ class Conversations:
         threshold = self.config.auto_min_similarity if min_similarity is None else float(min_similarity)
         limit = max(caps.retrieved_chunks * 2, 10)
         query = query.strip()
+        # A long user message is still answered: its search uses the first max_query_chars characters.
+        cap = int(self.config.max_query_chars)
+        probe = query[:cap] if cap > 0 else query
         hits = self.core.search(
-            query,
+            probe,
             tenant=sess.tenant,
-            user=sess.user_id,
+            user=viewer,
             project=sess.project_id,
             session=sess.id,
             min_similarity=threshold,
+            # Automatic context keeps its own cosine threshold (auto_min_similarity, below);
+            # the explicit-search relevance floor does not apply twice (docs/benchmarks.md).
+            min_relevance=0,
             limit=limit,
             track=False,
         )
@@ -447,20 +462,23 @@ class Conversations:
         # included: on LoCoMo (bench/locomo_bench.py) the keyword exception added ~2 noise
         # items per off-topic question for no measurable recall.
         hits = [h for h in hits if (h.explanation.vector_similarity or -1.0) >= threshold]
+        # The message being answered is not its own "relevant history": apps often
+        # store it before building context, and it then matched itself at relevance 1.
+        hits = [h for h in hits if not (h.memory.session_id == sess.id and _part_of(h.memory.content, query))]
         recalled = [
             Recalled(h.memory, h.explanation.vector_similarity, "recalled") for h in hits if h.memory.kind == "message"
         ]
         retrieved = [
             Recalled(h.memory, h.explanation.vector_similarity, "retrieved") for h in hits if h.memory.kind != "message"
         ]
-        named = self._named_document_hits(query, sess, caps.retrieved_chunks)
+        named = self._named_document_hits(probe, sess, caps.retrieved_chunks, viewer)
         seen = {r.memory.id for r in named}
         retrieved = named + [r for r in retrieved if r.memory.id not in seen]
         fact_vis = ["team"] + ([vis_key("project", sess.project_id, None)] if sess.project_id else [])
         facts = self.store.important_records(
             sess.tenant,
             fact_vis,
-            user_id=sess.user_id,
+            user_id=viewer,
             min_importance=self.config.context_fact_importance,
             exclude_kinds=("message",),
             now=utcnow(),
@@ -498,12 +516,12 @@ class Conversations:
         )
         return built
 
-    def _named_document_hits(self, query: str, sess: Session, limit: int) -> list[Recalled]:
-        """The best passages of every document the query names, whatever their similarity."""
+    def _named_document_hits(self, query: str, sess: Session, limit: int, viewer: str | None) -> list[Recalled]:
+        """The best passages of every document the query names (as ``viewer`` may see them), whatever their similarity."""
         # Managed documents first (by their name), then sources of records written directly.
         candidates = [
             (d.kind, d.name or d.uri, d.id)
-            for d in self.docs.documents(tenant=sess.tenant, user=sess.user_id, status="indexed")
+            for d in self.docs.documents(tenant=sess.tenant, user=viewer, status="indexed")
         ]
         known = {c[2] for c in candidates}
         candidates += [s for s in self.store.document_sources(sess.tenant) if not s[2] or s[2] not in known]
@@ -517,12 +535,13 @@ class Conversations:
             hits = self.core.search(
                 query,
                 tenant=sess.tenant,
-                user=sess.user_id,
+                user=viewer,
                 project=sess.project_id,
                 session=sess.id,
                 source_types=None if source_id else [kind],
                 source_ids=[source_id] if source_id else None,
                 limit=limit * 3,
+                min_relevance=0,  # a document the user names is wanted whatever its relevance
                 track=False,
             )
             picked = [
@@ -531,9 +550,9 @@ class Conversations:
             if len(picked) < limit:
                 # Nothing in the document resembles the question: its opening passages still belong in the prompt.
                 if source_id in known:
-                    chunks = self.docs.document_chunks(source_id, tenant=sess.tenant, user=sess.user_id)
+                    chunks = self.docs.document_chunks(source_id, tenant=sess.tenant, user=viewer)
                 else:
-                    page = self.core.list(tenant=sess.tenant, user=sess.user_id, source_types=[kind], limit=200)
+                    page = self.core.list(tenant=sess.tenant, user=viewer, source_types=[kind], limit=200)
                     chunks = sorted(page.items, key=lambda m: m.created_at)
                 have = {r.memory.id for r in picked}
                 visible = [m for m in chunks if same(m) and m.id not in have and self._in_session_view(m, sess)]
@@ -564,8 +583,15 @@ class Conversations:
         Each cleared session gets a cleanup-log row.
         """
         days = self.config.session_retention_days if older_than_days is None else older_than_days
-        if not isinstance(days, (int, float)) or days < 0:
-            raise InvalidInput(f"Retention of {days!r} days is invalid.", hint="Use a number of days >= 0.")
+        if (
+            isinstance(days, bool)
+            or not isinstance(days, (int, float))
+            or not math.isfinite(days)
+            or not 0 <= days <= 1_000_000
+        ):
+            raise InvalidInput(
+                f"Retention of {days!r} days is invalid.", hint="Use a number of days from 0 to 1,000,000."
+            )
         now = now or utcnow()
         if days == 0 and older_than_days is None:
             return {"retention_days": 0, "cutoff": None, "sessions": [], "dry_run": dry_run, "disabled": True}
@@ -682,3 +708,9 @@ class Conversations:
 
 
 __all__ = ["Conversations", "Session"]
+
+
+def _part_of(text: str, query: str) -> bool:
+    """Whether a stored message text is the query or one of its parts (a long message is split; short texts must equal)."""
+    part, asked = " ".join(text.split()), " ".join(query.split())
+    return part == asked or (len(part) >= 40 and part in asked)

@@ -81,6 +81,11 @@ class CreateMemoryArgs(_Args):
     tags: list[str] | None = Field(
         default=None, description="Short labels that group memories, e.g. ['procurement', 'vendors']."
     )
+    to_markdown: bool | None = Field(
+        default=None,
+        description="Also append the memory to today's Markdown file in the project's memory folder, "
+        "where people read and edit notes. Leave empty unless asked to keep a readable note.",
+    )
 
     @model_validator(mode="after")
     def _reference_pair(self) -> CreateMemoryArgs:
@@ -103,6 +108,20 @@ class SearchMemoriesArgs(_Args):
         default=None, description="Only memories of this scope. Leave empty for everything you can see."
     )
     limit: int | None = Field(default=10, ge=1, le=50, description="Most results to return (default 10).")
+    entity_type: str | None = Field(
+        default=None, description="Only memories about entities of this type, e.g. 'CODE_CELL', 'CONNECTION'."
+    )
+    entity_id: str | None = Field(default=None, description="Only memories about the entity with this id.")
+    reference_type: str | None = Field(
+        default=None, description="Only memories that reference an outside entity of this kind, with reference_id."
+    )
+    reference_id: str | None = Field(default=None, description="Id of that outside entity, e.g. 'RFP-7'.")
+
+    @model_validator(mode="after")
+    def _reference_pair(self) -> SearchMemoriesArgs:
+        if (self.reference_type is None) != (self.reference_id is None):
+            raise ValueError("give reference_type and reference_id together, or neither")
+        return self
 
 
 class UpdateMemoryArgs(_Args):

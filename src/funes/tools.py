@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .models import Caller, Memory, SearchHit, SearchResults, SourceRef, format_time, parse_time, utcnow
+from .safety import FENCE_NOTE, WARNING, fence, is_flagged
 from .store import AccessEvent, vis_key
 
 if TYPE_CHECKING:
@@ -102,6 +104,15 @@ def _snippet(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _recalled(memory: Memory, limit: int) -> str:
+    """Memory text as handed to a model: fenced as data, with a warning when it reads like an instruction.
+
+    Issue 9: these tools returned raw text, so a memory could close the fence and pose as a rule.
+    """
+    body = f"<memory>{fence(_snippet(memory.content, limit))}</memory>"
+    return body + (f" [warning: {WARNING}]" if is_flagged(memory) else "")
+
+
 def _normalised(text: str) -> str:
     """Text compared for "the same thing said again": case, spacing and end punctuation ignored."""
     return re.sub(r"\s+", " ", text.casefold()).strip().rstrip(".!;,: ")
@@ -138,6 +149,7 @@ def _memory_brief(memory: Memory) -> dict[str, Any]:
         "version": memory.version,
         "source": memory.attribution,
         "tags": list(memory.metadata.get("tags") or []),
+        "instruction_like": is_flagged(memory),
         "references": [{"type": r.type, "id": r.id} for r in memory.references],
         "created_at": format_time(memory.created_at),
         "updated_at": format_time(memory.updated_at),
@@ -147,9 +159,13 @@ def _memory_brief(memory: Memory) -> dict[str, Any]:
 class AgentTools:
     """Agent tool execution: a feature service over the core and the conversations."""
 
-    def __init__(self, core: Core, conversations: Conversations) -> None:
+    def __init__(
+        self, core: Core, conversations: Conversations, write_back: Callable[[Memory], Path] | None = None
+    ) -> None:
         self.core = core
         self.conversations = conversations
+        # Appends a stored memory to the day's Markdown file (create_memory's to_markdown; see funes.capture).
+        self.write_back = write_back
         self.store = core.store
         self.config = core.config
 
@@ -301,15 +317,19 @@ class AgentTools:
             label = hit.attribution
             if m.kind in AGENT_KINDS:
                 label = f"{m.memory_type} · {label} · {m.scope}"
-            lines.append(f"{n}. [{label}] {_snippet(m.content, limit)}")
+            lines.append(f"{n}. [{label}] {_recalled(m, limit)}")
             tail = f" · id: {m.id}" if with_ids else ""
-            lines.append(f"   Relevance: {_percent(hit.similarity)}%{tail}")
+            lines.append(f"   Relevance: {_percent(hit.relevance)}%{tail}")
             lines.append("")
         return lines
 
     @staticmethod
     def _hit_data(hits: list[SearchHit]) -> list[dict[str, Any]]:
-        return [{**_memory_brief(h.memory), "relevance": _percent(h.similarity) / 100, "score": h.score} for h in hits]
+        return [{**_memory_brief(h.memory), "relevance": _percent(h.relevance) / 100, "score": h.score} for h in hits]
+
+    def _tool_min_relevance(self) -> float:
+        # The setting applies where relevance is calibrated (the store's model); 0 elsewhere, as in search.
+        return float(self.config.tool_min_relevance) if self.core.relevance_calibrated() else 0.0
 
     def _tool_min_similarity(self) -> float | None:
         value = float(self.config.tool_min_similarity)
@@ -398,6 +418,13 @@ class AgentTools:
             if vectors is None:
                 self.core.defer_vectors([memory.id], memory.tenant)
         self._log_tool_access([memory], "create", caller)
+        if args.to_markdown:
+            if self.write_back is None:
+                raise InvalidInput(
+                    f"Stored as {memory.id}, but this server cannot write Markdown notes.",
+                    hint="Call create_memory without to_markdown.",
+                )
+            self.write_back(memory)
         text = (
             f"Stored memory {memory.id} ({memory.memory_type}, {memory.scope} scope, "
             f"importance {memory.importance:.2f})."
@@ -454,7 +481,11 @@ class AgentTools:
             kinds=AGENT_KINDS,
             limit=args.limit or 10,
             min_similarity=self._tool_min_similarity(),
+            min_relevance=self._tool_min_relevance(),
             agent=caller.agent_id,
+            entity_types=[args.entity_type] if args.entity_type else None,
+            entity_ids=[args.entity_id] if args.entity_id else None,
+            refs=[(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else None,
         )
         data = {"query": args.query, "count": len(hits), "results": self._hit_data(hits), "degraded": hits.degraded}
         if not hits:
@@ -467,6 +498,7 @@ class AgentTools:
             )
         lines = [f"Found {len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {args.query!r}:", ""]
         lines += self._hit_lines(hits, with_ids=True)
+        lines.append(FENCE_NOTE)
         return ToolResult("search_memories", _degraded_note(hits) + "\n".join(lines).rstrip(), data)
 
     def _tool_update_memory(self, args: UpdateMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
@@ -570,7 +602,11 @@ class AgentTools:
             "context": block,
             "sections": {name: s.to_dict() for name, s in sections.items()},
         }
-        text = block or "Memory holds nothing relevant to this yet. Store what the user tells you with create_memory."
+        text = (
+            f"{block}\n\n{FENCE_NOTE}"
+            if block
+            else "Memory holds nothing relevant to this yet. Store what the user tells you with create_memory."
+        )
         return ToolResult("get_memory_context", text, data)
 
     def _ranked_memory_context(self, session: str | None, caller: Caller, project: str | None) -> ToolResult:
@@ -593,10 +629,10 @@ class AgentTools:
         for title, group in (("Pinned:", pinned), ("Most important:", ranked)):
             if group:
                 lines.append(title)
-                lines += [
-                    f"- [{m.memory_type} · {m.attribution}] {_snippet(m.content, snippet)} (id: {m.id})" for m in group
-                ]
-        if not lines:
+                lines += [f"- [{m.memory_type} · {m.attribution}] {_recalled(m, snippet)} (id: {m.id})" for m in group]
+        if lines:
+            lines.append(FENCE_NOTE)
+        else:
             lines = ["Memory holds nothing for this yet. Store what the user tells you with create_memory."]
         data = {
             "query": None,
@@ -618,6 +654,7 @@ class AgentTools:
             source_types=_source_types(source_filter),
             limit=int(self.config.search_limit),
             min_similarity=self._tool_min_similarity(),
+            min_relevance=self._tool_min_relevance(),
             agent=caller.agent_id,
         )
         data = {
@@ -635,7 +672,7 @@ class AgentTools:
                 _degraded_note(hits) + f"No relevant information found{where} for {args.query!r}.",
                 data,
             )
-        lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False)]
+        lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False), FENCE_NOTE]
         return ToolResult("memory_search", _degraded_note(hits) + "\n".join(lines).rstrip(), data)
 
     def _tool_list_scopes(self, args: ListScopesArgs, caller: Caller, project: str | None) -> ToolResult:

@@ -21,6 +21,7 @@ store's, the vectors are ignored and the records re-embedded.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ import numpy as np
 
 from .errors import InvalidInput
 from .models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
+from .store.base import vector_problem
 
 if TYPE_CHECKING:
     from .core import Core
@@ -41,7 +43,7 @@ def _b64(vector: np.ndarray) -> str:
 
 
 def _unb64(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<f4").astype(np.float32)
 
 
 class Transfer:
@@ -52,8 +54,16 @@ class Transfer:
         self.store = core.store
         self.config = core.config
 
-    def export_lines(self, *, tenant: str | None = None) -> Iterator[str]:
-        """The export, line by line (without newlines)."""
+    def export_lines(self, *, tenant: str | None = None, user: str | None = None) -> Iterator[str]:
+        """The export, line by line (without newlines); with ``user``, only what that user may see."""
+        viewer = None if user is None else self.core.user_of(user)
+        if tenant is not None:
+            tenant = self.core.tenant_of(tenant)
+
+        def visible(owner: Any) -> bool:
+            # Another user's private records, documents and sessions stay out (issue 9).
+            return viewer is None or not owner or owner == viewer
+
         self.core.sync_access()  # counters from recent searches belong in the export
         ident = self.store.identity() or EmbedderIdentity(
             self.core.embedding.embedder.model_id, self.core.embedding.embedder.dimensions
@@ -68,12 +78,21 @@ class Transfer:
         )
         # Document sources (issue 3) travel with their chunks, so `funes docs` still knows them after import.
         for doc in getattr(self.store, "iter_documents", lambda _t: iter(()))(tenant):
+            if not visible(doc.get("user_id")):
+                continue
             yield json.dumps({"type": "document", "document": doc}, sort_keys=True, ensure_ascii=False)
         # Sessions, their messages and token usage (issue 4), so `funes chat history` survives a restore.
+        hidden: set[tuple[Any, Any]] = set()
         for kind, row in getattr(self.store, "iter_conversation_rows", lambda _t: iter(()))(tenant):
+            if kind == "session" and not visible(row.get("user_id")):
+                hidden.add((row.get("tenant"), row.get("id")))
+            if (row.get("tenant"), row.get("id" if kind == "session" else "session_id")) in hidden:
+                continue
             yield json.dumps({"type": kind, kind: row}, sort_keys=True, ensure_ascii=False)
         batch: list[Memory] = []
         for memory in self.store.iter_records(tenant):
+            if not visible(memory.user_id):
+                continue
             batch.append(memory)
             if len(batch) >= 200:
                 yield from self._export_batch(batch)
@@ -92,19 +111,25 @@ class Transfer:
                 ensure_ascii=False,
             )
 
-    def export(self, out: IO[str], *, tenant: str | None = None) -> int:
+    def export(self, out: IO[str], *, tenant: str | None = None, user: str | None = None) -> int:
         """Write the export to a text stream; returns the number of records."""
         count = 0
-        for line in self.export_lines(tenant=tenant):
+        for line in self.export_lines(tenant=tenant, user=user):
             out.write(line + "\n")
             count += line.startswith('{"record"')
         return count
 
-    def import_(self, lines: Iterable[str]) -> dict[str, int]:
-        """Read an export; returns counts of imported, unchanged and re-embedded records.
+    def import_(self, lines: Iterable[str], *, tenant: str | None = None) -> dict[str, int]:
+        """Read an export; returns counts of imported, unchanged, re-embedded and duplicate records.
 
-        The whole import is one transaction: a bad line aborts it with nothing written.
+        With ``tenant``, everything is imported into that tenant, and an id that
+        belongs to another tenant of this store is an error (issue 9: importing
+        as tenant B overwrote acme's record and moved it to B). Without it, each
+        record keeps the tenant it was exported from. A repeated id is reported
+        (the last line wins, counted once). The whole import is one
+        transaction and is validated first: invalid input imports nothing.
         """
+        into = None if tenant is None else self.core.tenant_of(tenant)
         iterator = iter(enumerate(lines, start=1))
         header: dict[str, Any] | None = None
         for number, line in iterator:
@@ -126,6 +151,7 @@ class Transfer:
             and emb.get("dimensions") == self.core.embedding.embedder.dimensions
         )
         records: list[tuple[Memory, list[np.ndarray] | None]] = []
+        lines_of: dict[str, list[int]] = {}
         documents: list[dict[str, Any]] = []
         conversations: list[tuple[str, dict[str, Any]]] = []
         for number, line in iterator:
@@ -133,10 +159,12 @@ class Transfer:
                 continue
             item = _parse(line, number)
             if item.get("type") == "document" and isinstance(item.get("document"), dict):
-                documents.append(_document(item["document"], number))
+                doc = _document(item["document"], number)
+                documents.append(doc if into is None else {**doc, "tenant": into})
                 continue
             if item.get("type") in CONVERSATION_ROWS and isinstance(item.get(item["type"]), dict):
-                conversations.append((item["type"], _conversation_row(item["type"], item[item["type"]], number)))
+                row = _conversation_row(item["type"], item[item["type"]], number)
+                conversations.append((item["type"], row if into is None else {**row, "tenant": into}))
                 continue
             if item.get("type") != "memory" or not isinstance(item.get("record"), dict):
                 raise InvalidInput(
@@ -149,11 +177,20 @@ class Transfer:
                     f"Line {number} has an invalid record ({exc}).", hint="Pass an unmodified `funes export` file."
                 ) from exc
             memory = _validated(memory, number, self.config.max_content_bytes)
-            vectors = [_unb64(v) for v in item.get("vectors") or []] if same_model else None
+            if into is not None:
+                memory = memory.evolve(tenant=into)
+            lines_of.setdefault(memory.id, []).append(number)
+            raw_vectors = _vectors(item.get("vectors"), number)
+            vectors = raw_vectors if same_model else None
             if vectors is not None and any(len(v) != self.core.embedding.embedder.dimensions for v in vectors):
                 vectors = None
             records.append((memory, vectors or None))
+        # A repeated id: the last line wins, and the report says so instead of counting it twice.
+        latest = {m.id: (m, v) for m, v in records}
+        duplicates = len(records) - len(latest)
+        records = list(latest.values())
         existing = self.store.get_many([m.id for m, _ in records])
+        self._check_references(records, existing, documents, conversations, lines_of)
         todo: list[tuple[Memory, list[np.ndarray] | None]] = []
         unchanged = 0
         for memory, vectors in records:
@@ -177,7 +214,73 @@ class Transfer:
                 self.store.import_documents(documents, todo)  # type: ignore[attr-defined]
             else:
                 self.store.put_many(todo)
-        return {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need)}
+        return {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need), "duplicates": duplicates}
+
+    def _check_references(
+        self,
+        records: list[tuple[Memory, list[np.ndarray] | None]],
+        existing: dict[str, Memory],
+        documents: list[dict[str, Any]],
+        conversations: list[tuple[str, dict[str, Any]]],
+        lines_of: dict[str, list[int]],
+    ) -> None:
+        """Refuse ids owned by another tenant, chunks of unknown documents and messages of unknown sessions."""
+        hint = "Fix the file or export again; nothing was imported."
+        for memory, _ in records:
+            line = lines_of[memory.id][-1]
+            there = existing.get(memory.id)
+            if there is not None and there.tenant != memory.tenant:
+                raise InvalidInput(
+                    f"Line {line}: record {memory.id} belongs to another tenant in this store; nothing was imported.",
+                    hint="Import it into that tenant (--tenant), or into a new store (--db NEW.db).",
+                )
+        doc_ids = {d["id"] for d in documents}
+        get_document = getattr(self.store, "get_document", None)
+        for memory, _ in records:
+            source = memory.source
+            if memory.kind != "document_chunk" or source is None or not source.source_id:
+                continue
+            if source.source_id in doc_ids:
+                continue
+            known = get_document(source.source_id) if get_document is not None else None
+            if known is None or known.get("tenant") != memory.tenant:
+                raise InvalidInput(
+                    f"Line {lines_of[memory.id][-1]}: document chunk {memory.id} belongs to document "
+                    f"{source.source_id}, which is neither in the file nor in this store.",
+                    hint=hint,
+                )
+        sessions = {(r["tenant"], r["id"]) for kind, r in conversations if kind == "session"}
+        for kind, row in conversations:
+            if kind == "session" or (row["tenant"], row["session_id"]) in sessions:
+                continue
+            if self.store.get_session(row["tenant"], row["session_id"]) is None:
+                raise InvalidInput(
+                    f"A {kind} row refers to session {row['session_id']!r}, which is neither in the file nor in "
+                    "this store.",
+                    hint=hint,
+                )
+
+
+def _vectors(raw: Any, number: int) -> list[np.ndarray]:
+    """The vectors of an export line, checked: base64 text of float32 values, finite and not all zero."""
+    hint = 'Fix that line, or drop its "vectors" to have the record re-embedded.'
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise InvalidInput(f'Line {number} has "vectors" that are not a list of base64 strings.', hint=hint)
+    out: list[np.ndarray] = []
+    for part, text in enumerate(raw, 1):
+        try:
+            vector = _unb64(text)
+        except (ValueError, binascii.Error) as exc:
+            raise InvalidInput(
+                f"Line {number} has vector {part} that is not base64 float32 data ({exc}).", hint=hint
+            ) from exc
+        problem = vector_problem(vector) if len(vector) else "is empty"
+        if problem is not None:
+            raise InvalidInput(f"Line {number} has vector {part} that {problem}.", hint=hint)
+        out.append(vector)
+    return out
 
 
 def _validated(memory: Memory, number: int, max_bytes: int) -> Memory:
@@ -202,6 +305,10 @@ def _validated(memory: Memory, number: int, max_bytes: int) -> Memory:
         problem = "scope 'session' without a session_id"
     elif not isinstance(memory.id, str) or not memory.id or not isinstance(memory.tenant, str):
         problem = "id and tenant must be text"
+    elif not memory.tenant.strip():
+        problem = "an empty tenant"
+    elif len(json.dumps(memory.metadata, ensure_ascii=False, default=str)) > max_bytes:
+        problem = f"metadata over max_content_bytes ({max_bytes:,})"  # a 300 MB field was accepted (issue 9)
     if problem:
         raise InvalidInput(f"Line {number} has an invalid record: {problem}.", hint=hint)
     try:

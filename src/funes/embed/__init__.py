@@ -74,6 +74,38 @@ class HashEmbedder:
         return len(re.findall(r"\w+|[^\w\s]", text))
 
 
+def check_output(vectors: object, count: int, dimensions: int, model_id: str) -> np.ndarray:
+    """The embedder's output as a float32 matrix, or a clear error when it is malformed.
+
+    An embedding server that returns zeros or NaN used to plant vectors that
+    broke every search of their tenant (issue 9); nothing such is ever stored.
+    """
+    from ..errors import BackendUnavailable
+
+    hint = (
+        f"Nothing was written. Check the embedding server and its model ({model_id}); "
+        "`funes config` shows embed_base_url and embed_model."
+    )
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise BackendUnavailable(f"The embedder {model_id} returned something that is not vectors.", hint=hint) from exc
+    if matrix.shape != (count, dimensions):
+        raise BackendUnavailable(
+            f"The embedder {model_id} returned shape {matrix.shape} for {count} texts of {dimensions} dimensions.",
+            hint=hint,
+        )
+    finite = np.all(np.isfinite(matrix), axis=1)
+    nonzero = np.any(matrix != 0, axis=1)
+    bad = int(np.count_nonzero(~(finite & nonzero)))
+    if bad:
+        raise BackendUnavailable(
+            f"The embedder {model_id} returned {bad} of {count} vectors that are all zeros or hold NaN/infinite values.",
+            hint=hint,
+        )
+    return matrix
+
+
 def configured_identity(config: Config, known: EmbedderIdentity | None = None) -> EmbedderIdentity | None:
     """The identity of the embedder the settings name, without creating it (None when only the server knows).
 
@@ -122,4 +154,4 @@ def create_embedder(config: Config, known: EmbedderIdentity | None = None) -> Em
     )
 
 
-__all__ = ["Embedder", "HashEmbedder", "configured_identity", "create_embedder"]
+__all__ = ["Embedder", "HashEmbedder", "check_output", "configured_identity", "create_embedder"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,36 @@ class InputFile:
     size: int = 0
     extension: str = ""
     error: FunesError | None = None
+    #: Why this input is left out without being an error (a device, a FIFO, a socket).
+    skipped: str | None = None
+
+
+def printable(text: str) -> str:
+    """A file name that SQLite and terminals accept: undecodable bytes become ``\\xNN`` escapes.
+
+    POSIX file names are bytes; Python keeps the ones that are not UTF-8 as lone
+    surrogates, which cannot be stored or printed (issue 9: one such name aborted a
+    whole folder ingest). The escape is deterministic, so re-ingesting finds the same document.
+    """
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _not_regular(path: Path) -> str | None:
+    """Why a path is not a regular file that can be read to its end, or None when it is."""
+    try:
+        mode = path.stat().st_mode  # follows symlinks: a link to /dev/zero is a device
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    target = " (through a symbolic link)" if path.is_symlink() else ""
+    if stat.S_ISFIFO(mode):
+        return f"is a named pipe (FIFO){target}, which would block ingestion"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"is a device file{target}, which may never end"
+    if stat.S_ISSOCK(mode):
+        return f"is a socket{target}"
+    return f"is not a regular file{target}"
 
 
 def _display_name(path: Path, root: Path | None) -> str:
@@ -51,9 +82,16 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
         if str(resolved) in seen:
             return
         seen.add(str(resolved))
+        reason = _not_regular(path)
+        # A link to a device is named by the link (z.txt), not by its target (zero).
+        name = printable(_display_name(resolved if reason is None else path.absolute(), root))
         out.append(
             InputFile(
-                uri=str(resolved), name=_display_name(resolved, root), path=resolved, extension=resolved.suffix.lower()
+                uri=printable(str(resolved)),
+                name=name,
+                path=resolved,
+                extension=resolved.suffix.lower(),
+                skipped=f"{name} {reason}; only regular files are ingested." if reason else None,
             )
         )
 
@@ -71,23 +109,23 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
     for raw in paths:
         text = os.fspath(raw)
         path = Path(text).expanduser()
-        if path.is_file():
+        if path.is_file() or (path.exists() and not path.is_dir()):
             add(path, None)
         elif path.is_dir():
             if not walk(path):
                 out.append(
                     InputFile(
-                        uri=str(path.resolve()),
-                        name=text,
+                        uri=printable(str(path.resolve())),
+                        name=printable(text),
                         error=InvalidInput(
-                            f"No supported files in folder {text}.",
+                            f"No supported files in folder {printable(text)}.",
                             hint=f"Funes reads {', '.join(sorted(EXTENSIONS))}.",
                         ),
                     )
                 )
         elif _GLOB_CHARS & set(text):
             matches = sorted(glob.glob(os.path.expanduser(text), recursive=True))
-            files = [Path(m) for m in matches if Path(m).is_file()]
+            files = [Path(m) for m in matches if Path(m).exists() and not Path(m).is_dir()]
             for m in matches:
                 if Path(m).is_dir():
                     walk(Path(m))
@@ -96,19 +134,21 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
             if not matches:
                 out.append(
                     InputFile(
-                        uri=text, name=text, error=InvalidInput(f"No files match {text}.", hint="Check the pattern.")
+                        uri=printable(text),
+                        name=printable(text),
+                        error=InvalidInput(f"No files match {printable(text)}.", hint="Check the pattern."),
                     )
                 )
         else:
             out.append(
                 InputFile(
-                    uri=str(path.absolute()),
-                    name=text,
-                    error=InvalidInput(f"No such file or directory: {text}.", hint="Check the path."),
+                    uri=printable(str(path.absolute())),
+                    name=printable(text),
+                    error=InvalidInput(f"No such file or directory: {printable(text)}.", hint="Check the path."),
                 )
             )
     for item in out:
-        if item.path is not None:
+        if item.path is not None and item.skipped is None:
             try:
                 item.size = item.path.stat().st_size
             except OSError:

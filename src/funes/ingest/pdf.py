@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections import Counter
 from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
@@ -81,14 +80,32 @@ def _title_like(words: list[str]) -> bool:
 
 
 def _repeated_lines(pages: list[list[str]]) -> set[str]:
-    """Lines (digits masked) that appear on most pages: running headers and footers."""
+    """Lines (digits masked) that appear on most pages: running headers and footers.
+
+    A line counts only when it repeats word for word, or when its numbers move
+    with the page (``Page 3 of 10``, ``ACME — 12``). A line whose other numbers
+    change from page to page is data, not a header (issue 9: a PDF with one such
+    line per page was refused as having no text).
+    """
     if len(pages) < 4:
         return set()
-    seen: Counter[str] = Counter()
-    for lines in pages:
-        keys = {re.sub(r"\d+", "#", ln.strip()) for ln in lines[:3] + lines[-3:] if 0 < len(ln.strip()) <= 80}
-        seen.update(keys)
-    return {key for key, n in seen.items() if n >= max(3, len(pages) * 3 // 5)}
+    seen: dict[str, list[tuple[int, str]]] = {}
+    for index, lines in enumerate(pages):
+        keys = {ln.strip() for ln in lines[:3] + lines[-3:] if 0 < len(ln.strip()) <= 80}
+        for raw in keys:
+            seen.setdefault(re.sub(r"\d+", "#", raw), []).append((index, raw))
+    out: set[str] = set()
+    for key, hits in seen.items():
+        if len({page for page, _ in hits}) < max(3, len(pages) * 3 // 5):
+            continue
+        if len({raw for _, raw in hits}) == 1:
+            out.add(key)
+            continue
+        # Some number must keep a fixed distance to the page index on every page: a page counter.
+        offsets = [{int(n) - page for n in re.findall(r"\d+", raw)} for page, raw in hits]
+        if set.intersection(*offsets):
+            out.add(key)
+    return out
 
 
 def _has_images(page: Any) -> bool:
@@ -170,6 +187,9 @@ def read_pdf(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
     sections: list[_Section] = [_Section(title=None, units=[])]
     for page_no, lines in enumerate(raw_pages, 1):
         kept = [ln for ln in lines if not _PAGE_NUMBER.match(ln) and re.sub(r"\d+", "#", ln) not in repeated]
+        if not kept:
+            # A page that would be left empty keeps its repeated lines: they are its content.
+            kept = [ln for ln in lines if not _PAGE_NUMBER.match(ln)]
         buffer: list[str] = []
 
         def flush(page: int = page_no, buf: list[str] = buffer) -> None:

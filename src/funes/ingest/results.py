@@ -95,7 +95,7 @@ class Document:
 
 @dataclass(frozen=True)
 class IngestResult:
-    """What happened to one input: indexed, updated, unchanged or failed (and why)."""
+    """What happened to one input: indexed, updated, unchanged, removed (its file is gone), skipped or failed (and why)."""
 
     uri: str
     name: str
@@ -153,6 +153,16 @@ class IngestReport:
         return [r for r in self.results if r.status == "failed"]
 
     @property
+    def removed(self) -> list[IngestResult]:
+        """Documents removed because their file no longer exists (``ingest --sync``, ``reindex --all``)."""
+        return [r for r in self.results if r.status == "removed"]
+
+    @property
+    def skipped(self) -> list[IngestResult]:
+        """Inputs left out on purpose (devices, FIFOs, sockets), with the reason in ``error``."""
+        return [r for r in self.results if r.status == "skipped"]
+
+    @property
     def chunks(self) -> int:
         """Chunks written in this run."""
         return sum(r.chunks for r in self.indexed)
@@ -163,6 +173,8 @@ class IngestReport:
             "indexed": len(self.indexed),
             "unchanged": len(self.unchanged),
             "failed": len(self.failed),
+            "removed": len(self.removed),
+            "skipped": len(self.skipped),
             "chunks": self.chunks,
             "seconds": round(self.seconds, 3),
             "results": [r.to_dict() for r in self.results],

@@ -21,7 +21,7 @@ from io import BytesIO
 from typing import Any
 
 from ..errors import DependencyMissing, InvalidInput
-from .base import Chunk, Parsed, ReadOptions
+from .base import Budget, Chunk, Parsed, ReadOptions
 from .chunking import Chunker
 from .sheets import (
     Grid,
@@ -53,6 +53,30 @@ def _openpyxl() -> Any:
             "Reading Excel workbooks needs the openpyxl package.", hint="Run `pip install 'funes[sheets]'`."
         ) from exc
     return openpyxl
+
+
+def check_archive(data: bytes, name: str, limit: int) -> None:
+    """Refuse a workbook whose parts unpack to more than ``limit`` bytes, before anything inflates them.
+
+    zipfile never yields more than a member's declared size, so the declared
+    sizes bound what openpyxl can unpack (issue 9: a 2 MB zip bomb took 5 GB).
+    """
+    try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise InvalidInput(
+            f"{name} is not a readable Excel workbook ({type(exc).__name__}: {exc}).",
+            hint="Open it in a spreadsheet app and save it again as .xlsx; nothing from it was indexed.",
+        ) from exc
+    total = sum(max(0, m.file_size) for m in members)
+    if limit > 0 and total > limit:
+        raise InvalidInput(
+            f"{name} unpacks to {total / 1024 / 1024:,.0f} MB, over the {limit / 1024 / 1024:,.0f} MB limit "
+            "(max_unpacked_mb); it may be a zip bomb.",
+            hint="Nothing from it was indexed. If the workbook is genuine, raise the limit: "
+            "funes config set max_unpacked_mb 2000.",
+        )
 
 
 def _load(data: bytes, name: str, data_only: bool) -> Any:
@@ -87,7 +111,7 @@ def _merged(wb: Any, ws: Any) -> list[tuple[int, int, int, int]]:
 
 
 def _read_grids(
-    data: bytes, name: str
+    data: bytes, name: str, budget: Budget
 ) -> tuple[list[Grid], dict[str, list[tuple[str, str]]], dict[str, str], list[str], int]:
     """Grids with cached values and formulas, defined names and their texts, external links, merged count."""
     formula_wb = _load(data, name, data_only=False)
@@ -98,6 +122,8 @@ def _read_grids(
         for ws in sheets:
             grid = Grid(name=ws.title, hidden=ws.sheet_state != "visible")
             for r, row in enumerate(ws.iter_rows(values_only=True), 1):
+                # Every cell read counts, empty ones too: a sheet can declare a huge sparse range.
+                budget.spend(len(row) or 1)
                 cells: dict[int, Any] = {}
                 for c, value in enumerate(row, 1):
                     if value is None:
@@ -120,6 +146,8 @@ def _read_grids(
                 top = grid.get(r1, c1)
                 if top is None:
                     continue
+                # A merge over A1:XFD1048576 would otherwise copy one value into 17 billion cells.
+                budget.spend((r2 - r1 + 1) * (c2 - c1 + 1))
                 for r in range(r1, r2 + 1):
                     for c in range(c1, c2 + 1):
                         if (r, c) != (r1, c1):
@@ -143,6 +171,7 @@ def _read_grids(
                     wanted[r].append(c)
                 last = max(wanted)
                 for r, row in enumerate(ws.iter_rows(values_only=True, max_row=last), 1):
+                    budget.spend(len(row) or 1)
                     for c in wanted.get(r, ()):
                         if c <= len(row) and row[c - 1] is not None:
                             grid.cells.setdefault(r, {})[c] = row[c - 1]
@@ -298,12 +327,16 @@ def _formula_groups(grid: Grid) -> list[tuple[list[tuple[int, int]], str]]:
     return out
 
 
-def formula_chunks(grid: Grid, resolver: _Resolver, chunker: Chunker) -> tuple[list[Chunk], int, int]:
+def formula_chunks(
+    grid: Grid, resolver: _Resolver, chunker: Chunker, budget: Budget | None = None
+) -> tuple[list[Chunk], int, int]:
     """Chunks for formulas that reference something; (chunks, external refs, missing cached values)."""
     labeler = resolver.labelers[grid.name]
     chunks: list[Chunk] = []
     external = missing = 0
     for cells_of, formula in _formula_groups(grid):
+        if budget is not None:
+            budget.spend()  # the clock only: a million distinct formulas must not run for minutes
         first, col = cells_of[0]
         operands = resolver.operands(formula)
         if not operands:
@@ -383,7 +416,9 @@ def named_range_chunks(
 def read_workbook(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
     """An .xlsx/.xlsm workbook as table, formula, long-cell and named-range chunks."""
     name = options.name
-    grids, names, constants, links, merged = _read_grids(data, name)
+    check_archive(data, name, options.max_unpacked_bytes)
+    budget = Budget(options)
+    grids, names, constants, links, merged = _read_grids(data, name, budget)
     resolver = _Resolver(grids, names, links)
     chunks: list[Chunk] = []
     notes: list[str] = []
@@ -396,7 +431,8 @@ def read_workbook(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed
         labeler = resolver.labelers[grid.name]
         chunks += table_chunks(grid, labeler.regions, chunker, options.long_cell_chars)
         chunks += long_cell_chunks(grid, labeler, chunker, options.long_cell_chars)
-        found, external, missing = formula_chunks(grid, resolver, chunker)
+        budget.spend()
+        found, external, missing = formula_chunks(grid, resolver, chunker, budget)
         chunks += found
         external_total += external
         missing_total += missing

@@ -18,8 +18,11 @@ The service is opened inside that window for the same reason.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
+import os
+import secrets
 import signal
 import sys
 from collections.abc import Callable
@@ -268,20 +271,91 @@ def run_stdio(open_funes: Callable[[], Funes], *, project: str, session_id: str 
     anyio.run(serve)
 
 
-def http_app(funes: Funes, *, project: str, session_id: str | None = None) -> Any:
-    """The streamable HTTP ASGI app (path ``/mcp``), with DNS-rebinding protection for localhost."""
+TOKEN_ENV = "FUNES_MCP_TOKEN"
+
+
+def http_token() -> tuple[str, bool]:
+    """The bearer token for ``--http``: ``FUNES_MCP_TOKEN`` if set, else a new random one; (token, generated)."""
+    given = os.environ.get(TOKEN_ENV, "")
+    if given.strip():
+        return given.strip(), False
+    return secrets.token_urlsafe(32), True
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
+
+    Any local OS user can reach 127.0.0.1, so without it another user read a
+    stored secret with curl and planted a memory (issue 9). The SDK's Host and
+    Origin checks still run behind this one.
+    """
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Pass an authorised request on; answer any other with 401."""
+        if scope.get("type") == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": "unauthorized",
+                            "message": "This Funes MCP server needs its bearer token.",
+                            "hint": "Send `Authorization: Bearer <token>`: the token `funes mcp --http` printed "
+                            f"at start, or the value of {TOKEN_ENV} it was started with.",
+                        }
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"www-authenticate", b'Bearer realm="funes"'),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(funes: Funes, *, project: str, session_id: str | None = None, token: str | None = None) -> Any:
+    """The streamable HTTP ASGI app (path ``/mcp``), with DNS-rebinding protection for localhost.
+
+    With ``token``, requests without that bearer token are refused (``funes mcp --http`` always sets one).
+    """
     server = build_server(funes, project=project, session_id=session_id)
-    return server.streamable_http_app(host=HOST)
+    app = server.streamable_http_app(host=HOST)
+    if token is None:
+        return app
+    # Starlette's lifespan (the session manager) must still reach the inner app: BearerAuth passes non-HTTP scopes on.
+    return BearerAuth(app, token)
 
 
 def run_http(open_funes: Callable[[], Funes], *, project: str, port: int, session_id: str | None = None) -> None:
-    """Serve MCP over streamable HTTP on 127.0.0.1:PORT until interrupted."""
+    """Serve MCP over streamable HTTP on 127.0.0.1:PORT until interrupted (bearer token required)."""
     import uvicorn
 
     _log_to_stderr()
+    token, generated = http_token()
     funes = open_funes()
-    app = http_app(funes, project=project, session_id=session_id)
+    app = http_app(funes, project=project, session_id=session_id, token=token)
     print(f"Funes MCP server: http://{HOST}:{port}/mcp (project {project})", file=sys.stderr, flush=True)
+    if generated:
+        # Printed once and never stored: set FUNES_MCP_TOKEN to choose a stable one.
+        print(
+            f"Bearer token (send `Authorization: Bearer <token>`; set {TOKEN_ENV} to fix it): {token}",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        print(f"Bearer token: from {TOKEN_ENV}.", file=sys.stderr, flush=True)
 
     def stop(signum: int, frame: Any) -> None:
         raise SystemExit(0)

@@ -13,6 +13,20 @@ import numpy as np
 from ..models import EmbedderIdentity, Job, Memory, Page, RankFields, SearchFilters
 
 
+def vector_problem(vector: np.ndarray) -> str | None:
+    """Why a vector cannot be stored (NaN or infinite values, all zeros), or None when it can.
+
+    One such vector makes every cosine in its tenant NaN and broke all searches
+    there (issue 9), so every entry (embedder output, import, reindex) refuses it.
+    """
+    array = np.asarray(vector, dtype=np.float32)
+    if not np.all(np.isfinite(array)):
+        return "has NaN or infinite values"
+    if not np.any(array):
+        return "is all zeros"
+    return None
+
+
 @dataclass(frozen=True)
 class AccessEvent:
     """One retrieval of a record, for access counters and the access log."""
@@ -126,6 +140,12 @@ class Store(Protocol):
         """The record with this exact content in this tenant, visibility, kind and owner (None: tenant-wide)."""
         ...
 
+    def find_entity(
+        self, tenant: str, user_id: str | None, project_id: str | None, entity_type: str, entity_id: str
+    ) -> Memory | None:
+        """The record of this entity in this tenant, owner and project (None: none yet)."""
+        ...
+
     def delete(self, memory_ids: Sequence[str]) -> int:
         """Delete records with their vectors and keyword entries; returns how many."""
         ...
@@ -160,6 +180,10 @@ class Store(Protocol):
         self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime
     ) -> list[tuple[str, float]]:
         """(memory id, cosine similarity), best first; exact KNN inside the filters."""
+        ...
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Rows in the keyword index and how many contain each term (the IDF inputs of BM25)."""
         ...
 
     def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:

@@ -13,14 +13,16 @@ process, and keeps one read connection per thread.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import BackendUnavailable, Conflict, DependencyMissing, StoreCorrupt
+from ..errors import BackendUnavailable, Conflict, DependencyMissing, StoreCorrupt, StoreFull, StoreReadOnly
 
 _DRIVER: ModuleType | None = None
 CACHE_KIB = 128 * 1024  # page cache per connection, in KiB (allocated as used)
@@ -71,8 +73,8 @@ def _translate(path: str, exc: Exception) -> Exception:
     if "not a database" in text or "malformed" in text or "corrupt" in text:
         return StoreCorrupt(
             f"The store {path} is damaged or is not a Funes database ({exc}).",
-            hint="Move the file away and restore a backup with `funes import BACKUP.jsonl`; "
-            "`funes doctor` checks a store's integrity.",
+            hint="Run `funes doctor --repair` to salvage what is readable into a new file, or restore a backup "
+            "(`funes backup` copies, `funes import BACKUP.jsonl` into a new --db).",
         )
     if "already exists" in text:
         # Migration 001 collided with another application's tables.
@@ -88,8 +90,54 @@ def _translate(path: str, exc: Exception) -> Exception:
     return exc
 
 
+def write_error(path: str, exc: Exception) -> Exception | None:
+    """A clear Funes error for a write that failed on a full disk, a read-only store or damage; else None."""
+    text = str(exc).lower()
+    if "disk is full" in text or "database or disk is full" in text:
+        return StoreFull(
+            f"The disk holding the store {path} is full; the write was rolled back and nothing was lost.",
+            hint=f"Free space on the disk of {os.path.dirname(os.path.abspath(path))} (the store needs room for its "
+            "write-ahead log too), then retry. The store itself is intact.",
+        )
+    if "readonly" in text or "read-only" in text:
+        return read_only_error(path)
+    if "malformed" in text or "not a database" in text:
+        return StoreCorrupt(
+            f"The store {path} is damaged ({exc}); the write was rolled back.",
+            hint="Run `funes doctor --repair` to salvage what is readable into a new file.",
+        )
+    return None
+
+
+def read_only_error(path: str) -> StoreReadOnly:
+    """The error for a write to a store that can only be read."""
+    return StoreReadOnly(
+        f"The store {path} is read-only (a read-only filesystem, or a read-only or immutable file): "
+        "reads work, writes cannot.",
+        hint="Make it writable (remount the disk read-write, `chmod u+w`, or `chattr -i` for an immutable file), "
+        "or copy it with `funes backup COPY.db` and use the copy.",
+    )
+
+
+def writable(path: str) -> bool:
+    """Whether SQLite can write the store: the file (if it exists) and its directory (for the WAL)."""
+    if path == ":memory:":
+        return True
+    target = Path(path).expanduser()
+    directory = target.parent if str(target.parent) else Path(".")
+    if target.exists() and not os.access(target, os.W_OK):
+        return False
+    # The WAL and shared-memory files are created next to the store.
+    return os.access(directory, os.W_OK) if directory.exists() else True
+
+
 class Database:
-    """A SQLite file with sqlite-vec loaded: one writer behind a lock, readers per thread."""
+    """A SQLite file with sqlite-vec loaded: one writer behind a lock, readers per thread.
+
+    A store that cannot be written (read-only filesystem, read-only or immutable
+    file) is opened read-only: reads work and every write raises
+    :class:`~funes.errors.StoreReadOnly` (issue 9: `list` and `export` used to fail too).
+    """
 
     def __init__(self, path: str, *, busy_timeout_ms: int = 15000) -> None:
         self.path = path
@@ -99,14 +147,28 @@ class Database:
         self._all: list[Any] = []
         self._all_lock = threading.Lock()
         self._depth = 0
-        if path != ":memory:":
+        #: Why writes are refused (damage found by a check), or None.
+        self.refuse_writes: str | None = None
+        if path != ":memory:" and writable(path):
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = path != ":memory:" and Path(path).expanduser().exists() and not writable(path)
         self._writer = self._open()
+
+    def _connect(self, module: ModuleType) -> Any:
+        if not self.read_only:
+            return module.connect(self.path, isolation_level=None, check_same_thread=False)
+        quoted = urllib.parse.quote(str(Path(self.path).expanduser().absolute()))
+        wal = Path(self.path + "-wal")
+        # mode=ro still needs the -shm file of a WAL store; when nothing waits in a WAL,
+        # immutable=1 reads the file as it is without creating one.
+        pending_wal = wal.exists() and wal.stat().st_size > 0
+        suffix = "?mode=ro" if pending_wal else "?mode=ro&immutable=1"
+        return module.connect(f"file:{quoted}{suffix}", isolation_level=None, check_same_thread=False, uri=True)
 
     def _open(self) -> Any:
         module = driver()
         try:
-            conn = module.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn = self._connect(module)
         except module.Error as exc:
             raise _translate(self.path, exc) from exc
         try:
@@ -119,8 +181,10 @@ class Database:
             raise DependencyMissing("The sqlite-vec package is missing.", hint="Run `pip install sqlite-vec`.") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            if mode and str(mode[0]).lower() not in ("wal", "memory"):
+            if self.read_only:
+                conn.execute("PRAGMA query_only = 1")
+            mode = conn.execute("PRAGMA journal_mode" if self.read_only else "PRAGMA journal_mode = WAL").fetchone()
+            if not self.read_only and mode and str(mode[0]).lower() not in ("wal", "memory"):
                 raise BackendUnavailable(
                     f"Could not switch {self.path} to WAL mode (got {mode[0]}).",
                     hint="Put the store on a local disk that supports shared memory.",
@@ -157,7 +221,18 @@ class Database:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Any]:
-        """A write transaction (BEGIN IMMEDIATE); nested calls use savepoints."""
+        """A write transaction (BEGIN IMMEDIATE); nested calls use savepoints.
+
+        A full disk, a read-only store or damage found mid-write become
+        :class:`StoreFull`, :class:`StoreReadOnly` or :class:`StoreCorrupt`.
+        """
+        if self.read_only:
+            raise read_only_error(self.path)
+        if self.refuse_writes is not None:
+            raise StoreCorrupt(
+                f"Writes to {self.path} are refused: {self.refuse_writes}",
+                hint="Run `funes doctor --repair` to salvage what is readable into a new file, and use that one.",
+            )
         with self._lock:
             conn = self._writer
             if self._depth:
@@ -179,11 +254,23 @@ class Database:
             self._depth = 1
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                with contextlib.suppress(self.error):  # a full disk may have rolled back already
+                    conn.execute("ROLLBACK")
+                clear = write_error(self.path, exc) if isinstance(exc, self.error) else None
+                if clear is not None:
+                    raise clear from exc
                 raise
             else:
-                conn.execute("COMMIT")
+                try:
+                    conn.execute("COMMIT")
+                except self.error as exc:
+                    with contextlib.suppress(self.error):
+                        conn.execute("ROLLBACK")
+                    clear = write_error(self.path, exc)
+                    if clear is not None:
+                        raise clear from exc
+                    raise
             finally:
                 self._depth = 0
 
@@ -204,7 +291,7 @@ class Database:
                             hint="Retry; if it persists, find the process holding the store "
                             "open, or raise the busy_timeout_ms setting.",
                         ) from exc
-                    raise _translate(self.path, exc) from exc
+                    raise (write_error(self.path, exc) or _translate(self.path, exc)) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 

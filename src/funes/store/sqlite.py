@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderMismatch, InvalidInput
+from ..errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from ..models import (
     NO_EXPIRY,
     EmbedderIdentity,
@@ -44,15 +44,20 @@ from ..models import (
     to_epoch,
 )
 from .ann_index import AnnIndexes
-from .base import AccessEvent, Visibility, vis_key
+from .base import AccessEvent, Visibility, vector_problem, vis_key
 from .connection import Database
+from .sqlite_cjk import CjkTables, cjk_runs
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
+from .sqlite_entities import EntityTables
+from .sqlite_folders import FolderTables
+from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_rows import (
     COLUMNS,
     PLACEHOLDERS,
     deserialize,
+    entity_filters,
     knn_visibility,
     record_filters,
     row_values,
@@ -66,15 +71,11 @@ from .sqlite_sessions import SessionTables
 from .vector_cache import VectorCache
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
-_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
-# Ids of records a live `vectors` job will embed (see Core.defer_vectors).
-_AWAITED = (
-    "SELECT j.value FROM jobs, json_each(jobs.payload, '$.ids') AS j "
-    "WHERE jobs.kind = 'vectors' AND jobs.status IN ('queued', 'running')"
-)
 
 
-class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
+class SqliteStore(
+    DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables, FolderTables, HealthChecks
+):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
     def __init__(
@@ -84,10 +85,22 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         busy_timeout_ms: int = 15000,
         vector_cache_min: int = 20000,
         vector_cache_mb: int = 1024,
+        migrate: bool = True,
         ann_min: int = 50000,
     ) -> None:
         self.path = str(Path(path).expanduser()) if str(path) != ":memory:" else ":memory:"
+        if self.path != ":memory:" and Path(self.path).is_file() and Path(self.path).stat().st_size == 0:
+            # SQLite treats an empty file as a new database: a store truncated to 0 bytes
+            # would silently come back empty (issue 9). Only a path that does not exist is new.
+            raise StoreCorrupt(
+                f"The store {self.path} is an empty (0-byte) file, so whatever it held is gone.",
+                hint="Restore it from a backup (`funes backup`, or `funes import EXPORT.jsonl` into a new file); "
+                "if it really should start empty, delete the file and Funes creates a new store there.",
+            )
         self.db = Database(self.path, busy_timeout_ms=busy_timeout_ms)
+        marker = self.corrupt_marker
+        if marker is not None and marker.exists():
+            self.db.refuse_writes = marker.read_text(encoding="utf-8", errors="replace").strip() or "damaged"
         # Large tenants are searched in memory; see vector_cache.py.
         self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
         # Larger ones from an HNSW index beside the file; see ann_index.py.
@@ -95,6 +108,9 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         # Term counts for keyword-query planning: a plan choice only, so a
         # slightly stale count is harmless (see _informative_terms).
         self._fts_stats: dict[str, tuple[int, float]] = {}
+        self._dims: int | None = None
+        if not migrate:
+            return  # salvage reads a damaged store as it is (see maintenance.salvage_path)
         try:
             self._migrate()
         except Exception as exc:
@@ -102,7 +118,6 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             if isinstance(exc, self.db.error):
                 raise self.db.translate(exc) from exc
             raise
-        self._dims: int | None = None
         ident = self.identity()
         if ident is not None:
             self._dims = ident.dimensions
@@ -113,6 +128,16 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             (p for p in resources.files("funes.store").joinpath("sql").iterdir() if p.name.endswith(".sql")),
             key=lambda p: p.name,
         )
+        if self.db.read_only:
+            # Nothing can be written; a store with every migration applied is still readable.
+            conn = self.db.reader()
+            done = {row[0] for row in conn.execute("SELECT version FROM migrations")}
+            wanted = {int(m.group(1)) for f in files if (m := re.match(r"(\d+)_", f.name))}
+            if wanted - done:
+                from .connection import read_only_error
+
+                raise read_only_error(self.path)
+            return
         with self.db.write() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
@@ -247,6 +272,12 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
                 raise EmbedderMismatch(
                     f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
                     hint="Run `funes reindex` after changing the embedding model.",
+                )
+            problem = vector_problem(vector)
+            if problem is not None:
+                raise InvalidInput(
+                    f"The vector of record {m.id} (part {part + 1}) {problem}; nothing was written.",
+                    hint="Check the embedding server or the import file; `funes reindex` re-embeds from the text.",
                 )
             cur = conn.execute("INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part))
             conn.execute(
@@ -400,6 +431,7 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
                 alt.append(sql_in("m." + clause[0], clause[1], params))
             where.append("(" + " OR ".join(alt) + ")")
             where += record_filters(filters, None, params, "m.")
+        where += entity_filters(filters, params, "m.")
         if not include_expired and now is not None:
             where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
             params.append(to_epoch(now))
@@ -440,6 +472,25 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         scan_cap: int = 2000,
         now: datetime | None = None,
         common_ratio: float = 0.1,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text."""
+        words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio)
+        if not cjk_runs(terms):
+            return words
+        merged = dict(words)
+        for memory_id, score in self._cjk_search(self.db.reader(), terms, filters, limit, scan_cap, now):
+            merged[memory_id] = max(merged.get(memory_id, 0.0), score)
+        return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def _word_search(
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int,
+        now: datetime | None,
+        common_ratio: float,
     ) -> list[tuple[str, float]]:
         """BM25 over the matches of the query's informative terms, best ``limit`` first.
 
@@ -490,6 +541,16 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         rows = conn.execute(sql, params).fetchall()
         rows.sort(key=lambda r: r[1])
         return [(r[0], -float(r[1])) for r in rows[:limit]]
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Rows in the keyword index and how many contain each term: BM25's IDF inputs (cached a while).
+
+        Counted over the whole store, as FTS5's bm25() counts them, so the
+        calibrated relevance's keyword signal reads the ranking's own
+        statistics (the per-tenant bound is in docs/benchmarks.md).
+        """
+        conn = self.db.reader()
+        return self._record_estimate(conn), {t: self._term_count(conn, t, None) for t in terms}
 
     def _informative_terms(
         self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float
@@ -554,6 +615,8 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         """Exact cosine KNN with the filters inside the scan (in memory for large tenants, else vec0)."""
         if self._dims is None or k <= 0:
             return []
+        if filters.by_entity:
+            return self._vector_search_matching(vector, filters, k=k, now=now)
         conn = self.db.reader()
         cached = self.ann.search(conn, vector, filters, k=k, now=now)
         if cached is None:
@@ -568,6 +631,8 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             where += record_filters(filters, clause, params, "")
             sql = f"SELECT vector_id, distance FROM vec_memories WHERE {' AND '.join(where)}"
             for vector_id, distance in conn.execute(sql, params):
+                if distance is None or distance != distance:
+                    continue  # a zero or NaN vector stored before issue 9: doctor reports it, search skips it
                 found[vector_id] = 1.0 - float(distance)
         if not found:
             return []
@@ -583,6 +648,19 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             if sim > best.get(memory_id, -2.0):
                 best[memory_id] = sim
         return sorted(best.items(), key=lambda kv: kv[1], reverse=True)
+
+    def _vector_search_matching(
+        self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None
+    ) -> list[tuple[str, float]]:
+        """Exact cosine KNN among the records the filters select (entity filters are narrow: few records)."""
+        params: list[Any] = []
+        where = self._where(filters, now, params)
+        ids = [
+            r[0] for r in self.db.reader().execute(f"SELECT m.id FROM memories m WHERE {' AND '.join(where)}", params)
+        ]
+        query = np.asarray(vector, dtype=np.float32)
+        best = {mid: max(float(np.dot(v, query)) for v in vs) for mid, vs in self.vectors_for(ids).items()}
+        return sorted(best.items(), key=lambda kv: kv[1], reverse=True)[:k]
 
     def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
         """Stored vectors of the given records, by record id."""
@@ -655,8 +733,8 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
         return out
 
     def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Store embeddings in the cache."""
-        if not items:
+        """Store embeddings in the cache (a read-only store skips it: the cache only saves time)."""
+        if not items or self.db.read_only:
             return
         with self.db.write() as conn:
             conn.executemany(
@@ -732,42 +810,6 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
             params = (tenant,)
         return int(self.db.reader().execute(sql, params).fetchone()[0])
 
-    def check(self) -> list[str]:
-        """Integrity problems: SQLite's own check, and rows, FTS entries and vectors agreeing."""
-        problems: list[str] = []
-        conn = self.db.reader()
-        try:
-            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-        except self.db.error as exc:
-            return [f"SQLite integrity check failed: {exc}"]
-        if result != ["ok"]:
-            problems += [f"SQLite: {r}" for r in result[:20]]
-        try:
-            with self.db.write() as w:
-                w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
-        except self.db.error as exc:
-            problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
-        rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-        fts_rows = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
-        if rows != fts_rows:
-            problems.append(f"{rows} records but {fts_rows} keyword entries; run `funes reindex`.")
-        without = conn.execute(
-            f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id NOT IN ({_AWAITED})"
-        ).fetchone()[0]
-        if without:
-            problems.append(f"{without} records have no vector and no job to make one; run `funes reindex`.")
-        orphans = conn.execute(
-            "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rowid = v.memory_rowid)"
-        ).fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} vectors belong to no record; run `funes reindex`.")
-        if self._dims is not None:
-            vec_rows = conn.execute("SELECT COUNT(*) FROM vec_memories").fetchone()[0]
-            mapped = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
-            if vec_rows != mapped:
-                problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
-        return problems
-
     def trim_vector_changes(self, keep: int) -> None:
         """Drop all but the newest ``keep`` rows of the vector change log (triggers also trim it as it grows)."""
         with self.db.write() as conn:
@@ -813,3 +855,16 @@ class SqliteStore(DocumentTables, SessionTables, JobTables, CleanupTables):
     def close(self) -> None:
         """Close every connection."""
         self.db.close()
+
+
+def salvage_path(source: Path, dest: Path) -> dict[str, Any]:
+    """Salvage a store file that may be too damaged to open normally into a new store at ``dest``."""
+    from .maintenance import salvage_file
+
+    if not source.is_file() or source.stat().st_size == 0:
+        raise InvalidInput(f"There is no store to salvage at {source}.", hint="Pass the damaged store with --db.")
+    store = SqliteStore(source, migrate=False)
+    try:
+        return salvage_file(store, dest)
+    finally:
+        store.close()

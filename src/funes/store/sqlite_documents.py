@@ -171,6 +171,23 @@ class DocumentTables:
                 self._put(conn, memory, vectors)
             self._upsert_document(conn, doc)
 
+    def move_document(self, doc_id: str, uri: str, name: str, updated_at: float) -> int:
+        """Point a document and its chunks at a new uri (a renamed file); returns the chunks moved.
+
+        Only the row and the records' source change: ids, text and vectors
+        stay, so a rename costs no embedding.
+        """
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE documents SET uri = ?, name = ?, updated_at = ? WHERE id = ?", (uri, name, updated_at, doc_id)
+            )
+            moved = conn.execute(
+                "UPDATE memories SET source_uri = ?, locator = json_set(locator, '$.display_name', ?) "
+                "WHERE source_id = ?",
+                (uri, name, doc_id),
+            ).rowcount
+        return int(moved)
+
     def delete_document(self, doc_id: str) -> int:
         """Delete a document row with its chunks and their vectors; returns the chunks removed."""
         with self.db.write() as conn:

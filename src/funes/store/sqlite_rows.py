@@ -239,6 +239,22 @@ def record_filters(
     return where
 
 
+def entity_filters(filters: SearchFilters, params: list[Any], prefix: str) -> list[str]:
+    """WHERE terms of the entity and reference filters (records table only: vec0 has no such columns)."""
+    where: list[str] = []
+    if filters.entity_types:
+        where.append(sql_in(prefix + "entity_type", filters.entity_types, params))
+    if filters.entity_ids:
+        where.append(sql_in(prefix + "entity_id", filters.entity_ids, params))
+    for ref in filters.references or ():
+        where.append(
+            f"EXISTS (SELECT 1 FROM json_each({prefix}refs) r "
+            "WHERE json_extract(r.value, '$.type') = ? AND json_extract(r.value, '$.id') = ?)"
+        )
+        params.extend((ref.type, ref.id))
+    return where
+
+
 def split_sql(script: str) -> list[str]:
     """Split a migration into statements, keeping trigger bodies whole."""
     statements: list[str] = []

@@ -10,6 +10,7 @@ unique within a tenant, like every other visibility key.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -230,11 +231,11 @@ class SessionTables:
                 ),
             )
             conn.execute(
-                # A session's activity is its newest message: an imported, back-dated
-                # conversation is as idle as its messages say, not as new as the import.
-                "UPDATE sessions SET last_activity = CASE WHEN message_count = 0 THEN ? "
-                "ELSE MAX(last_activity, ?) END, message_count = message_count + 1 WHERE tenant = ? AND id = ?",
-                (to_epoch(at), to_epoch(at), tenant, session_id),
+                # Retention counts from when Funes stored the message, never from its own date:
+                # an imported 2023 conversation dated by its messages was pruned at once (issue 9).
+                "UPDATE sessions SET last_activity = MAX(last_activity, ?), message_count = message_count + 1 "
+                "WHERE tenant = ? AND id = ?",
+                (time.time(), tenant, session_id),
             )
         return int(seq)
 
@@ -258,7 +259,7 @@ class SessionTables:
             )
             conn.execute(
                 "UPDATE sessions SET last_activity = MAX(last_activity, ?) WHERE tenant = ? AND id = ?",
-                (to_epoch(at), tenant, session_id),
+                (max(time.time(), to_epoch(at) or 0.0), tenant, session_id),
             )
 
     def messages(

@@ -1,4 +1,4 @@
-"""Store commands: stats, export, import, reindex, doctor, config, demo."""
+"""Store commands: stats, export, import, reindex, doctor, backup, config, demo."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def register(group: click.Group) -> None:
     group.add_command(import_)
     group.add_command(reindex)
     group.add_command(doctor)
+    group.add_command(backup)
     group.add_command(config)
     group.add_command(demo)
 
@@ -72,18 +73,33 @@ def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) ->
     f = state.reader()
     tenant = None if all_tenants else f.config.tenant
     if file in (None, "-"):
-        count = f.export(sys.stdout, tenant=tenant)
+        count = f.export(sys.stdout, tenant=tenant, user=f.config.user or None)
         click.echo(f"Exported {count} records.", err=True)
         return
     import os
     import tempfile
 
+    from ...errors import InvalidInput
+
+    if not file.strip():
+        raise click.BadParameter("The export FILE name is empty.", param_hint="FILE")
     directory = os.path.dirname(os.path.abspath(file))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".funes-export-", suffix=".jsonl")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".funes-export-", suffix=".jsonl")
+    except OSError as exc:
+        raise InvalidInput(
+            f"Cannot write to {directory} ({exc.strerror}).", hint="Check the path and its permissions."
+        ) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            count = f.export(out, tenant=tenant)
+            count = f.export(out, tenant=tenant, user=f.config.user or None)
         os.replace(tmp, file)  # a crash never leaves a half-written backup under the real name
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InvalidInput(
+            f"Cannot write {file} ({exc.strerror}).", hint="Check the path and its permissions."
+        ) from exc
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -96,11 +112,15 @@ def export_(state: State, file: str | None, all_tenants: bool, as_json: bool) ->
 @json_option
 @pass_state
 def import_(state: State, file: str | None, as_json: bool) -> None:
-    """Import a JSONL export (FILE, or stdin). Re-embeds when the model differs."""
+    """Import a JSONL export (FILE, or stdin). Re-embeds when the model differs.
+
+    With --tenant, everything goes into that tenant; without it, records keep the tenant they were exported from.
+    """
+    into = state.tenant  # only an explicit --tenant moves records (issue 9: it used to be ignored)
     if file in (None, "-"):
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("Give the export FILE, or pipe it on stdin.")
-        result = state.funes().import_(sys.stdin)
+        result = state.funes().import_(sys.stdin, tenant=into)
     else:
         try:
             handle = open(file, encoding="utf-8")
@@ -109,11 +129,13 @@ def import_(state: State, file: str | None, as_json: bool) -> None:
 
             raise InvalidInput(f"No such file: {file}.", hint="Check the path of the export.") from exc
         with handle:
-            result = state.funes().import_(handle)
+            result = state.funes().import_(handle, tenant=into)
+    duplicates = f", {result['duplicates']} repeated ids (the last line of each kept)" if result["duplicates"] else ""
     emit(
         as_json,
         result,
-        f"Imported {result['imported']} records ({result['unchanged']} unchanged, {result['reembedded']} re-embedded).",
+        f"Imported {result['imported']} records ({result['unchanged']} unchanged, {result['reembedded']} "
+        f"re-embedded{duplicates}).",
     )
 
 
@@ -133,13 +155,67 @@ def reindex(state: State, as_json: bool) -> None:
     emit(as_json, {"reindexed": count}, f"Reindexed {count} records with {f.embedder.model_id}.")
 
 
+def _default_copy(state: State, label: str) -> str:
+    """A new file next to the store, named for the time: funes.backup-20261123T081500.db."""
+    import time
+    from pathlib import Path
+
+    from ... import config as cfg
+
+    db = Path(state.db).expanduser() if state.db else cfg.load().db_file
+    return str(db.with_name(f"{db.stem}.{label}-{time.strftime('%Y%m%dT%H%M%S')}{db.suffix or '.db'}"))
+
+
 @click.command()
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
 @json_option
 @pass_state
-def doctor(state: State, as_json: bool) -> None:
+def backup(state: State, file: str | None, as_json: bool) -> None:
+    """Copy the store to FILE (default: a dated file next to it), consistent while other processes write."""
+    target = file or _default_copy(state, "backup")
+    result = state.reader().backup(target)
+    emit(as_json, result, f"Backed up {result['records']} records to {result['file']} ({result['bytes']:,} bytes).")
+
+
+def _repair(state: State, as_json: bool) -> None:
+    """Salvage what is readable into a new file and say how to switch to it."""
+    from pathlib import Path
+
+    from ... import config as cfg
+    from ...store.sqlite import salvage_path
+
+    source = Path(state.db).expanduser() if state.db else cfg.load().db_file
+    target = _default_copy(state, "repaired")
+    report = salvage_path(source, Path(target))
+
+    def text() -> str:
+        lines = [
+            f"Salvaged {report['records']} records into {target}"
+            + (f" ({report['unreadable_rows']} rows could not be read)." if report["unreadable_rows"] else "."),
+            f"The damaged store {source} is unchanged.",
+            f"Use the new one: `funes --db {target} doctor`, then move it into place once the store is closed "
+            f"(mv {target} {source}; remove {source}-wal, {source}-shm and {source}.corrupt first).",
+        ]
+        if report.get("records_without_vectors"):
+            lines.append(
+                f"{report['records_without_vectors']} records lost their vectors: run `funes --db {target} reindex`."
+            )
+        return "\n".join(lines)
+
+    emit(as_json, report, text)
+
+
+@click.command()
+@click.option("--repair", is_flag=True, help="Salvage every readable row into a new store file next to this one.")
+@json_option
+@pass_state
+def doctor(state: State, repair: bool, as_json: bool) -> None:
     """Check the store: rows, keyword entries and vectors agree; the embedder matches."""
     from ...errors import EmbedderMismatch
 
+    if repair:
+        _repair(state, as_json)
+        return
     notes: list[str] = []
     extra: dict[str, Any] = {}
     try:

@@ -8,6 +8,7 @@ here: the service (and torch) load only when a command needs them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,8 +86,32 @@ def read_text_arg(value: str | None, what: str) -> str:
     if value in (None, "-"):
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError(f"Give the {what} as an argument, or pipe it on stdin.")
-        return sys.stdin.read()
+        return read_stdin_text()
     return value
+
+
+def read_stdin_text() -> str:
+    """All of stdin as text: UTF-8, else Windows-1252/Latin-1 with a note on stderr.
+
+    Reading through the locale's text layer turned Latin-1 bytes into lone
+    surrogates and a misleading error (issue 9); legacy 8-bit text is common in
+    pipes, and every byte sequence is valid Latin-1, so nothing is refused.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text-only stdin (tests, embedding hosts)
+        return sys.stdin.read()
+    data = buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = data.decode("cp1252")
+        label = "Windows-1252"
+    except UnicodeDecodeError:
+        text, label = data.decode("latin-1"), "Latin-1"
+    click.echo(f"Note: stdin is not UTF-8; read it as {label}.", err=True)
+    return text
 
 
 def short(memory: Memory, width: int = 100) -> str:
@@ -147,7 +172,10 @@ def hit_line(n: int, hit: SearchHit) -> str:
     if ex.vector_rank is not None:
         why.append(f"vec#{ex.vector_rank}")
     sim = f"{hit.similarity:.2f}" if ex.vector_similarity is not None else "-"
-    return f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  score={hit.score:.4f} cos={sim} {' '.join(why)}"
+    return (
+        f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
+        f"score={hit.score:.4f} cos={sim} {' '.join(why)}"
+    )
 
 
 class FunesCommandError(click.ClickException):
@@ -179,9 +207,13 @@ def _store_error(exc: Exception) -> Any:
     if "malformed" in text or "not a database" in text or "corrupt" in text:
         return StoreCorrupt(
             f"The store is damaged ({exc}).",
-            hint="Run `funes doctor` to see the damage; save what is readable with `funes export FILE`, "
-            "then restore into a new store with `funes --db NEW.db import FILE`.",
+            hint="Run `funes doctor --repair` to salvage what is readable into a new store file.",
         )
+    from ...store.connection import write_error
+
+    clear = write_error("the store", exc)
+    if clear is not None:
+        return clear
     if "locked" in text or "busy" in text:
         return BackendUnavailable(
             f"The store is busy ({exc}).", hint="Retry; another process is holding the write lock."
@@ -199,12 +231,46 @@ class FunesGroup(click.Group):
             return super().invoke(ctx)
         except FunesError as exc:
             raise FunesCommandError(exc) from exc
+        except UnicodeError as exc:
+            from ...errors import InvalidInput
+
+            raise FunesCommandError(
+                InvalidInput(
+                    f"The input is not valid UTF-8 text ({exc}).",
+                    hint="Convert it to UTF-8 first (e.g. `iconv -f latin1 -t utf-8`), or pass --encoding where offered.",
+                )
+            ) from exc
         except BrokenPipeError:
             # `funes export | head`: the reader went away; that is not an error.
             sys.stderr.close()
             ctx.exit(0)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError) or not exc.filename:
+                translated = _store_error(exc)
+                if translated is None:
+                    raise
+                raise FunesCommandError(translated) from exc
+            from ...errors import InvalidInput
+
+            # A missing, unreadable or unwritable file named on the command line is the user's to fix.
+            raise FunesCommandError(
+                InvalidInput(
+                    f"Cannot use {exc.filename} ({exc.strerror or exc}).",
+                    hint="Check the path and its permissions.",
+                )
+            ) from exc
         except Exception as exc:
             translated = _store_error(exc)
             if translated is None:
-                raise
+                if os.environ.get("FUNES_DEBUG"):
+                    raise
+                from ...errors import FunesError as Internal
+
+                # Every CLI path ends in a message and exit 1, never a traceback (issue 9).
+                translated = Internal(
+                    f"Funes failed unexpectedly ({type(exc).__name__}: {exc}).",
+                    hint="This is a Funes bug: rerun with FUNES_DEBUG=1 for the traceback and report it.",
+                )
             raise FunesCommandError(translated) from exc

@@ -62,6 +62,8 @@ def _result_line(r: IngestResult) -> str:
     if r.status == "failed":
         text = f"  failed     {r.name}: {r.error}"
         return text + (f"\n             Hint: {r.hint}" if r.hint else "")
+    if r.status == "skipped":
+        return f"  skipped    {r.error or r.name}"
     details = []
     if r.document is not None:
         details.append(f"v{r.document.version}")
@@ -76,7 +78,10 @@ def summary(report: IngestReport) -> str:
     """The end-of-run summary: totals, then each input with its status or reason."""
     head = (
         f"Indexed {len(report.indexed)} file(s) ({report.chunks:,} chunks), {len(report.unchanged)} unchanged, "
-        f"{len(report.failed)} failed in {report.seconds:.1f}s."
+        f"{len(report.failed)} failed"
+        + (f", {len(report.removed)} removed (file gone)" if report.removed else "")
+        + (f", {len(report.skipped)} skipped" if report.skipped else "")
+        + f" in {report.seconds:.1f}s."
     )
     return "\n".join([head, *(_result_line(r) for r in report.results)])
 
@@ -91,6 +96,7 @@ def summary(report: IngestReport) -> str:
 @click.option("--password", help="Password of an encrypted PDF.")
 @click.option("--hidden-sheets", is_flag=True, default=None, help="Also index hidden sheets of workbooks.")
 @click.option("--force", is_flag=True, help="Rebuild documents even when they are unchanged.")
+@click.option("--sync", is_flag=True, help="Mirror each folder: remove the documents of files no longer in it.")
 @json_option
 @pass_state
 def ingest(
@@ -104,6 +110,7 @@ def ingest(
     password: str | None,
     hidden_sheets: bool | None,
     force: bool,
+    sync: bool,
     as_json: bool,
 ) -> None:
     """Index files, folders and globs (PATH... ; '-' reads stdin) as managed documents.
@@ -141,7 +148,7 @@ def ingest(
         if sys.stderr.isatty() and not as_json:
             show, clear = progress_printer()
         try:
-            report = f.ingest_paths(files, progress=show, **options)
+            report = f.ingest_paths(files, progress=show, sync=sync, **options)
         finally:
             if clear is not None:
                 clear()
@@ -244,7 +251,10 @@ def docs_rm(state: State, refs: tuple[str, ...], as_json: bool) -> None:
 @json_option
 @pass_state
 def docs_reindex(state: State, refs: tuple[str, ...], all_docs: bool, password: str | None, as_json: bool) -> None:
-    """Read documents' files again and rebuild their chunks (REF... or --all)."""
+    """Read documents' files again and rebuild their chunks (REF... or --all).
+
+    With --all, documents whose file no longer exists are removed.
+    """
     if not refs and not all_docs:
         raise click.UsageError("Name the documents to reindex (ids or paths), or pass --all.")
     show, clear = (None, None)

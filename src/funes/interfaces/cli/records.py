@@ -23,6 +23,15 @@ from .common import (
 )
 
 
+def entity_filters(f: Any) -> Any:
+    """The --entity-type, --entity-id and --ref filters of list and search."""
+    f = click.option("--ref", "filter_refs", multiple=True, help="Only records carrying this reference TYPE:ID.")(f)
+    f = click.option("--entity-id", "entity_ids", multiple=True, help="Only records of these entity ids.")(f)
+    return click.option(
+        "--entity-type", "entity_types", multiple=True, help="Only records of these entity types (CODE_CELL, ...)."
+    )(f)
+
+
 def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
     group.add_command(add)
@@ -49,6 +58,8 @@ def register(group: click.Group) -> None:
 @click.option("--pin", is_flag=True, help="Pin the memory.")
 @click.option("--expires", help="Expiry date, ISO-8601 (e.g. 2026-12-31).")
 @click.option("--ref", "refs", multiple=True, help="External reference TYPE:ID (repeatable).")
+@click.option("--entity-type", help="Entity type (CODE_CELL, DATA_TABLE, CONNECTION, ...); with --entity-id.")
+@click.option("--entity-id", help="Entity id: a second write of the same entity updates its record as a new version.")
 @click.option("--meta", "meta", multiple=True, help="Metadata KEY=VALUE (repeatable).")
 @click.option(
     "--many",
@@ -57,6 +68,8 @@ def register(group: click.Group) -> None:
     'like {"content": "...", "type": "decision"}; the other options are defaults. One transaction.',
 )
 @click.option("--atomic", is_flag=True, help="With --many: store nothing if any line is invalid.")
+@click.option("--to-markdown", is_flag=True, help="Also append it to today's YYYY-MM-DD.md in the memory folder.")
+@click.option("--folder", help="Memory folder for --to-markdown (default: .funes/memory under the project root).")
 @json_option
 @pass_state
 def add(
@@ -72,14 +85,20 @@ def add(
     pin: bool,
     expires: str | None,
     refs: tuple[str, ...],
+    entity_type: str | None,
+    entity_id: str | None,
     meta: tuple[str, ...],
     many: bool,
     atomic: bool,
+    to_markdown: bool,
+    folder: str | None,
     as_json: bool,
 ) -> None:
     """Remember something. CONTENT is read from stdin when piped."""
     if atomic and not many:
         raise click.UsageError("--atomic goes with --many.")
+    if to_markdown and many:
+        raise click.UsageError("--to-markdown goes with one memory, not --many.")
     text = _read_items(content) if many else read_text_arg(content, "content to remember")
     references = []
     for r in refs:
@@ -106,6 +125,8 @@ def add(
             "expires_at": expires,
             "metadata": metadata,
             "references": references,
+            "entity_type": entity_type,
+            "entity_id": entity_id,
         }
         results = f.remember_many(_parse_items(text), atomic=atomic, **defaults)
         lines = [
@@ -129,6 +150,10 @@ def add(
         expires_at=expires,
         metadata=metadata,
         references=references,
+        entity_type=entity_type,
+        entity_id=entity_id,
+        to_markdown=to_markdown,
+        folder=folder,
     )
     emit(as_json, memory.to_dict(), lambda: f"Remembered {memory.id} ({memory.memory_type}, {memory.scope}).")
 
@@ -184,8 +209,15 @@ def _parse_items(text: str) -> list[Any]:
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
 @click.option("--until", help="Created at or before (ISO-8601).")
+@click.option("--as-of", "as_of", help="Search as of this time (ISO-8601): later records left out, recency from it.")
 @click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
+@click.option(
+    "--min-relevance",
+    type=click.FloatRange(0.0, 1.0),
+    help="Drop hits under this calibrated relevance (default: the search_min_relevance setting; 0 keeps all).",
+)
 @click.option("--explain", is_flag=True, help="Show the per-signal score breakdown.")
+@entity_filters
 @json_option
 @pass_state
 def search(
@@ -201,11 +233,20 @@ def search(
     source_ids: tuple[str, ...],
     since: str | None,
     until: str | None,
+    as_of: str | None,
     min_similarity: float | None,
+    min_relevance: float | None,
     explain: bool,
+    entity_types: tuple[str, ...],
+    entity_ids: tuple[str, ...],
+    filter_refs: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Search memory by meaning and keywords. QUERY is read from stdin when piped."""
+    """Search memory by meaning and keywords. QUERY is read from stdin when piped.
+
+    Hits under the relevance floor are left out; when none passes, it says
+    "No relevant memories" and exits 0 (nothing relevant is an answer).
+    """
     text = read_text_arg(query, "search query")
     hits = state.funes().search(
         text,
@@ -220,11 +261,16 @@ def search(
         since=since,
         until=until,
         min_similarity=min_similarity,
+        entity_types=entity_types or None,
+        entity_ids=entity_ids or None,
+        refs=filter_refs or None,
+        min_relevance=min_relevance,
+        as_of=as_of,
     )
 
     def text_out() -> str:
         if not hits:
-            return "No matches."
+            return "No relevant memories."
         lines = []
         for n, hit in enumerate(hits, 1):
             lines.append(hit_line(n, hit))
@@ -261,6 +307,7 @@ def get(state: State, memory_id: str, as_json: bool) -> None:
 @click.option("--expired", is_flag=True, help="Include expired records.")
 @click.option("--limit", "-n", type=int, default=50, show_default=True, help="Records per page.")
 @click.option("--cursor", help="Cursor from the previous page.")
+@entity_filters
 @json_option
 @pass_state
 def list_(
@@ -274,6 +321,9 @@ def list_(
     expired: bool,
     limit: int,
     cursor: str | None,
+    entity_types: tuple[str, ...],
+    entity_ids: tuple[str, ...],
+    filter_refs: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """List memories, newest first, with cursor pagination."""
@@ -287,6 +337,9 @@ def list_(
         include_expired=expired,
         limit=limit,
         cursor=cursor,
+        entity_types=entity_types or None,
+        entity_ids=entity_ids or None,
+        refs=filter_refs or None,
     )
 
     def text_out() -> str:

@@ -1,0 +1,461 @@
+"""Retrieval quality through the public API: LoCoMo and SciFact, in-run baselines, calibration of relevance.
+
+Run from the repository root (see docs/benchmarks.md for the recorded figures)::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all            # ~10 min cold, ~3 min warm
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset locomo --limit 2   # while developing
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --calibrate               # refit funes.relevance
+
+LoCoMo (``locomo/locomo10.json``): each of the 10 conversations is a tenant,
+each session a Funes session and each turn a message (``Speaker: text``
+with the shared photo's caption, at the session's date, role by speaker);
+the turn's ``dia_id`` is mapped from the message's record ids. Questions of
+categories 1-4 are scored against their evidence turns: recall@5/@10,
+all-evidence hit@10, NDCG@10 and MRR, overall and per category. Off-topic
+questions (the next conversation's, asked in this tenant) measure
+abstention: the share that return nothing at the relevance floor.
+
+SciFact (BEIR): every abstract is one record through ``remember``; NDCG@10
+and recall@100 over the 300 test claims.
+
+Baselines in the same run, over the same units (turns, abstracts): BM25
+alone (bm25s) and dense alone (cosine with the same model). Search latency
+is the wall time of ``Funes.search``; the query vectors come from the
+harness's embedding cache after the first run, so it is store + ranking +
+relevance time (the embedding forward pass is measured by bench/store_bench.py).
+
+Calibration: every top-10 hit is a labelled example (evidence turn or judged
+abstract = 1). ``--calibrate`` fits the logistic model of
+``funes.relevance`` on LoCoMo conversations 1-5 plus their off-topic
+questions and prints the constants; every run reports ECE and a reliability
+table on conversations 6-10 and SciFact with the shipped constants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from quality_data import (  # same directory: run as bench/quality.py
+    CATEGORIES,
+    DATA,
+    SCIFACT_TENANT,
+    CachingEmbedder,
+    Conversation,
+    ingest_locomo,
+    ingest_scifact,
+    load_locomo,
+    require,
+)
+from quality_metrics import all_hit_at, fit_logistic, mrr, ndcg_at, percentile, recall_at, reliability
+
+FLOORS = (0.0, 0.005, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.05, 0.1, 0.2, 0.4, 0.7)
+TRAIN_CONVERSATIONS = 5  # conversations 1-5 fit the relevance model, 6-10 validate it
+
+
+@dataclass
+class Ranked:
+    """One query's ranked units (dia ids or doc ids) for one method, with hit relevance and signals."""
+
+    group: str  # tenant
+    category: int
+    relevant: set[str] | dict[str, int]
+    units: list[str]
+    relevance: list[float] = field(default_factory=list)
+    signals: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def search(mem: Any, query: str, tenant: str, unit_of: dict[str, str], limit: int) -> Ranked:
+    """``Funes.search`` with no relevance floor: the ranked units with each hit's relevance and signals."""
+    start = time.perf_counter()
+    hits = mem.search(query, tenant=tenant, limit=limit, track=False, min_relevance=0)
+    seconds = time.perf_counter() - start
+    return Ranked(
+        group=tenant,
+        category=0,
+        relevant=set(),
+        units=[unit_of.get(h.memory.id, "?") for h in hits],
+        relevance=[h.relevance for h in hits],
+        signals=[h.explanation.signals or {} for h in hits],
+        seconds=seconds,
+    )
+
+
+class Baselines:
+    """BM25 (bm25s) and dense cosine over one group's units, the same model as Funes."""
+
+    def __init__(self, mem: Any, embedder: CachingEmbedder, units: dict[str, str]) -> None:
+        import bm25s
+
+        self.ids = list(units)
+        self.embedder = embedder
+        self.bm25 = bm25s.BM25()
+        tokens = bm25s.tokenize([units[i] for i in self.ids], stopwords="en", show_progress=False)
+        self.bm25.index(tokens, show_progress=False)
+        # Long units are split into parts the model can read (as Funes does); a unit scores its best part.
+        parts = mem.embed_records([units[i] for i in self.ids])
+        self.owner = np.asarray([n for n, vecs in enumerate(parts) for _ in vecs])
+        self.matrix = np.stack([v for vecs in parts for v in vecs])
+
+    def bm25_rank(self, query: str, k: int) -> list[str]:
+        """The top ``k`` units by BM25."""
+        import bm25s
+
+        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
+        if not tokens.ids or not tokens.ids[0]:
+            return []
+        docs, scores = self.bm25.retrieve(tokens, k=min(k, len(self.ids)), show_progress=False)
+        return [self.ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    def dense_rank(self, query: str, k: int) -> list[str]:
+        """The top ``k`` units by cosine."""
+        q = self.embedder.embed_batch([query], query=True)[0]
+        best = np.full(len(self.ids), -np.inf)
+        np.maximum.at(best, self.owner, self.matrix @ q)
+        return [self.ids[int(i)] for i in np.argsort(-best)[:k]]
+
+
+# -- LoCoMo ----------------------------------------------------------------------------------
+def run_locomo(mem: Any, embedder: CachingEmbedder, samples: list[dict[str, Any]], off_topic: int) -> dict[str, Any]:
+    """Ingest the conversations, search every question with Funes and the baselines, and off-topic ones."""
+    methods: dict[str, list[Ranked]] = defaultdict(list)
+    noise: list[Ranked] = []
+    conversations: list[Conversation] = []
+    ingest_s = 0.0
+    for sample in samples:
+        start = time.perf_counter()
+        conv = ingest_locomo(mem, sample)
+        ingest_s += time.perf_counter() - start
+        conversations.append(conv)
+        base = Baselines(mem, embedder, conv.dia_text)
+        for q in conv.questions:
+            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 50)
+            r.category, r.relevant = q.category, q.evidence
+            methods["funes"].append(r)
+            methods["bm25s"].append(Ranked(conv.tenant, q.category, q.evidence, base.bm25_rank(q.text, 50)))
+            methods["dense"].append(Ranked(conv.tenant, q.category, q.evidence, base.dense_rank(q.text, 50)))
+        print(f"{conv.tenant}: {len(conv.dia_text)} turns, {len(conv.questions)} questions", file=sys.stderr)
+    # Off-topic: the next conversation's questions asked in this tenant (nothing here answers them).
+    for i, conv in enumerate(conversations):
+        other = conversations[(i + 1) % len(conversations)] if len(conversations) > 1 else None
+        source = other.questions if other else _next_questions(samples[i])
+        for q in source[:off_topic]:
+            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 10)
+            r.category = q.category
+            noise.append(r)
+    return {"methods": methods, "noise": noise, "conversations": conversations, "ingest_s": ingest_s}
+
+
+def _next_questions(sample: dict[str, Any]) -> list[Any]:
+    """With one conversation loaded, off-topic questions come from the next one in the file."""
+    from quality_data import questions_of
+
+    everything = load_locomo(ARGS.data)
+    index = [s["sample_id"] for s in everything].index(sample["sample_id"])
+    return questions_of(everything[(index + 1) % len(everything)])
+
+
+def locomo_table(methods: dict[str, list[Ranked]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Recall@5/@10, all-evidence hit@10, NDCG@10 and MRR per method, overall and per category."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    print("\n## LoCoMo: evidence turns (categories 1-4)")
+    print(f"{'method':<8} {'category':<12} {'n':>5} {'R@5':>6} {'R@10':>6} {'all@10':>7} {'NDCG@10':>8} {'MRR':>6}")
+    for method, results in methods.items():
+        groups: dict[str, list[Ranked]] = defaultdict(list)
+        for r in results:
+            groups[CATEGORIES[r.category]].append(r)
+        groups = {"all": results, **dict(sorted(groups.items()))}
+        out[method] = {}
+        for name, items in groups.items():
+            row = {
+                "n": len(items),
+                "recall@5": statistics.mean(recall_at(r.units, r.relevant, 5) for r in items),  # type: ignore[arg-type]
+                "recall@10": statistics.mean(recall_at(r.units, r.relevant, 10) for r in items),  # type: ignore[arg-type]
+                "all@10": statistics.mean(all_hit_at(r.units, r.relevant, 10) for r in items),  # type: ignore[arg-type]
+                "ndcg@10": statistics.mean(ndcg_at(r.units, r.relevant, 10) for r in items),
+                "mrr": statistics.mean(mrr(r.units, r.relevant) for r in items),  # type: ignore[arg-type]
+            }
+            out[method][name] = row
+            print(
+                f"{method:<8} {name:<12} {row['n']:>5} {row['recall@5']:>6.3f} {row['recall@10']:>6.3f} "
+                f"{row['all@10']:>7.3f} {row['ndcg@10']:>8.3f} {row['mrr']:>6.3f}"
+            )
+    return out
+
+
+def floor_table(on_topic: list[Ranked], noise: list[Ranked], label: str) -> dict[str, dict[str, float]]:
+    """Per relevance floor: on-topic recall@10 (against no floor) and the share of off-topic queries answered with nothing."""
+    print(f"\n## Relevance floor ({label}: {len(on_topic)} on-topic, {len(noise)} off-topic questions)")
+    print(f"{'floor':>6} {'R@10':>6} {'ΔR@10':>7} {'off-topic empty':>16} {'on-topic empty':>15}")
+    rows: dict[str, dict[str, float]] = {}
+    base = None
+    for floor in FLOORS:
+
+        def kept(r: Ranked, floor: float = floor) -> list[str]:
+            # Search cuts to the limit, then drops hits under the floor: nothing below rank 10 moves up.
+            return [u for u, p in list(zip(r.units, r.relevance, strict=True))[:10] if p >= floor]
+
+        recall = statistics.mean(recall_at(kept(r), r.relevant, 10) for r in on_topic)  # type: ignore[arg-type]
+        base = recall if base is None else base
+        empty_off = sum(not kept(r)[:10] for r in noise) / max(1, len(noise))
+        empty_on = sum(not kept(r)[:10] for r in on_topic) / max(1, len(on_topic))
+        rows[f"{floor:.3f}"] = {
+            "recall@10": recall,
+            "delta": recall - base,
+            "off_empty": empty_off,
+            "on_empty": empty_on,
+        }
+        print(f"{floor:>6.3f} {recall:>6.3f} {recall - base:>+7.3f} {empty_off:>16.1%} {empty_on:>15.1%}")
+    return rows
+
+
+def tenant_isolation(
+    embedder: CachingEmbedder, sample: dict[str, Any], shared: list[Ranked], path: Path
+) -> dict[str, float]:
+    """How much the other tenants move one tenant's ranking: its questions in a store of its own vs the shared store.
+
+    Keyword statistics (BM25's IDF and average length) are store-wide in
+    FTS5, so other tenants' words change a tenant's keyword scores.
+    """
+    import funes
+
+    with funes.open(str(path), embedder=embedder) as mem:
+        conv = ingest_locomo(mem, sample)
+        alone = [search(mem, q.text, conv.tenant, conv.record_to_dia, 10) for q in conv.questions]
+    together = [r for r in shared if r.group == conv.tenant]
+    same = [float(a.units[:10] == b.units[:10]) for a, b in zip(alone, together, strict=True)]
+    overlap = [
+        len(set(a.units[:10]) & set(b.units[:10])) / max(1, len(set(a.units[:10])))
+        for a, b in zip(alone, together, strict=True)
+    ]
+    recall_alone = statistics.mean(
+        recall_at(a.units, q.evidence, 10) for a, q in zip(alone, conv.questions, strict=True)
+    )
+    recall_shared = statistics.mean(recall_at(b.units, b.relevant, 10) for b in together)  # type: ignore[arg-type]
+    out = {
+        "identical_top10": statistics.mean(same),
+        "top10_overlap": statistics.mean(overlap),
+        "recall@10_alone": recall_alone,
+        "recall@10_shared": recall_shared,
+    }
+    print(f"\n## Tenant isolation ({conv.tenant} alone vs beside {len(shared) and 'the other tenants'}): {out}")
+    return out
+
+
+def evidence_in_context(mem: Any, conversations: list[Conversation], limit: int | None) -> dict[str, float]:
+    """Share of evidence turns present in the system message ``build_context`` assembles (128k and 32k windows).
+
+    Each question is asked in a new session of the conversation's tenant, as
+    an app would on the user's next visit.
+    """
+    shares: dict[int, list[float]] = {128_000: [], 32_000: []}
+    for conv in conversations:
+        session = mem.session(f"{conv.tenant}-ask", tenant=conv.tenant, title="questions")
+        for q in conv.questions[:limit]:
+            for window, out in shares.items():
+                system = mem.build_context(session, q.text, model_window=window).system
+                out.append(sum(conv.dia_text[d] in system for d in q.evidence if d in conv.dia_text) / len(q.evidence))
+    result = {f"{w // 1000}k": statistics.mean(v) for w, v in shares.items() if v}
+    print(f"\n## Evidence in context (build_context, new session per conversation): {result}")
+    return result
+
+
+# -- calibration -----------------------------------------------------------------------------
+def examples(results: list[Ranked], top: int = 10) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+    """Top-``top`` hits as (signals, shipped relevance, label) examples."""
+    signals, predicted, labels = [], [], []
+    for r in results:
+        relevant = set(r.relevant)
+        for unit, p, s in list(zip(r.units, r.relevance, r.signals, strict=True))[:top]:
+            signals.append(s)
+            predicted.append(p)
+            labels.append(float(unit in relevant))
+    return signals, np.asarray(predicted), np.asarray(labels)
+
+
+def matrix(signals: list[dict[str, Any]], keyword_only: bool = False) -> np.ndarray:
+    """The relevance model's feature matrix for these signals."""
+    from funes.relevance import Signals, feature_vector, keyword_feature_vector
+
+    rows = []
+    for s in signals:
+        sig = Signals(s.get("cosine"), s.get("keyword", 0.0), s.get("coverage", 0.0), s.get("agreement", 0.0))
+        rows.append(keyword_feature_vector(sig) if keyword_only else feature_vector(sig))
+    return np.asarray(rows, dtype=float)
+
+
+def fit_two_stage(on_topic: list[Ranked], off_topic: list[Ranked], keyword_only: bool) -> tuple[float, np.ndarray]:
+    """Weights that separate evidence hits from off-topic hits, then Platt-scaled on every top-10 hit; folded.
+
+    Stage 1 is what a floor has to do (keep evidence, drop off-topic hits);
+    the on-topic non-evidence neighbours do not enter it. Stage 2 maps that
+    score to the observed rate on all training hits, so the result is a
+    probability. A logistic on a linear score is linear, so the two fold
+    into one intercept and one coefficient vector.
+    """
+    evidence = [s for s, _, y in zip(*examples(on_topic), strict=True) if y]
+    noise, _, _ = examples(off_topic)
+    x = matrix(evidence + noise, keyword_only)
+    y = np.asarray([1.0] * len(evidence) + [0.0] * len(noise))
+    b1, w1 = fit_logistic(x, y)
+    signals, _, labels = examples(on_topic + off_topic)
+    score = matrix(signals, keyword_only) @ w1 + b1
+    b2, w2 = fit_logistic(score[:, None], labels)
+    return float(b2 + w2[0] * b1), w2[0] * w1
+
+
+def calibrate(on_topic: list[Ranked], off_topic: list[Ranked]) -> None:
+    """Fit both models on the training questions and print the constants for funes/relevance.py."""
+    from funes.relevance import FEATURES, KEYWORD_FEATURES
+
+    print(f"\n## Calibration fit: {len(on_topic)} on-topic and {len(off_topic)} off-topic questions (top-10 hits)")
+    for name, features, keyword_only in (("", FEATURES, False), ("KEYWORD_", KEYWORD_FEATURES, True)):
+        intercept, coef = fit_two_stage(on_topic, off_topic, keyword_only)
+        print(f"{name}FEATURES = {tuple(features)!r}")
+        print(f"{name}INTERCEPT = {intercept:.4f}")
+        print(f"{name}COEFFICIENTS = ({', '.join(f'{c:.4f}' for c in coef)})")
+
+
+def print_reliability(label: str, results: list[Ranked]) -> dict[str, Any]:
+    """ECE and the reliability table of the shipped relevance on these results' top-10 hits."""
+    _, p, y = examples(results)
+    if not len(y):
+        return {}
+    ece, rows = reliability(p, y)
+    print(f"\n## Reliability ({label}): {len(y)} hits, base rate {y.mean():.3f}, ECE {ece:.4f}")
+    print(f"{'bin':<8} {'n':>6} {'predicted':>10} {'observed':>9}")
+    for b, n, pred, obs in rows:
+        print(f"{b:<8} {n:>6} {pred:>10.3f} {obs:>9.3f}")
+    return {"ece": ece, "n": len(y), "base_rate": float(y.mean()), "table": rows}
+
+
+def latency(results: list[Ranked]) -> dict[str, float]:
+    """Mean and p95 search time in ms."""
+    ms = [1000 * r.seconds for r in results if r.seconds]
+    return {"mean_ms": statistics.mean(ms) if ms else 0.0, "p95_ms": percentile(ms, 95)}
+
+
+# -- SciFact ---------------------------------------------------------------------------------
+def run_scifact(mem: Any, embedder: CachingEmbedder, data: Path, limit: int | None) -> dict[str, Any]:
+    """Ingest SciFact, search every test claim with Funes and the baselines; NDCG@10 and recall@100."""
+    start = time.perf_counter()
+    sf = ingest_scifact(mem, data, limit)
+    ingest_s = time.perf_counter() - start
+    base = Baselines(mem, embedder, sf.doc_text)
+    methods: dict[str, list[Ranked]] = defaultdict(list)
+    for qid, text in sf.queries.items():
+        gains = sf.qrels[qid]
+        r = search(mem, text, SCIFACT_TENANT, sf.record_to_doc, 100)
+        r.relevant = {d for d, g in gains.items() if g > 0}
+        methods["funes"].append(r)
+        methods["bm25s"].append(Ranked(SCIFACT_TENANT, 0, r.relevant, base.bm25_rank(text, 100)))
+        methods["dense"].append(Ranked(SCIFACT_TENANT, 0, r.relevant, base.dense_rank(text, 100)))
+    print(f"\n## SciFact: {len(sf.doc_text)} abstracts, {len(sf.queries)} claims")
+    print(f"{'method':<8} {'NDCG@10':>8} {'R@100':>6}")
+    table = {}
+    for method, results in methods.items():
+        nd = statistics.mean(ndcg_at(r.units, r.relevant, 10) for r in results)
+        rc = statistics.mean(recall_at(r.units, r.relevant, 100) for r in results)  # type: ignore[arg-type]
+        table[method] = {"ndcg@10": nd, "recall@100": rc}
+        print(f"{method:<8} {nd:>8.3f} {rc:>6.3f}")
+    return {"methods": methods, "table": table, "ingest_s": ingest_s}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the harness and print its tables."""
+    global ARGS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=("locomo", "scifact", "all"), default="all")
+    parser.add_argument("--limit", type=int, help="First N LoCoMo conversations / first N SciFact claims.")
+    parser.add_argument("--data", type=Path, default=DATA, help="Folder holding locomo/ and scifact/ (read only).")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/funes-quality"), help="Embedding cache folder.")
+    parser.add_argument("--off-topic", type=int, default=60, help="Off-topic questions asked per conversation.")
+    parser.add_argument("--json", type=Path, help="Also write the numbers to this JSON file.")
+    parser.add_argument("--calibrate", action="store_true", help="Refit funes.relevance and print its constants.")
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=0,
+        help="Also measure evidence in context on the first N questions of each conversation.",
+    )
+    parser.add_argument("--dump", type=Path, help="Also pickle every query's ranked units and hit signals here.")
+    ARGS = args = parser.parse_args(argv)
+    require(args.data)
+    import funes
+    from funes.embed.local import LocalEmbedder
+
+    embedder = CachingEmbedder(LocalEmbedder(), args.cache)
+    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    dumped: dict[str, Any] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="funes-quality-") as tmp:
+            if args.dataset in ("locomo", "all"):
+                samples = load_locomo(args.data)[: args.limit or None]
+                with funes.open(str(Path(tmp) / "locomo.db"), embedder=embedder) as mem:
+                    lo = run_locomo(mem, embedder, samples, args.off_topic)
+                    embedder.save()
+                    if args.context:
+                        report["evidence_in_context"] = evidence_in_context(mem, lo["conversations"], args.context)
+                if len(samples) > 1:
+                    report["tenant_isolation"] = tenant_isolation(
+                        embedder, samples[0], lo["methods"]["funes"], Path(tmp) / "alone.db"
+                    )
+                if args.dump:
+                    dumped["locomo"] = {"methods": dict(lo["methods"]), "noise": lo["noise"]}
+                report["locomo"] = locomo_table(lo["methods"])
+                funes_hits = lo["methods"]["funes"]
+                train_ids = {s["sample_id"] for s in samples[:TRAIN_CONVERSATIONS]}
+                held = [r for r in funes_hits if r.group not in train_ids] or funes_hits
+                held_noise = [r for r in lo["noise"] if r.group not in train_ids] or lo["noise"]
+                label = "conversations 6-10" if len(samples) > TRAIN_CONVERSATIONS else "all loaded (no held-out set)"
+                report["floors"] = floor_table(held, held_noise, label)
+                report["locomo_latency"] = latency(funes_hits)
+                print(f"\nsearch latency (LoCoMo): {report['locomo_latency']}")
+                report["reliability_locomo_train"] = print_reliability(
+                    "LoCoMo 1-5 + off-topic, training",
+                    [r for r in funes_hits + lo["noise"] if r.group in train_ids],
+                )
+                report["reliability_locomo_heldout"] = print_reliability(
+                    f"LoCoMo {label} + off-topic", held + held_noise
+                )
+                if args.calibrate:
+                    calibrate(
+                        [r for r in funes_hits if r.group in train_ids],
+                        [r for r in lo["noise"] if r.group in train_ids],
+                    )
+            if args.dataset in ("scifact", "all"):
+                with funes.open(str(Path(tmp) / "scifact.db"), embedder=embedder) as mem:
+                    sf = run_scifact(mem, embedder, args.data, args.limit)
+                    embedder.save()
+                if args.dump:
+                    dumped["scifact"] = dict(sf["methods"])
+                report["scifact"] = sf["table"]
+                report["scifact_latency"] = latency(sf["methods"]["funes"])
+                print(f"\nsearch latency (SciFact): {report['scifact_latency']}")
+                report["reliability_scifact"] = print_reliability("SciFact", sf["methods"]["funes"])
+    finally:
+        embedder.save()
+    if args.dump:
+        import pickle
+
+        args.dump.write_bytes(pickle.dumps(dumped))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    return 0
+
+
+ARGS: argparse.Namespace
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The watchdog side of ``funes watch``: notice changes, settle them, hand each batch to a job.
+
+The observer thread only records which folders changed and when; the
+caller's loop (:meth:`FolderWatcher.tick`) queues one ``folder-sync`` job per
+folder once its changes have been quiet for the debounce time. A watched
+folder that is deleted is watched again when it reappears, and both events
+queue a sync, so a watcher never goes stale silently (issue 11).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+# queue(folder path, reason, changed paths): hands one settled batch to a job.
+QueueBatch = Callable[[str, str, Sequence[str]], None]
+_IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
+_MAX_WAIT_FACTOR = 10  # a folder that never goes quiet is still synced every 10 debounce periods
+
+
+class _Pending:
+    """Changes of one folder not yet handed to a job."""
+
+    def __init__(self, now: float, reason: str) -> None:
+        self.first = now
+        self.last = now
+        self.reason = reason
+        self.paths: set[str] = set()
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: FolderWatcher, folder: str) -> None:
+        self.watcher = watcher
+        self.folder = folder
+        self.root = Path(folder)
+
+    def _relevant(self, raw: str | bytes) -> bool:
+        path = Path(os.fsdecode(raw))
+        try:
+            parts = path.relative_to(self.root).parts
+        except ValueError:
+            return False
+        # Hidden entries are editor scratch (.note.md.swp) and VCS internals.
+        return not any(p.startswith(".") for p in parts)
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _IGNORED_EVENTS:
+            return
+        paths = [p for p in (event.src_path, getattr(event, "dest_path", "")) if p]
+        if os.fsdecode(event.src_path) == str(self.root) and event.event_type in ("deleted", "moved"):
+            self.watcher.lost(self.folder)
+            return
+        hits = [os.fsdecode(p) for p in paths if self._relevant(p)]
+        if event.is_directory:
+            # A moved or deleted sub-folder takes its notes with it; a modified one says nothing new.
+            if event.event_type in ("modified",) or not hits:
+                return
+        else:
+            hits = [p for p in hits if p.lower().endswith(".md")]
+        if hits:
+            self.watcher.changed(self.folder, "change", hits)
+
+
+class FolderWatcher:
+    """Watch folders with watchdog; call :meth:`tick` often to queue settled batches."""
+
+    def __init__(self, folders: Sequence[str], debounce: float, queue: QueueBatch) -> None:
+        self.folders = list(folders)
+        self.debounce = max(0.0, debounce)
+        self.queue = queue
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._watches: dict[str, Any] = {}
+        self._identity: dict[str, tuple[int, int] | None] = {}
+        self._observer: Any = None
+
+    def __enter__(self) -> FolderWatcher:
+        self._observer = Observer()
+        for folder in self.folders:
+            self._identity[folder] = self._stat(folder)
+            self._schedule(folder)
+        self._observer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._observer.stop()
+        self._observer.join(timeout=10)
+
+    @staticmethod
+    def _stat(folder: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino) if Path(folder).is_dir() else None
+
+    def _schedule(self, folder: str) -> None:
+        if folder in self._watches or not Path(folder).is_dir():
+            return
+        try:
+            self._watches[folder] = self._observer.schedule(_Handler(self, folder), folder, recursive=True)
+        except OSError:
+            pass  # gone again between the check and the call; the next tick retries
+
+    def _unschedule(self, folder: str) -> None:
+        watch = self._watches.pop(folder, None)
+        if watch is not None:
+            with contextlib.suppress(KeyError, OSError):
+                self._observer.unschedule(watch)
+
+    # -- called from the observer thread -------------------------------------------------
+    def changed(self, folder: str, reason: str, paths: Sequence[str]) -> None:
+        """Record changes of a folder (the batch settles after the debounce time)."""
+        now = time.monotonic()
+        with self._lock:
+            pending = self._pending.setdefault(folder, _Pending(now, reason))
+            pending.last = now
+            if reason != "change":
+                pending.reason = reason  # the folder itself went or came back: the batch is named for that
+            pending.paths.update(paths)
+
+    def lost(self, folder: str) -> None:
+        """The folder itself was deleted or moved away; the next tick notices and re-watches it later."""
+        with self._lock:
+            self._identity[folder] = (-1, -1)  # never equal to a real directory's identity
+
+    # -- called from the watching loop ----------------------------------------------------
+    def tick(self) -> None:
+        """Re-watch folders that were deleted and recreated, and queue the batches that have settled."""
+        for folder in self.folders:
+            now_id = self._stat(folder)
+            with self._lock:
+                was = self._identity.get(folder)
+                self._identity[folder] = now_id
+            if now_id != was:
+                self._unschedule(folder)
+                self._schedule(folder)
+                self.changed(folder, "recreated" if now_id is not None else "deleted", ())
+            elif now_id is not None and folder not in self._watches:
+                self._schedule(folder)
+        now = time.monotonic()
+        due: list[tuple[str, _Pending]] = []
+        with self._lock:
+            for folder in self.folders:
+                pending = self._pending.get(folder)
+                if pending is None:
+                    continue
+                quiet = now - pending.last >= self.debounce
+                overdue = now - pending.first >= self.debounce * _MAX_WAIT_FACTOR
+                if quiet or overdue:
+                    due.append((folder, self._pending.pop(folder)))
+        for folder, pending in due:
+            self.queue(folder, pending.reason, sorted(pending.paths))

@@ -1,0 +1,86 @@
+"""Curation commands: history (a record's versions), restore (an older version, as a new one), reconcile."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .common import State, emit, json_option, pass_state
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the main group."""
+    group.add_command(history)
+    group.add_command(restore)
+    group.add_command(reconcile)
+
+
+@click.command()
+@click.argument("memory_id")
+@json_option
+@pass_state
+def history(state: State, memory_id: str, as_json: bool) -> None:
+    """Show a memory's versions with their timestamps, newest first."""
+    versions = state.reader().versions(memory_id)
+
+    def text_out() -> str:
+        lines: list[str] = []
+        for v in versions:
+            mark = "  (current)" if v.current else ""
+            lines.append(f"version {v.version}  {v.updated_at.isoformat()}  importance {v.importance:.2f}{mark}")
+            lines += [f"    {line}" for line in v.content.splitlines() or [""]]
+        return "\n".join(lines)
+
+    emit(as_json, [v.to_dict() for v in versions], text_out)
+
+
+@click.command()
+@click.argument("memory_id")
+@click.option("--version", "version", type=int, required=True, help="The version to restore (`funes history ID`).")
+@json_option
+@pass_state
+def restore(state: State, memory_id: str, version: int, as_json: bool) -> None:
+    """Make an older version current again; the current text is kept in history."""
+    memory = state.funes().restore(memory_id, version)
+    emit(
+        as_json,
+        memory.to_dict(),
+        lambda: f"Restored version {version} of {memory.id} as version {memory.version}.",
+    )
+
+
+@click.command()
+@click.argument("payload", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--scope", "scope", help="The file (project) the entities belong to; default: the payload's scope.")
+@click.option("--background", is_flag=True, help="Queue it as a job (run by a worker or `funes jobs run`).")
+@json_option
+@pass_state
+def reconcile(state: State, payload: str, scope: str | None, background: bool, as_json: bool) -> None:
+    """Reconcile a file's entity summaries with PAYLOAD (JSON: {"scope", "entities"} or a list; '-' reads stdin)."""
+    text = sys.stdin.read() if payload == "-" else Path(payload).read_text(encoding="utf-8")
+    try:
+        data: Any = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="PAYLOAD") from exc
+    if isinstance(data, dict) and "entities" not in data:
+        # An empty reconcile deletes every summary of the file: it must be said, never implied.
+        raise click.BadParameter('the payload object has no "entities" list', param_hint="PAYLOAD")
+    entities = data.get("entities") if isinstance(data, dict) else data
+    target = scope or (data.get("scope") if isinstance(data, dict) else None) or state.project
+    if not target:
+        raise click.UsageError('Say which file the entities belong to: --scope FILE_ID, or "scope" in the payload.')
+    counts = state.funes().reconcile(target, entities, background=background)
+    if "job_id" in counts:
+        emit(as_json, counts, f"Queued reconcile job {counts['job_id']}.")
+        return
+    emit(
+        as_json,
+        counts,
+        "{created} created, {updated} updated, {skipped} skipped, {deleted} deleted ({llm_calls} LLM calls).".format(
+            **counts
+        ),
+    )
