@@ -66,6 +66,14 @@ register(
     minimum=0,
 )
 register("vector_cache_mb", 1024, int, "Memory the in-memory vector copies of large tenants may use, in MB.", minimum=0)
+register(
+    "ann_min",
+    50_000,
+    int,
+    "A tenant with at least this many vectors is searched through an approximate (HNSW) index saved "
+    "beside the database (<db>.ann/); 0 disables.",
+    minimum=0,
+)
 # -- identity defaults -------------------------------------------------------
 register("tenant", "default", str, "Tenant (team or user space) used when a call names none.")
 register("user", "", str, "User id within the tenant used when a call names none. Empty means tenant-wide.")

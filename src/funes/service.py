@@ -245,6 +245,7 @@ def open(
         busy_timeout_ms=config.busy_timeout_ms,
         vector_cache_min=config.vector_cache_min,
         vector_cache_mb=config.vector_cache_mb,
+        ann_min=config.ann_min,
     )
     try:
         # The store's recorded identity spares an OpenAI-compatible server a size probe.

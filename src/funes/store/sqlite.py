@@ -43,6 +43,7 @@ from ..models import (
     from_epoch,
     to_epoch,
 )
+from .ann_index import AnnIndexes
 from .base import AccessEvent, Visibility, vector_problem, vis_key
 from .connection import Database
 from .sqlite_cjk import CjkTables, cjk_runs
@@ -85,6 +86,7 @@ class SqliteStore(
         vector_cache_min: int = 20000,
         vector_cache_mb: int = 1024,
         migrate: bool = True,
+        ann_min: int = 50000,
     ) -> None:
         self.path = str(Path(path).expanduser()) if str(path) != ":memory:" else ":memory:"
         if self.path != ":memory:" and Path(self.path).is_file() and Path(self.path).stat().st_size == 0:
@@ -101,6 +103,8 @@ class SqliteStore(
             self.db.refuse_writes = marker.read_text(encoding="utf-8", errors="replace").strip() or "damaged"
         # Large tenants are searched in memory; see vector_cache.py.
         self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
+        # Larger ones from an HNSW index beside the file; see ann_index.py.
+        self.ann = AnnIndexes(self.path, ann_min)
         # Term counts for keyword-query planning: a plan choice only, so a
         # slightly stale count is harmless (see _informative_terms).
         self._fts_stats: dict[str, tuple[int, float]] = {}
@@ -614,7 +618,9 @@ class SqliteStore(
         if filters.by_entity:
             return self._vector_search_matching(vector, filters, k=k, now=now)
         conn = self.db.reader()
-        cached = self.vector_cache.search(conn, vector, filters, k=k, now=now)
+        cached = self.ann.search(conn, vector, filters, k=k, now=now)
+        if cached is None:
+            cached = self.vector_cache.search(conn, vector, filters, k=k, now=now)
         if cached is not None:
             return cached
         blob = serialize(vector)

@@ -193,10 +193,10 @@ class TenantVectors:
             return array == codes[0]  # type: ignore[no-any-return]
         return np.isin(array, codes)
 
-    def search(
-        self, query: np.ndarray, filters: SearchFilters, k: int, now: datetime | None
-    ) -> list[tuple[str, float]]:
-        """Exact cosine top-k per visibility alternative, best vector per record, best first."""
+    def clause_masks(
+        self, filters: SearchFilters, now: datetime | None, clauses: Sequence[Any] | None = None
+    ) -> list[np.ndarray]:
+        """One boolean row mask per visibility alternative of ``filters`` (see ``knn_visibility``)."""
         n = self.n
         mask = self.expires[:n] > (to_epoch(now) if now else 0.0)
         if filters.user_id:
@@ -213,6 +213,16 @@ class TenantVectors:
             mask &= self.created[:n] >= to_epoch(filters.created_after)
         if filters.created_before is not None:
             mask &= self.created[:n] <= to_epoch(filters.created_before)
+        if clauses is None:
+            clauses = knn_visibility(filters)
+        return [mask if clause is None else mask & self._isin(*clause) for clause in clauses]
+
+    def search(
+        self, query: np.ndarray, filters: SearchFilters, k: int, now: datetime | None
+    ) -> list[tuple[str, float]]:
+        """Exact cosine top-k per visibility alternative, best vector per record, best first."""
+        n = self.n
+        masks = self.clause_masks(filters, now)
         limiter = _single_thread_blas()
         if limiter is None:
             sims = self.matrix[:n] @ query
@@ -220,8 +230,8 @@ class TenantVectors:
             with limiter:
                 sims = self.matrix[:n] @ query
         best: dict[str, float] = {}
-        for clause in knn_visibility(filters):
-            rows = np.flatnonzero(mask if clause is None else mask & self._isin(*clause))
+        for mask in masks:
+            rows = np.flatnonzero(mask)
             if len(rows) > k:
                 rows = rows[np.argpartition(-sims[rows], k - 1)[:k]]
             for i in rows.tolist():
@@ -350,22 +360,8 @@ class VectorCache:
             if entry.seq < floor:
                 self._full_load(conn, tenant, entry, top)
                 return
-            ids = list(
-                dict.fromkeys(
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT vector_id FROM vector_changes WHERE tenant = ? AND seq > ? AND seq <= ?",
-                        (tenant, entry.seq, top),
-                    )
-                )
-            )
-            present: list[Sequence[Any]] = []
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ", ".join("?" for _ in chunk)
-                present += conn.execute(
-                    f"{_ROW_SQL} WHERE v.vector_id IN ({marks}) AND m.tenant = ?", [*chunk, tenant]
-                ).fetchall()
+            ids = changed_ids(conn, tenant, entry.seq, top)
+            present = rows_of(conn, ids, tenant)
             try:
                 entry.upsert(present)
             except ValueError:  # another process reindexed with another model
@@ -386,6 +382,25 @@ class VectorCache:
         entry.load(rows)
         entry.seq = top
         self.full_loads += 1
+
+
+def changed_ids(conn: Any, tenant: str, after: int, top: int) -> list[int]:
+    """Vector ids of the tenant logged in ``(after, top]``, each once, oldest first."""
+    sql = "SELECT vector_id FROM vector_changes WHERE tenant = ? AND seq > ? AND seq <= ?"
+    return list(dict.fromkeys(r[0] for r in conn.execute(sql, (tenant, after, top))))
+
+
+def rows_of(conn: Any, ids: Sequence[int], tenant: str, sql: str = _ROW_SQL, prefix: str = "v.") -> list[Any]:
+    """Rows of ``sql`` for those vector ids that belong to the tenant now, 500 ids a statement."""
+    out: list[Any] = []
+    tenant_column = "m.tenant" if prefix else "tenant"
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ", ".join("?" for _ in chunk)
+        out += conn.execute(
+            f"{sql} WHERE {prefix}vector_id IN ({marks}) AND {tenant_column} = ?", [*chunk, tenant]
+        ).fetchall()
+    return out
 
 
 def _log_bounds(conn: Any) -> tuple[int, int]:

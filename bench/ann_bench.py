@@ -1,0 +1,115 @@
+"""The approximate vector index against the exact path, one tenant, the store's own vector leg.
+
+Run from the repository root (a few minutes at 100k on 2 cores)::
+
+    .venv/bin/python bench/ann_bench.py --size 100000 --queries 300
+
+It fills one tenant with ``store_bench``'s synthetic memories, builds the
+index (timed), then reports vector-leg latency (p50/p95) for the exact path
+(in-memory copy) and the index, unfiltered and with a scope filter, recall@10
+of the index against the exact path on the same queries, and the first
+search of a fresh process (open + first query, no embedding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+from store_bench import Corpus, pct
+
+from funes.models import EmbedderIdentity, SearchFilters
+from funes.store.sqlite import SqliteStore
+
+FIRST = """
+import sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, {src!r})
+import numpy as np
+from funes.models import SearchFilters
+from funes.store.sqlite import SqliteStore
+store = SqliteStore({path!r}, ann_min=1)
+store.ann._searches["t"] = 5  # opening is what is measured; nothing to build
+t1 = time.perf_counter()
+hits = store.vector_search(np.ones(384, dtype=np.float32), SearchFilters(tenant="t"), k=10)
+t2 = time.perf_counter()
+assert hits and store.ann.builds == 0
+print(f"{{(t1 - t0) * 1000:.1f}} {{(t2 - t1) * 1000:.1f}}")
+"""
+
+
+def main() -> None:
+    """Fill, build, measure, print."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=300)
+    args = ap.parse_args()
+    now = datetime.now(UTC)
+    corpus = Corpus(seed=7, tenants=["t"])
+    tmp = tempfile.mkdtemp(prefix="funes-ann-")
+    path = os.path.join(tmp, "ann.db")
+    exact = SqliteStore(path, vector_cache_min=1, ann_min=0)
+    exact.set_identity(EmbedderIdentity("bench", 384))
+    start = time.perf_counter()
+    for begin in range(0, args.size, 5000):
+        items, _, _ = corpus.records(begin, min(5000, args.size - begin), args.size, lambda i: "t", now)
+        exact.put_many(items)
+    print(f"insert {args.size}: {args.size / (time.perf_counter() - start):.0f}/s")
+    ann = SqliteStore(path, vector_cache_min=0, ann_min=1)
+    start = time.perf_counter()
+    ann.ann.build(ann.db.reader(), "t")
+    print(f"index build: {time.perf_counter() - start:.1f} s")
+    ann.ann._searches["t"] = 5
+    queries = [corpus.query("rare")[1] for _ in range(args.queries)]
+    cases = {
+        "unfiltered": SearchFilters(tenant="t"),
+        "scope=project,proj1": SearchFilters(tenant="t", scopes=("project",), project_id="proj1"),
+        "type=decision": SearchFilters(tenant="t", memory_types=("decision",)),
+    }
+    for name, filters in cases.items():
+        for store in (exact, ann):
+            store.vector_search(queries[0], filters, k=10, now=now)  # loads / opens
+        times: dict[str, list[float]] = {"exact": [], "ann": []}  # seconds, as pct expects
+        shares = []
+        for q in queries:
+            t = time.perf_counter()
+            truth = exact.vector_search(q, filters, k=10, now=now)
+            times["exact"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            got = ann.vector_search(q, filters, k=10, now=now)
+            times["ann"].append(time.perf_counter() - t)
+            if truth:
+                shares.append(len({i for i, _ in got} & {i for i, _ in truth}) / len(truth))
+        for label, values in times.items():
+            print(f"{name:18} {label:5} p50 {pct(values, 50):6.2f} ms  p95 {pct(values, 95):6.2f} ms")
+        print(f"{name:18} recall@10 {np.mean(shares):.4f}  fallbacks {ann.ann.fallbacks}")
+    ann.close()
+    exact.close()
+    runs = []
+    for _ in range(5):
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST.format(src=str(Path(__file__).resolve().parents[1] / "src"), path=path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        runs.append((float(out[0]), float(out[1])))
+    opened, first = (float(np.median([r[i] for r in runs])) for i in (0, 1))
+    print(f"fresh process: imports+open median {opened:.1f} ms, first vector search median {first:.1f} ms")
+    sizes = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file())
+    print(f"on disk (db + index): {sizes / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""The approximate vector index: recall against the exact path, filters, staleness, corruption and killed writers."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_vector_cache import NOW, make_record, random_filters
+
+from funes.models import EmbedderIdentity, Memory, SearchFilters
+from funes.store import ann_index
+from funes.store.sqlite import SqliteStore
+
+DIMS = 48
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def clustered(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Vectors near 40 centres, so neighbours are close and near-ties exist, like real embeddings."""
+    centres = rng.standard_normal((40, DIMS))
+    x = centres[rng.integers(0, 40, n)] + 0.35 * rng.standard_normal((n, DIMS))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def fill(store: SqliteStore, tenant: str, count: int, seed: int) -> list[Memory]:
+    """``count`` records with one clustered vector each."""
+    rng, nrng = random.Random(seed), np.random.default_rng(seed)
+    vecs = clustered(nrng, count)
+    items = [(make_record(rng, tenant), [vecs[i]]) for i in range(count)]
+    store.put_many(items)
+    return [m for m, _ in items]
+
+
+def open_pair(path: Path, ann_min: int = 500) -> tuple[SqliteStore, SqliteStore]:
+    """(ann, exact): the same file through the approximate index and through sqlite-vec."""
+    ann = SqliteStore(path, vector_cache_min=0, ann_min=ann_min)
+    ann.set_identity(EmbedderIdentity("test-model", DIMS))
+    return ann, SqliteStore(path, vector_cache_min=0, ann_min=0)
+
+
+def recall(ann: SqliteStore, exact: SqliteStore, queries: list[tuple[np.ndarray, SearchFilters]], k: int = 10) -> float:
+    """Mean share of the exact top-k found; also checks every hit is a true, filter-passing hit."""
+    shares = []
+    for n, (query, filters) in enumerate(queries):
+        truth = exact.vector_search(query, filters, k=k, now=NOW)
+        got = ann.vector_search(query, filters, k=k, now=NOW)
+        if n < 5:  # a wide exact search is slow in vec0: a few queries suffice
+            allowed = dict(exact.vector_search(query, filters, k=4096, now=NOW))
+            for memory_id, sim in got:
+                assert sim == pytest.approx(allowed[memory_id], abs=1e-5)  # passes the filter, exact similarity
+        if truth:
+            shares.append(len({i for i, _ in got} & {i for i, _ in truth}) / len(truth))
+    return float(np.mean(shares))
+
+
+def queries(seed: int, n: int, filtered: bool) -> list[tuple[np.ndarray, SearchFilters]]:
+    """Query vectors from the same mixture, with random filters or only the tenant."""
+    rng, nrng = random.Random(seed), np.random.default_rng(seed)
+    vecs = clustered(nrng, n)
+    return [(v, random_filters(rng, "big") if filtered else SearchFilters(tenant="big")) for v in vecs]
+
+
+def built(path: Path, count: int = 2000) -> tuple[SqliteStore, SqliteStore]:
+    """``open_pair`` on a tenant of ``count`` records whose index is built and saved."""
+    ann, exact = open_pair(path)
+    fill(ann, "big", count, seed=1)
+    warm(ann)
+    return ann, exact
+
+
+def warm(store: SqliteStore) -> None:
+    """Search until the index is opened or built (a process's first search never builds)."""
+    for _ in range(ann_index.BUILD_ON_SEARCH):
+        store.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="big"), k=1, now=NOW)
+    assert "big" in store.ann._tenants
+
+
+def test_recall_filtered_and_unfiltered(tmp_path: Path) -> None:
+    ann, exact = open_pair(tmp_path / "a.db")
+    fill(ann, "big", 6000, seed=1)
+    fill(ann, "small", 100, seed=2)
+    warm(ann)
+    assert ann.ann.builds == 1 and (tmp_path / "a.db.ann").is_dir()
+    assert recall(ann, exact, queries(3, 60, filtered=False)) >= 0.99
+    assert recall(ann, exact, queries(4, 120, filtered=True)) >= 0.99
+    # Served by the index for the unfiltered queries, not by the fallback.
+    before = ann.ann.fallbacks
+    recall(ann, exact, queries(5, 20, filtered=False))
+    assert ann.ann.fallbacks == before
+    # A small tenant stays on the exact path.
+    for _ in range(3):
+        ann.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="small"), k=5, now=NOW)
+    assert "small" not in ann.ann._tenants
+
+
+def test_selective_filter_falls_back_to_exact(tmp_path: Path) -> None:
+    ann, exact = open_pair(tmp_path / "s.db")
+    fill(ann, "big", 6000, seed=1)
+    warm(ann)
+    query = np.ones(DIMS, dtype=np.float32)
+    # Fewer than k of 6000 records pass: no candidate pool up to MAX_POOL fills, so the exact path answers.
+    narrow = SearchFilters(tenant="big", created_after=NOW, created_before=NOW, memory_types=("fact",))
+    truth = exact.vector_search(query, narrow, k=10, now=NOW)
+    assert 0 < len(truth) < 10
+    before = ann.ann.fallbacks
+    got = ann.vector_search(query, narrow, k=10, now=NOW)
+    assert ann.ann.fallbacks == before + 1
+    assert [i for i, _ in got] == [i for i, _ in truth]
+    assert ann.vector_search(query, SearchFilters(tenant="big", source_ids=("nope",)), k=10, now=NOW) == []
+
+
+def test_new_process_opens_saved_index_and_catches_up(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    ann, exact = built(path)
+    ann.close()
+    # Writes after the save are in the log only.
+    added = fill(exact, "big", 300, seed=7)
+    deleted = added[:50]
+    exact.delete([m.id for m in deleted])
+    again = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    again.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="big"), k=1, now=NOW)
+    assert again.ann.builds == 0 and again.ann._tenants["big"].view  # opened, mapped, not rebuilt
+    gone = {m.id for m in deleted}
+    for query, filters in queries(11, 40, filtered=False):
+        assert not gone & {i for i, _ in again.vector_search(query, filters, k=20, now=NOW)}
+    # New records are found through the delta (query = a new record's own vector).
+    fresh = next(m for m in added[50:] if m.expires_at is None)
+    vec = exact.vectors_for([fresh.id])[fresh.id][0]
+    assert again.vector_search(vec, SearchFilters(tenant="big"), k=1, now=NOW)[0][0] == fresh.id
+    assert recall(again, exact, queries(12, 60, filtered=True)) >= 0.99
+
+
+def test_large_delta_is_caught_up_and_saved(tmp_path: Path) -> None:
+    path = tmp_path / "d.db"
+    ann, exact = built(path)
+    old = json.loads(ann.ann.manifest_path("big").read_text())
+    ann.ann.delta_min = 200
+    fill(exact, "big", 300, seed=5)
+    ann.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="big"), k=1, now=NOW)
+    new = json.loads(ann.ann.manifest_path("big").read_text())
+    assert ann.ann.catchups == 1 and new["seq"] > old["seq"] and new["count"] == 2000 + 300
+    assert not (path.parent / (path.name + ".ann") / old["file"]).exists()
+    assert recall(ann, exact, queries(13, 60, filtered=False)) >= 0.99
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "missing", "trimmed-log"])
+def test_corrupt_or_outdated_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "r.db"
+    ann, exact = built(path)
+    manifest = json.loads(ann.ann.manifest_path("big").read_text())
+    ann.close()
+    index_file = path.parent / (path.name + ".ann") / manifest["file"]
+    if damage == "truncate":
+        index_file.write_bytes(index_file.read_bytes()[: manifest["bytes"] // 2])
+    elif damage == "garbage":
+        index_file.write_bytes(os.urandom(manifest["bytes"]))
+    elif damage == "missing":
+        index_file.unlink()
+    else:
+        fill(exact, "big", 10, seed=3)
+        exact.trim_vector_changes(0)  # the changes since the save are gone from the log
+    again = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    warm(again)
+    assert again.ann.builds == 1
+    assert recall(again, exact, queries(14, 60, filtered=True)) >= 0.99
+
+
+# -- killed writers ----------------------------------------------------------------------------
+CHILD = textwrap.dedent(
+    """
+    import os, random, signal, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[3])
+    from test_ann_index import fill, DIMS, NOW
+    from funes.models import SearchFilters
+    from funes.store.sqlite import SqliteStore
+
+    path, mode = sys.argv[1], sys.argv[2]
+    store = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    store.ann.delta_min = 200
+    if mode == "writer":
+        for seed in range(100, 10000):  # killed by the parent while writing
+            fill(store, "big", 50, seed=seed)
+            print("batch", flush=True)
+    fill(store, "big", 300, seed=8)
+    real_replace = os.replace
+
+    def dying_replace(src, dst):
+        if mode == "before-manifest" and str(dst).endswith(".json"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        real_replace(src, dst)
+        if mode == "after-manifest" and str(dst).endswith(".json"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    if mode == "mid-save":
+        from usearch.index import Index
+        def dying_save(self, path_or_buffer=None, progress=None):
+            with open(path_or_buffer, "wb") as fh:
+                fh.write(b"partial index")
+            os._exit(9)
+        Index.save = dying_save
+    os.replace = dying_replace
+    store.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="big"), k=1, now=NOW)
+    print("not killed", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["mid-save", "before-manifest", "after-manifest", "writer"])
+def test_killed_writer_leaves_an_index_that_is_caught_up(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "k.db"
+    ann, exact = built(path)
+    ann.close()
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = {**os.environ, "PYTHONPATH": SRC}
+    tests_dir = str(Path(__file__).resolve().parent)
+    if mode == "writer":
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(path), mode, tests_dir], env=env, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        for _ in range(3):
+            assert child.stdout.readline().strip() == "batch"
+        time.sleep(0.05)  # most likely inside the next transaction
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        child.stdout.close()
+        assert child.returncode == -signal.SIGKILL
+    else:
+        done = subprocess.run(
+            [sys.executable, str(script), str(path), mode, tests_dir],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode in (-signal.SIGKILL, 9), done.stderr
+        assert "not killed" not in done.stdout
+    # The manifest names a complete file (old or new): the next process opens it and catches up.
+    again = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    warm(again)
+    assert again.ann.builds == 0
+    entry = again.ann._tenants["big"]
+    _, top = ann_index._log_bounds(again.db.reader())
+    assert entry.seq == top or entry.delta_seq == top
+    assert recall(again, exact, queries(15, 60, filtered=False)) >= 0.99
+    assert recall(again, exact, queries(16, 60, filtered=True)) >= 0.99
