@@ -78,9 +78,11 @@ def built(path: Path, count: int = 2000) -> tuple[SqliteStore, SqliteStore]:
 
 
 def warm(store: SqliteStore) -> None:
-    """Search until the index is opened or built (a process's first search never builds)."""
+    """Search until the index is opened or asked for, then do the asked-for work as the job would."""
     for _ in range(ann_index.BUILD_ON_SEARCH):
         store.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="big"), k=1, now=NOW)
+    for tenant in store.index_work():
+        store.maintain_index(tenant)
     assert "big" in store.ann._tenants
 
 
@@ -146,6 +148,8 @@ def test_large_delta_is_caught_up_and_saved(tmp_path: Path) -> None:
     ann.ann.delta_min = 200
     fill(exact, "big", 300, seed=5)
     ann.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="big"), k=1, now=NOW)
+    assert ann.ann.catchups == 0 and ann.index_work() == ["big"]  # a search asks; it never catches up itself
+    assert ann.maintain_index("big") == "caught up"
     new = json.loads(ann.ann.manifest_path("big").read_text())
     assert ann.ann.catchups == 1 and new["seq"] > old["seq"] and new["count"] == 2000 + 300
     assert not (path.parent / (path.name + ".ann") / old["file"]).exists()
@@ -210,6 +214,8 @@ CHILD = textwrap.dedent(
         Index.save = dying_save
     os.replace = dying_replace
     store.vector_search(np.ones(DIMS, dtype=np.float32), SearchFilters(tenant="big"), k=1, now=NOW)
+    for tenant in store.index_work():  # what the ann-index job does
+        store.maintain_index(tenant)
     print("not killed", flush=True)
     """
 )
@@ -255,3 +261,23 @@ def test_killed_writer_leaves_an_index_that_is_caught_up(tmp_path: Path, mode: s
     assert entry.seq == top or entry.delta_seq == top
     assert recall(again, exact, queries(15, 60, filtered=False)) >= 0.99
     assert recall(again, exact, queries(16, 60, filtered=True)) >= 0.99
+
+
+def test_a_search_never_builds_the_index_itself_it_queues_a_job(tmp_path: Path) -> None:
+    import funes
+    from funes.embed import HashEmbedder
+
+    with funes.open(str(tmp_path / "j.db"), embedder=HashEmbedder(32), worker="off", ann_min=500) as mem:
+        mem.remember_many([f"note {i} about topic {i % 37}" for i in range(700)])
+        for _ in range(ann_index.BUILD_ON_SEARCH + 1):
+            assert mem.search("topic 5", min_relevance=0)
+        assert mem.store.ann.builds == 0  # type: ignore[attr-defined]
+        (job,) = mem.jobs.list(kind="ann-index")
+        assert job.status == "queued" and job.payload == {"tenant": "default"}
+        assert mem.run_jobs()["done"] == 1
+        assert mem.jobs.get(job.id).result == {"index": "built"}
+        assert mem.store.ann.builds == 1  # type: ignore[attr-defined]
+        before = mem.store.ann.fallbacks  # type: ignore[attr-defined]
+        assert mem.search("topic 5", min_relevance=0)[0].memory.content.endswith("topic 5")
+        assert mem.store.ann.fallbacks == before  # type: ignore[attr-defined]  # answered by the index
+        assert mem.jobs.list(kind="ann-index", status="queued") == []

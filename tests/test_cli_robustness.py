@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from funes.interfaces.cli import main
 from funes.interfaces.docgen import walk
 
-# Long-running servers, the bundled model's demo and the interactive confirmation are left out.
-SKIP = {"funes mcp", "funes demo"}
+# Long-running processes (the MCP server, the folder watcher) and the bundled model's demo are left out;
+# each has its own tests that start and stop it.
+SKIP = {"funes mcp", "funes watch", "funes demo"}
 NASTY = ["nan", "inf", "-inf", "0", "-1", "1e309", "99999999999999999999", "", " ", "abc", "-", "ü", "0.5", "mem_x"]
 
 

@@ -172,6 +172,19 @@ class Core:
         if self.store.expedite_jobs("vectors", utcnow()) and self.on_job_queued is not None:
             self.on_job_queued()
 
+    def _queue_index_work(self) -> None:
+        """Queue the vector-index builds and catch-ups searches asked for (never done inside a search)."""
+        for tenant in self.store.index_work():
+            try:
+                self.enqueue_job("ann-index", {"tenant": tenant}, tenant=tenant, dedupe_key=f"ann-index:{tenant}")
+            except FunesError as exc:  # a read-only or busy store: the next search asks again
+                log.info("vector index work for %s not queued: %s", tenant, exc)
+
+    def index_job(self, job: Job) -> Callable[[], dict[str, str]]:
+        """Handler of ``ann-index`` jobs: build or catch up the tenant's index files (idempotent)."""
+        done = self.store.maintain_index(str(job.payload["tenant"]))
+        return lambda: {"index": done}
+
     def defer_vectors(self, memory_ids: Sequence[str], tenant: str) -> str:
         """Queue the embedding of records stored without vectors; call it in the transaction that stored them.
 
@@ -790,6 +803,7 @@ class Core:
         try:
             vector = self.embedding.embed_query(query)
             nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+            self._queue_index_work()
         except EmbedderUnavailable as exc:
             # Keywords still find things: answer with them and say so, rather than fail.
             log.warning("embedder unavailable, searching by keyword only: %s", exc)

@@ -93,6 +93,7 @@ class Jobs:
         self._last_housekeeping = 0.0
         core.on_job_queued = self._job_queued
         self.register("vectors", core.vectors_job)
+        self.register("ann-index", core.index_job)
         if worker == "on":
             self.start()
 

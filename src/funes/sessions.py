@@ -140,6 +140,8 @@ class Conversations:
         self, *, project: str | None = None, tenant: str | None = None, user: str | None = None, limit: int = 50
     ) -> list[Session]:
         """Sessions by most recent activity."""
+        if not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInput(f"Limit {limit!r} is out of range.", hint="Use a limit from 1 to 10000.")
         rows = self.store.list_sessions(
             self.core.tenant_of(tenant), user_id=self.core.user_of(user), project_id=project, limit=limit
         )
@@ -320,8 +322,8 @@ class Conversations:
         user: str | None = None,
     ) -> list[Message]:
         """The session's messages, oldest first; with ``limit``, the newest ``limit`` of them."""
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
-            raise InvalidInput(f"Limit {limit!r} is out of range.", hint="Use a positive number of messages.")
+        if limit is not None and (not isinstance(limit, int) or not 1 <= limit <= 1_000_000):
+            raise InvalidInput(f"Limit {limit!r} is out of range.", hint="Use a number of messages from 1 to 1000000.")
         sess = self.resolve(session, tenant, user)
         return self.store.messages(sess.tenant, sess.id, limit=limit)
 

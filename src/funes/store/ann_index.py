@@ -22,6 +22,11 @@ The index is never trusted for content, only for *which* vectors to look at:
   dimensions, or at a position older than the change log's floor (trimmed,
   or a reindex with another model) makes the index rebuilt, never used.
 
+Building and catching up cost seconds (a build is ~20 s at 100k), so a
+search never does either: it answers exactly and asks for the work
+(:meth:`AnnIndexes.take_wanted`); the service queues it as an ``ann-index``
+job on the durable runner, whose worker calls :meth:`AnnIndexes.maintain`.
+
 Crash safety: a new index file is written under a fresh name, fsynced and
 renamed; only then is the manifest replaced (write, fsync, rename), so a
 writer killed at any point leaves the old manifest and its complete file,
@@ -55,7 +60,7 @@ EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
 MAX_POOL = 1024  # candidates beyond this: the filter is selective, the exact path is cheaper (measured at 100k)
 DELTA_MIN = 2000  # changed vectors tolerated before the index file is caught up
-BUILD_ON_SEARCH = 2  # like the vector cache: a one-shot process never builds
+BUILD_ON_SEARCH = 2  # like the vector cache: a one-shot process never asks for a build
 
 
 def _usearch() -> Any:
@@ -99,6 +104,7 @@ class AnnIndexes:
         self._tenants: dict[str, _Tenant] = {}
         self._searches: dict[str, int] = {}
         self._checked: dict[str, float] = {}
+        self._wanted: set[str] = set()  # tenants whose index needs a build or a catch-up (a job does it)
         self._lock = threading.Lock()
         self.delta_min = DELTA_MIN
         self.builds = 0  # counters, for tests and the bench
@@ -116,6 +122,13 @@ class AnnIndexes:
             self._tenants.clear()
             self._searches.clear()
             self._checked.clear()
+            self._wanted.clear()
+
+    def take_wanted(self) -> list[str]:
+        """Tenants whose index searches asked to build or catch up since the last call (each once)."""
+        with self._lock:
+            wanted, self._wanted = sorted(self._wanted), set()
+        return wanted
 
     # -- paths -----------------------------------------------------------------
     def _stem(self, tenant: str) -> str:
@@ -146,14 +159,15 @@ class AnnIndexes:
         if entry is None or entry.dims != len(query):
             return None
         with entry.lock:
-            self._refresh(conn, filters.tenant, entry)
+            if not self._refresh(conn, filters.tenant, entry):
+                return None
             result = _ranked(conn, entry, query / norm, filters, k, now)
         if result is None:
             self.fallbacks += 1
         return result
 
     def _entry(self, conn: Any, tenant: str, dims: int) -> _Tenant | None:
-        """The opened index of a tenant; opened from disk, or built when the tenant is large."""
+        """The opened index of a tenant from disk; None (and a build asked for) when there is none yet."""
         with self._lock:
             entry = self._tenants.get(tenant)
             if entry is not None:
@@ -163,14 +177,15 @@ class AnnIndexes:
         entry = self._open(conn, tenant)
         if entry is None:
             clock = time.monotonic()
-            # Building costs seconds: only a process that searches again pays,
-            # and a small tenant's size is looked at once a minute at most.
+            # Only a process that searches again asks for a build, and a small
+            # tenant's size is looked at once a minute at most.
             if searches < BUILD_ON_SEARCH or clock - self._checked.get(tenant, -1e9) < 60.0:
                 return None
             self._checked[tenant] = clock
-            if _tenant_vectors(conn, tenant) < self.min_vectors:
-                return None
-            entry = self.build(conn, tenant)
+            if _tenant_vectors(conn, tenant) >= self.min_vectors:
+                with self._lock:
+                    self._wanted.add(tenant)
+            return None
         with self._lock:
             return self._tenants.setdefault(tenant, entry)
 
@@ -192,17 +207,21 @@ class AnnIndexes:
             return None
         return _Tenant(index, int(manifest["seq"]), int(manifest["dims"]), view=True)
 
-    def _refresh(self, conn: Any, tenant: str, entry: _Tenant) -> None:
-        """Read the vectors changed since the index; catch the file up when they are many."""
+    def _refresh(self, conn: Any, tenant: str, entry: _Tenant) -> bool:
+        """Read the vectors changed since the index (False: the index is too old to use; a rebuild is asked for).
+
+        When the changes are many, a catch-up is asked for; until it runs
+        they are ranked exactly beside the index's candidates.
+        """
         floor, top = _log_bounds(conn)
         if entry.delta_seq == top and floor <= entry.seq:
-            return
+            return True
         start = max(entry.seq, entry.delta_seq)
         if entry.seq < floor:
-            fresh = self.build(conn, tenant)
-            entry.index, entry.seq, entry.dims, entry.view = fresh.index, fresh.seq, fresh.dims, False
-            entry.delta, entry.vectors, entry.delta_seq = [], {}, fresh.seq
-            return
+            with self._lock:
+                self._tenants.pop(tenant, None)
+                self._wanted.add(tenant)
+            return False
         new = changed_ids(conn, tenant, start, top)
         with _snapshot(conn):
             current = dict(_current_vectors(conn, tenant, new))
@@ -213,7 +232,41 @@ class AnnIndexes:
         entry.delta = list(dict.fromkeys([*entry.delta, *new]))
         entry.delta_seq = top
         if len(entry.delta) > max(self.delta_min, len(entry.index) // 100):
+            with self._lock:
+                self._wanted.add(tenant)
+        return True
+
+    def maintain(self, conn: Any, tenant: str) -> str:
+        """Bring a tenant's saved index up to date: build it, catch it up, or nothing (returns which).
+
+        The background half of :meth:`search` (run by the ``ann-index`` job):
+        safe to run in any process, at any time, any number of times.
+        """
+        if self.dir is None or _tenant_vectors(conn, tenant) < self.min_vectors:
+            return "none"
+        with self._lock:
+            entry = self._tenants.get(tenant)
+        if entry is None:
+            entry = self._open(conn, tenant)
+        if entry is None:
+            fresh = self.build(conn, tenant)
+            with self._lock:
+                self._tenants[tenant] = fresh
+            return "built"
+        with entry.lock:
+            if not self._refresh(conn, tenant, entry):
+                fresh = self.build(conn, tenant)
+                with self._lock:
+                    self._tenants[tenant] = fresh
+                    self._wanted.discard(tenant)
+                return "built"
+            with self._lock:
+                self._wanted.discard(tenant)
+                self._tenants.setdefault(tenant, entry)
+            if not entry.delta:
+                return "current"
             self.catch_up(conn, tenant, entry)
+        return "caught up"
 
     # -- maintenance -------------------------------------------------------------
     def build(self, conn: Any, tenant: str) -> _Tenant:
@@ -231,7 +284,9 @@ class AnnIndexes:
             index = _new_index(max(dims, 1))
             if ids:
                 matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dims)
-                index.add(np.asarray(ids, dtype=np.uint64), matrix, threads=os.cpu_count() or 1)
+                # One thread: the build runs as a background job beside searches, and a one-threaded
+                # build is deterministic (the same graph, so the same recall, every time).
+                index.add(np.asarray(ids, dtype=np.uint64), matrix, threads=1)
             self._save(tenant, index, top, dims)
         self.builds += 1
         return _Tenant(index, top, dims, view=False, delta_seq=top)
@@ -251,7 +306,9 @@ class AnnIndexes:
                 index.remove(np.asarray(stale, dtype=np.uint64))
             if present:
                 keys = np.asarray(list(present), dtype=np.uint64)
-                index.add(keys, np.frombuffer(b"".join(present.values()), dtype=np.float32).reshape(len(keys), -1))
+                index.add(
+                    keys, np.frombuffer(b"".join(present.values()), dtype=np.float32).reshape(len(keys), -1), threads=1
+                )
             self._save(tenant, index, top, entry.dims)
             entry.seq = entry.delta_seq = top
             entry.delta, entry.vectors = [], {}

@@ -186,6 +186,14 @@ class Store(Protocol):
         """Rows in the keyword index and how many contain each term (the IDF inputs of BM25)."""
         ...
 
+    def index_work(self) -> list[str]:
+        """Tenants whose vector index wants a build or a catch-up (a store without one returns [])."""
+        ...
+
+    def maintain_index(self, tenant: str) -> str:
+        """Build or catch up a tenant's vector index (slow; the ``ann-index`` job runs it)."""
+        ...
+
     def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
         """Stored vectors of the given records."""
         ...

@@ -609,6 +609,14 @@ class SqliteStore(
 
         return bool(self._planning_stat(f"\0tenant\0{tenant}", share))
 
+    def index_work(self) -> list[str]:
+        """Tenants whose approximate vector index searches asked to build or catch up (each reported once)."""
+        return self.ann.take_wanted()
+
+    def maintain_index(self, tenant: str) -> str:
+        """Build or catch up a tenant's approximate vector index (slow: run it as a job); returns what it did."""
+        return self.ann.maintain(self.db.reader(), tenant)
+
     def vector_search(
         self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None
     ) -> list[tuple[str, float]]:
