@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -58,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quality_data import parse_date, parse_evidence  # same directory: run as bench/locomo_bench.py
+from quality_data import ingest_locomo, parse_evidence  # same directory: run as bench/locomo_bench.py
 from scifact_bench import capturing, noise_checks, rerank, variants
 
 DATA = Path("/work/shared/bench/locomo/locomo10.json")
@@ -78,35 +77,6 @@ class Ranked:
     keyword_only: list[str]
     captured: Any = None  # the inputs production handed to rank(), for --compare
     record_to_dia: dict[str, str] | None = None
-
-
-def ingest(mem: Any, sample: dict[str, Any]) -> tuple[dict[str, str], int]:
-    """Write one conversation as sessions and messages; returns record id → dia id and the turn count."""
-    tenant = sample["sample_id"]
-    conv = sample["conversation"]
-    speaker_a = conv["speaker_a"]
-    record_to_dia: dict[str, str] = {}
-    turns = 0
-    numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
-
-    def text_of(turn: dict[str, Any]) -> str:
-        text = f"{turn['speaker']}: {turn['text']}"
-        if turn.get("blip_caption"):
-            text += f" [shares a photo: {turn['blip_caption']}]"
-        return text
-
-    # Warm the embedding cache in batches of 32 (add_message embeds one message at a time).
-    mem.embed_records([text_of(t) for n in numbers for t in conv[f"session_{n}"]])
-    for n in numbers:
-        session = mem.session(f"{tenant}-s{n}", tenant=tenant, title=f"session {n}")
-        at = parse_date(conv.get(f"session_{n}_date_time", ""))
-        for turn in conv[f"session_{n}"]:
-            role = "user" if turn["speaker"] == speaker_a else "assistant"
-            message = session.add_message(role, text_of(turn), at=at)
-            for record_id in message.record_ids:
-                record_to_dia[record_id] = turn["dia_id"]
-            turns += 1
-    return record_to_dia, turns
 
 
 def rank_questions(
@@ -324,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         for sample in samples:
             start = time.perf_counter()
-            record_to_dia, turns = ingest(mem, sample)
+            conversation = ingest_locomo(mem, sample)
+            record_to_dia, turns = conversation.record_to_dia, len(conversation.dia_text)
             timing["ingest_s"] += time.perf_counter() - start
             timing["turns"] += turns
             start = time.perf_counter()

@@ -358,7 +358,7 @@ class Bench:
             tenant = tenants[int(corpus.rng.integers(0, len(tenants)))]
             text, qvec = corpus.query(kind)
             filters = SearchFilters(tenant=tenant)
-            svc.embed_query = lambda _q, v=qvec: v  # the store path only: no model
+            svc.embedding.embed_query = lambda _q, v=qvec: v  # the store path only: no model
             t0 = time.perf_counter()
             svc.core._search(text, filters, now, 10, None, None)
             t1 = time.perf_counter()
@@ -392,7 +392,7 @@ class Bench:
             stats["vec_sqlite"].append(t6 - t5)
             if kind == "common":
                 kw_hits_common.append(len(kw))
-        del svc.embed_query
+        del svc.embedding.embed_query
         scoped = f"1 of {len(tenants)} tenants" if len(tenants) > 1 else "one tenant holds all"
 
         def lat(values: list[float]) -> str:

@@ -216,12 +216,6 @@ class Core:
 
         return apply
 
-    def __enter__(self) -> Core:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- defaults ----------------------------------------------------------------
     def tenant_of(self, tenant: str | None) -> str:
         """The caller's tenant, or the configured one; an empty or blank one is invalid input (issue 9)."""
