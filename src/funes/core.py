@@ -88,6 +88,7 @@ class Core:
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
         self._access_lock = threading.Lock()
+        self._access_warned = False
         self._closed = False
         self._worker: ThreadPoolExecutor | None = None
         self._worker_lock = threading.Lock()
@@ -134,7 +135,10 @@ class Core:
                     for at, group in _by_time(batch):
                         self.store.record_access(group, at)
             except FunesError as exc:
-                log.warning("access log held back (%d rows): %s", len(batch), exc)
+                # Once per process: a read-only store would otherwise warn on every search.
+                level = logging.DEBUG if self._access_warned else logging.WARNING
+                self._access_warned = True
+                log.log(level, "access log held back (%d rows): %s", len(batch), exc)
                 self._unwritten_access = batch[-10_000:]
 
     def sync_access(self) -> None:
