@@ -117,7 +117,8 @@ async function loadHistory(m, list) {
   const err = h("p", { class: "error", role: "alert" });
   try {
     const data = await api("GET", teamPath(`memories/${encodeURIComponent(m.id)}/history`));
-    const versions = (data.versions || []).filter((v) => v.version !== (data.current || m).version);
+    const currentVersion = (data.current || m).version;
+    const versions = (data.versions || []).filter((v) => !v.current && v.version !== currentVersion);
     if (!versions.length) {
       replace(list, h("p", { class: "muted" }, "No earlier versions. Editing the content keeps the old text here."));
       return;

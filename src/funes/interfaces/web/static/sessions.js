@@ -12,7 +12,10 @@ export function usageParts(u) {
   for (const c of [pick(u), pick(u.context), pick(u.last), pick(u.usage)]) {
     if (!c) continue;
     const window = c.window ?? c.context_window;
-    const sections = c.sections || c.per_section || null;
+    const raw = c.sections || c.per_section || null;
+    const sections = raw
+      ? Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, Number(v && typeof v === "object" ? v.tokens ?? v.used ?? 0 : v) || 0]))
+      : null;
     let used = c.used ?? c.context_used;
     if (used === undefined && sections) used = Object.values(sections).reduce((a, b) => a + Number(b || 0), 0);
     if (window) return { window: Number(window), used: Number(used || 0), sections: sections || null };

@@ -1,0 +1,344 @@
+"""The web UI in a real headless Chromium, against a live `funes serve` on 127.0.0.1 with a temp database.
+
+The browser is Debian's /usr/bin/chromium driven by Playwright (browser
+downloads are impossible here; `.ci/run` installs chromium when it is
+missing). Screenshots of the main screens land in the test's tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-sync",
+]
+TIMEOUT_MS = 90_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _cli(home: Path, *args: str) -> str:
+    env = {**os.environ, "FUNES_HOME": str(home)}
+    code = "from funes.interfaces.cli import main; main()"
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+class Server:
+    """A live `funes serve` subprocess and a tiny JSON client for setting up data."""
+
+    def __init__(self, home: Path, db: Path, key: str | None) -> None:
+        self.home = home
+        self.db = db
+        self.key = key
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = (home / "serve.log").open("wb")
+        code = "from funes.interfaces.cli import main; main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, "serve", "--db", str(db), "--host", "127.0.0.1", "--port", str(self.port)],
+            env={**os.environ, "FUNES_HOME": str(home)},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if self.call("GET", "/v1/health")["status"] == "ok":
+                    break
+            except (OSError, urllib.error.URLError):
+                pass
+            assert self.proc.poll() is None, self.output()
+            assert time.monotonic() < deadline, f"funes serve did not start:\n{self.output()}"
+            time.sleep(0.2)
+
+    def output(self) -> str:
+        """What the server printed so far."""
+        self.log.flush()
+        return (self.home / "serve.log").read_text(errors="replace")
+
+    def call(self, method: str, path: str, body: Any = None, *, expect: int | None = None) -> Any:
+        """One JSON request with the key; returns the parsed answer (None when empty)."""
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        if expect is not None:
+            assert status == expect, f"{method} {path}: {status} {raw[:500]!r}"
+        elif status >= 400:
+            raise AssertionError(f"{method} {path}: {status} {raw[:500]!r}")
+        return json.loads(raw) if raw else None
+
+    def stop(self) -> None:
+        """Terminate the server and close its log."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        self.log.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path, funes_home: Path) -> Iterator[Server]:
+    """`funes serve` with a fresh database and one admin key for team `acme`."""
+    db = tmp_path / "ui.db"
+    out = _cli(
+        funes_home, "keys", "create", "--db", str(db), "--team", "acme", "--role", "admin", "--name", "ui", "--json"
+    )
+    key = json.loads(out)["key"]
+    srv = Server(funes_home, db, key)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Any]:
+    """A Chromium page at 1280x800 that fails the test on any uncaught script error."""
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "install chromium: apt-get install -y chromium"
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        context.set_default_timeout(TIMEOUT_MS)
+        pg = context.new_page()
+        pg.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            yield pg
+        finally:
+            browser.close()
+    assert not errors, errors
+
+
+def _sign_in(page: Any, server: Server) -> None:
+    page.goto(f"{server.base}/ui/")
+    page.locator("#login-key").fill(server.key or "")
+    page.locator("#login-key").press("Enter")
+    page.locator("#team-name").wait_for()
+    assert page.locator("#team-name").inner_text() == "acme"
+
+
+def _make_pdf(path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    pdf.add_page()
+    pdf.multi_cell(
+        0, 8, "Quarterly operations review.\n\nThe cafeteria menu rotates weekly and staff parking is on level two."
+    )
+    pdf.add_page()
+    pdf.multi_cell(
+        0,
+        8,
+        "Cooling systems.\n\nThe Zorblat reactor in hall seven runs at exactly 451 kelvin during the night shift.",
+    )
+    pdf.output(str(path))
+
+
+def _no_horizontal_overflow(page: Any) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    inner = page.evaluate("window.innerWidth")
+    assert width <= inner, f"page is {width}px wide in a {inner}px viewport"
+
+
+def test_the_main_scenario_upload_search_edit_restore_pin_delete_clear(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    team = "/v1/teams/acme"
+    note = server.call(
+        "POST",
+        f"{team}/memories",
+        {
+            "content": "Deploys happen every Tuesday morning.",
+            "title": "Deploy cadence",
+            "topic": "ops",
+            "scope": "team",
+        },
+        expect=201,
+    )
+    other = server.call(
+        "POST",
+        f"{team}/memories",
+        {"content": "The old wiki lives at wiki.example.", "title": "Old wiki", "topic": "ops", "scope": "team"},
+        expect=201,
+    )
+    for content in ("Hello, can you remember my seat is 14B?", "Sure, seat 14B noted."):
+        role = "user" if content.startswith("Hello") else "assistant"
+        server.call("POST", f"{team}/sessions/s-ui-1/messages", {"role": role, "content": content}, expect=201)
+
+    _sign_in(page, server)
+
+    # 1. Upload a generated PDF through the picker.
+    pdf = tmp_path / "facts.pdf"
+    _make_pdf(pdf)
+    page.get_by_role("link", name="Documents").click()
+    expect(page.locator("#docs-list")).to_contain_text("No documents yet")
+    page.locator("#doc-file").set_input_files(str(pdf))
+    # 2. It shows as indexed.
+    row = page.locator("#docs-list tr", has_text="facts.pdf")
+    expect(row.locator(".doc-status")).to_contain_text("indexed", timeout=TIMEOUT_MS)
+    page.screenshot(path=str(tmp_path / "documents.png"), full_page=True)
+
+    # 3. Search for a fact in it and open the hit.
+    page.get_by_role("link", name="Search").click()
+    page.locator("#search-q").press_sequentially("Zorblat reactor temperature", delay=20)
+    hit = page.locator("#search-results .hit", has_text="451 kelvin").first
+    expect(hit).to_be_visible()
+    expect(hit.locator(".attribution")).to_contain_text("p.2")
+    expect(hit.locator(".why")).to_contain_text("Why:")
+    page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
+    hit.click()
+    # 4. The page attribution is in the detail panel.
+    expect(page.locator("#detail-attribution")).to_contain_text("facts.pdf p.2")
+
+    # 5. Edit a memory and see the version history grow.
+    page.get_by_role("link", name="Knowledge map").click()
+    page.locator("#tab-team").click()
+    page.locator(f'.node[data-id="{note["id"]}"]').click()
+    expect(page.locator("#detail-title")).to_have_text("Deploy cadence")
+    page.locator("#history > summary").click()
+    expect(page.locator("#history-list")).to_contain_text("No earlier versions")
+    page.locator("#edit-memory").click()
+    page.locator("#edit-content").fill("Deploys happen every Thursday afternoon.")
+    page.locator("#save-memory").click()
+    expect(page.locator("#detail-content")).to_have_text("Deploys happen every Thursday afternoon.")
+    page.locator("#history > summary").click()
+    expect(page.locator("#history-list .version")).to_have_count(1)
+    expect(page.locator("#history-list .version").first).to_contain_text("Deploys happen every Tuesday morning.")
+    page.screenshot(path=str(tmp_path / "map.png"))
+
+    # 6. Restore the old version.
+    page.get_by_role("button", name="Restore version 1").click()
+    expect(page.locator("#detail-content")).to_have_text("Deploys happen every Tuesday morning.")
+    expect(page.locator("#history-list .version")).to_have_count(2)
+    restored = server.call("GET", f"{team}/memories/{note['id']}")
+    assert restored["content"] == "Deploys happen every Tuesday morning."
+    assert restored["version"] == 3
+
+    # 7. Pin it, then delete another memory.
+    page.locator("#pin-memory").click()
+    expect(page.locator("#pin-memory")).to_have_text("Unpin")
+    expect(page.locator(f'.node[data-id="{note["id"]}"] .badge.pin')).to_be_visible()
+    assert server.call("GET", f"{team}/memories/{note['id']}")["pinned"] is True
+    page.locator(f'.node[data-id="{other["id"]}"]').click()
+    expect(page.locator("#detail-title")).to_have_text("Old wiki")
+    page.locator("#delete-memory").click()
+    expect(page.locator("#confirm-dialog")).to_be_visible()
+    page.locator("#confirm-ok").click()
+    expect(page.locator(f'.node[data-id="{other["id"]}"]')).to_have_count(0)
+    server.call("GET", f"{team}/memories/{other['id']}", expect=404)
+
+    # 8. Clear session memory behind a typed confirmation.
+    page.get_by_role("link", name="Memory control").click()
+    expect(page.locator("#stats .stat").first).to_be_visible()
+    page.screenshot(path=str(tmp_path / "control.png"), full_page=True)
+    page.locator("#clear-session-id").fill("s-ui-1")
+    page.get_by_role("button", name="Clear session memory").click()
+    expect(page.locator("#confirm-ok")).to_be_disabled()
+    page.locator("#confirm-input").fill("s-ui-1")
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#clear-session-result")).to_contain_text("Removed")
+    left = server.call("GET", f"{team}/sessions")["items"]
+    assert all(s["id"] != "s-ui-1" for s in left)
+    assert server.call("GET", f"{team}/memories/{note['id']}")["pinned"] is True
+
+
+def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, page: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    team = "/v1/teams/acme"
+    for content, topic in (
+        ("Revenue grew 12% in Q3.", "finance"),
+        ("The budget freeze ends in March.", "finance"),
+        ("On-call rotates weekly.", "ops"),
+        ("Lunch is at noon.", None),
+    ):
+        body = {"content": content, "scope": "team", **({"topic": topic} if topic else {})}
+        server.call("POST", f"{team}/memories", body, expect=201)
+    for entity_type, entity_id, content in (
+        ("DATA_TABLE", "sales", "Table sales: region, month, amount."),
+        ("CODE_CELL", "cell-1", "Python cell summing amount per region."),
+        ("CODE_CELL", "cell-2", "Python cell plotting monthly totals."),
+    ):
+        body = {"content": content, "file_id": "report.grid", "entity_type": entity_type, "entity_id": entity_id}
+        server.call("POST", f"{team}/memories", body, expect=201)
+
+    _sign_in(page, server)
+    page.locator("#tab-team").click()
+    finance = page.locator('.group[data-group="topic:finance"]')
+    expect(finance.locator(".node")).to_have_count(2)
+    expect(finance.locator("h3")).to_contain_text("finance")
+    expect(page.locator('.group[data-group="topic:ops"] .node')).to_have_count(1)
+    expect(page.locator('.group[data-group="topic:"]')).to_contain_text("No topic")
+    expect(finance.locator(".badge.scope").first).to_have_text("team")
+    page.screenshot(path=str(tmp_path / "team-view.png"))
+
+    # Keyboard: Tab reaches a node, Enter opens its detail, Escape closes it.
+    node = finance.locator(".node").first
+    node.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#detail")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#detail")).to_be_hidden()
+
+    page.locator("#tab-file").click()
+    page.locator("#map-file").fill("report.grid")
+    page.locator("#map-file").press("Enter")
+    expect(page.locator('.group[data-group="CODE_CELL"] .node')).to_have_count(2)
+    expect(page.locator('.group[data-group="DATA_TABLE"] .node')).to_have_count(1)
+    expect(page.locator('.group[data-group="CODE_CELL"] h3')).to_contain_text("Code cells")
+    expect(page.locator('.group[data-group="DATA_TABLE"] .badge.scope').first).to_have_text("file")
+    page.screenshot(path=str(tmp_path / "file-view.png"))
+
+    # A narrow screen: nothing overflows horizontally on any view.
+    page.set_viewport_size({"width": 390, "height": 844})
+    for view in ("map", "search", "documents", "sessions", "control"):
+        page.goto(f"{server.base}/ui/#/{view}")
+        page.locator("#nav").wait_for()
+        page.wait_for_load_state("networkidle")
+        _no_horizontal_overflow(page)
+        page.screenshot(path=str(tmp_path / f"narrow-{view}.png"), full_page=True)
