@@ -159,21 +159,27 @@ def _sign_in(page: Any, server: Server) -> None:
     assert page.locator("#team-name").inner_text() == "acme"
 
 
+FILLER = (
+    "The {n}th paragraph of the {part} notes covers routine matters: rota {n}, supplies, visitor badges and the "
+    "printer on floor {n} that needs toner again. Nothing here changes the plan agreed last month."
+)
+
+
 def _make_pdf(path: Path) -> None:
+    """Two full pages, so the fact on page 2 lands in chunks of that page alone."""
     from fpdf import FPDF
 
     pdf = FPDF()
-    pdf.set_font("Helvetica", size=12)
+    pdf.set_font("Helvetica", size=11)
     pdf.add_page()
     pdf.multi_cell(
-        0, 8, "Quarterly operations review.\n\nThe cafeteria menu rotates weekly and staff parking is on level two."
+        0, 6, "Quarterly operations review\n\n" + "\n".join(FILLER.format(n=n, part="office") for n in range(1, 13))
     )
     pdf.add_page()
-    pdf.multi_cell(
-        0,
-        8,
-        "Cooling systems.\n\nThe Zorblat reactor in hall seven runs at exactly 451 kelvin during the night shift.",
-    )
+    before = "\n".join(FILLER.format(n=n, part="plant") for n in range(1, 7))
+    after = "\n".join(FILLER.format(n=n, part="plant") for n in range(7, 13))
+    fact = "The Zorblat reactor in hall seven runs at exactly 451 kelvin during the night shift."
+    pdf.multi_cell(0, 6, f"Cooling systems\n\n{before}\n{fact}\n{after}")
     pdf.output(str(path))
 
 

@@ -24,7 +24,19 @@ export function why(ex) {
   return parts.length ? parts.join(" · ") : "ranked by combined score";
 }
 
-function hit(hitData) {
+/** The part of a text around the first query word it contains (the start when none). */
+export function snippet(text, query, size = 280) {
+  const t = (text || "").replace(/\s+/g, " ").trim();
+  if (t.length <= size) return t;
+  const lower = t.toLowerCase();
+  const words = query.toLowerCase().split(/\W+/).filter((w) => w.length >= 3);
+  const at = Math.min(...words.map((w) => lower.indexOf(w)).filter((i) => i >= 0), Infinity);
+  if (!Number.isFinite(at)) return `${t.slice(0, size)}…`;
+  const start = Math.max(0, at - Math.floor(size / 3));
+  return `${start ? "…" : ""}${t.slice(start, start + size)}${start + size < t.length ? "…" : ""}`;
+}
+
+function hit(hitData, query) {
   const m = hitData.memory;
   const rel = Number(hitData.relevance || 0);
   return h(
@@ -34,7 +46,7 @@ function hit(hitData) {
       "button",
       { class: "hit", dataset: { id: m.id }, onclick: () => openDetail(m.id) },
       h("span", { class: "row spread" }, h("span", { class: "node-title" }, titleOf(m)), h("span", { class: "badges" }, scopeBadge(m.scope), typeBadge(m))),
-      h("span", { class: "hit-snippet" }, (m.content || "").slice(0, 240)),
+      h("span", { class: "hit-snippet" }, snippet(m.content, query)),
       h(
         "span",
         { class: "hit-meta" },
@@ -81,7 +93,7 @@ export function renderSearch(root) {
         results,
         data.degraded ? h("p", { class: "notice" }, "Keyword-only results: the embedding model is unavailable right now.") : null,
         hits.length
-          ? h("ol", { class: "hits" }, hits.map(hit))
+          ? h("ol", { class: "hits" }, hits.map((x) => hit(x, state.q)))
           : empty(`Nothing found for “${state.q}”.`, "Try other words, clear the filters, or upload the document that holds the answer."),
       );
     } catch (e) {

@@ -9,14 +9,14 @@ const SECTION_COLORS = ["#3566d6", "#2f9e6e", "#c7821b", "#9a4fc4", "#cf4a4a", "
 export function usageParts(u) {
   if (!u) return null;
   const pick = (o) => (o && typeof o === "object" ? o : null);
-  for (const c of [pick(u), pick(u.context), pick(u.last), pick(u.usage)]) {
+  for (const c of [pick(u), pick(u.context), pick(u.report), pick(u.last), pick(u.usage)]) {
     if (!c) continue;
     const window = c.window ?? c.context_window;
     const raw = c.sections || c.per_section || null;
     const sections = raw
       ? Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, Number(v && typeof v === "object" ? v.tokens ?? v.used ?? 0 : v) || 0]))
       : null;
-    let used = c.used ?? c.context_used;
+    let used = c.used ?? c.context_used ?? c.total_tokens;
     if (used === undefined && sections) used = Object.values(sections).reduce((a, b) => a + Number(b || 0), 0);
     if (window) return { window: Number(window), used: Number(used || 0), sections: sections || null };
   }
@@ -85,7 +85,7 @@ export function renderSessions(root, selected) {
               try {
                 const body = query.value.trim() ? { query: query.value.trim() } : {};
                 const data = await api("POST", teamPath(`sessions/${encodeURIComponent(id)}/context`), { body });
-                replace(ctxBox, usageBar(usageParts(data.usage), "Context"));
+                replace(ctxBox, usageBar(usageParts(data.usage || data.report || data), "Context"));
               } catch (e) {
                 showError(ctxErr, e);
               }
