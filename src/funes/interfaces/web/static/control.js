@@ -19,6 +19,7 @@ export function statsView(stats) {
   const cards = [];
   const tables = [];
   for (const [k, v] of Object.entries(stats || {})) {
+    if (k.startsWith("embedder")) continue; // model identity, not a count
     if (typeof v === "number") cards.push(h("div", { class: "stat", dataset: { key: k } }, h("span", { class: "stat-value" }, fmt(k, v)), h("span", { class: "stat-label" }, label(k))));
     else if (v && typeof v === "object" && !Array.isArray(v)) {
       const rows = Object.entries(v).filter(([, n]) => typeof n === "number");

@@ -142,21 +142,28 @@ export function renderMap(root) {
     replace(body, h("p", { class: "muted" }, "Loading…"));
     try {
       if (state.mode === "team") {
-        const items = await listAll({ scope: "team" });
+        const all = await listAll({ scope: "team" });
+        // Document passages and chat messages have their own pages; the map shows knowledge.
+        const items = all.filter((m) => m.kind !== "document_chunk" && m.kind !== "message");
+        const passages = all.length - items.length;
+        const note = passages
+          ? h("p", { class: "muted", id: "map-hidden" }, `${passages} document passages and messages are not shown here; find them with Search or on the Documents page.`)
+          : null;
         if (!items.length) {
-          replace(body, empty("No team memories yet.", "Team-wide knowledge shows up here grouped by topic. Add one with ", h("code", {}, "funes add --scope team"), " or upload a document on the Documents page."));
+          replace(body, empty("No team memories yet.", "Team-wide knowledge shows up here grouped by topic. Add one with ", h("code", {}, "funes add --scope team"), " or ask an agent to remember something for the team."), note);
           return;
         }
         const groups = groupBy(items, (m) => m.topic || "");
         const names = [...groups.keys()].sort((a, b) => (a === "") - (b === "") || a.localeCompare(b));
-        replace(body, names.map((t) => groupSection(t || "No topic", groups.get(t), `topic:${t}`)));
+        replace(body, names.map((t) => groupSection(t || "No topic", groups.get(t), `topic:${t}`)), note);
       } else {
         if (!state.file) await loadFiles();
         if (!state.file) {
           replace(body, empty("No file memories yet.", "Memories of a file or project appear here grouped by entity type. Generate them through the API, or type a file id above."));
           return;
         }
-        const items = await listAll({ file_id: state.file });
+        // The API lists what a file can see (team memories too); the file view shows the file's own.
+        const items = (await listAll({ file_id: state.file })).filter((m) => m.project_id === state.file && m.scope !== "team");
         if (!items.length) {
           replace(body, empty(`No memories for “${state.file}”.`, "Check the file id, or press Regenerate to rebuild them from the file's current state."));
           return;
