@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -348,3 +349,92 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
         page.wait_for_load_state("networkidle")
         _no_horizontal_overflow(page)
         page.screenshot(path=str(tmp_path / f"narrow-{view}.png"), full_page=True)
+
+
+def _drop(page: Any, name: str, data: str, mime: str) -> None:
+    """Drop one file on the upload zone, as a person dragging it from their desktop would."""
+    page.evaluate(
+        """([name, data, mime]) => {
+            const dt = new DataTransfer();
+            dt.items.add(new File([data], name, { type: mime }));
+            const zone = document.getElementById("dropzone");
+            zone.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+        }""",
+        [name, data, mime],
+    )
+
+
+def test_documents_usage_settings_and_regenerate(server: Server, page: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    team = "/v1/teams/acme"
+    for role, content in (("user", "What is our refund window?"), ("assistant", "Refunds are accepted for 30 days.")):
+        server.call("POST", f"{team}/sessions/s-usage/messages", {"role": role, "content": content}, expect=201)
+    entities = [
+        {"entity_type": "DATA_TABLE", "entity_id": "sales", "content": "Table sales: region, month, amount."},
+        {"entity_type": "CODE_CELL", "entity_id": "cell-1", "content": "Python cell summing amount per region."},
+    ]
+    accepted = server.call(
+        "POST", f"{team}/memories/generate", {"file_id": "report.grid", "entities": entities}, expect=202
+    )
+    deadline = time.monotonic() + 120
+    while server.call("GET", f"/v1/jobs/{accepted['job_id']}")["status"] not in ("done", "failed"):
+        assert time.monotonic() < deadline, "the generate job did not finish"
+        time.sleep(0.3)
+
+    _sign_in(page, server)
+
+    # Documents: drop a file, see it indexed, re-index it, and remove it; a broken file fails with its reason.
+    page.get_by_role("link", name="Documents").click()
+    _drop(page, "handbook.md", "# Handbook\n\nExpense reports are due on the fifth working day.\n", "text/markdown")
+    row = page.locator("#docs-list tr", has_text="handbook.md")
+    expect(row.locator(".doc-status")).to_contain_text("indexed", timeout=TIMEOUT_MS)
+    _drop(page, "broken.pdf", "this is not a pdf at all", "application/pdf")
+    broken = page.locator("#docs-list tr", has_text="broken.pdf")
+    expect(broken.locator(".doc-status")).to_contain_text("failed", timeout=TIMEOUT_MS)
+    expect(broken.locator(".error-inline")).not_to_be_empty()
+    page.screenshot(path=str(tmp_path / "documents-failed.png"), full_page=True)
+    row.get_by_role("button", name="Re-index handbook.md").click()
+    expect(row.locator(".doc-status")).to_contain_text("indexed", timeout=TIMEOUT_MS)
+    row.get_by_role("button", name="Remove handbook.md").click()
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#docs-list tr", has_text="handbook.md")).to_have_count(0)
+    assert all(d["name"] != "handbook.md" for d in server.call("GET", f"{team}/documents")["items"])
+
+    # Token usage: the context for the next call, per section, as a bar.
+    page.get_by_role("link", name="Sessions").click()
+    page.locator('.node[data-session="s-usage"]').click()
+    page.locator("#context-query").fill("refund window")
+    page.locator("#build-context").click()
+    bar = page.locator("#context-box .bar")
+    expect(bar).to_be_visible()
+    expect(bar).to_have_attribute("aria-label", re.compile(r"Context: [\d,]+ of [\d,]+ tokens"))
+    assert page.locator("#context-box .seg").count() >= 2
+    expect(page.locator("#messages")).to_contain_text("Refunds are accepted for 30 days.")
+    page.screenshot(path=str(tmp_path / "sessions.png"), full_page=True)
+
+    # Settings per project.
+    page.get_by_role("link", name="Memory control").click()
+    page.locator("#settings-file").fill("report.grid")
+    page.locator("#settings-load").click()
+    expect(page.locator("#settings-fields")).to_be_enabled()
+    page.locator("#settings-chunk").fill("300")
+    page.locator("#settings-k").fill("7")
+    page.locator("#settings-enabled").uncheck()
+    page.locator("#settings-save").click()
+    expect(page.locator("#settings-result")).to_contain_text("Saved")
+    saved = server.call("GET", f"{team}/projects/report.grid/settings")
+    assert (saved["enabled"], saved["chunk_size"], saved["retrieval_k"]) == (False, 300, 7)
+    page.locator("#settings-chunk").fill("-5")
+    page.locator("#settings-save").click()
+    expect(page.locator("#settings-error")).not_to_be_empty()
+
+    # Regenerate a file: the job's progress shows until it finishes.
+    page.get_by_role("link", name="Knowledge map").click()
+    page.locator("#tab-file").click()
+    page.locator("#map-file").fill("report.grid")
+    page.locator("#map-file").press("Enter")
+    expect(page.locator('.group[data-group="DATA_TABLE"] .node')).to_have_count(1)
+    page.locator("#regenerate").click()
+    expect(page.locator("#regen-status")).to_contain_text("done", timeout=TIMEOUT_MS)
+    expect(page.locator("#regen-error")).to_be_empty()

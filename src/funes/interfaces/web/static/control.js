@@ -130,6 +130,7 @@ function settingsForm() {
     {
       class: "card stack",
       id: "settings",
+      novalidate: true, // the server validates; its message shows next to the button
       "aria-labelledby": "settings-title",
       onsubmit: async (ev) => {
         ev.preventDefault();

@@ -5,6 +5,7 @@ import { confirmDialog, field, h, replace, scopeBadge, showError, titleOf, typeB
 
 const panel = () => document.getElementById("detail");
 let current = null;
+let opener = null; // the control that opened the panel gets focus back when it closes
 
 /** Tell the views that memories changed (they refresh what they show). */
 export function changed(detail) {
@@ -13,15 +14,24 @@ export function changed(detail) {
 
 export function closeDetail() {
   const el = panel();
+  const wasOpen = !el.hidden;
   el.hidden = true;
   replace(el);
   current = null;
   document.getElementById("workspace").classList.remove("with-detail");
+  if (wasOpen && opener) {
+    const id = opener.dataset && opener.dataset.id;
+    const again = id ? document.querySelector(`[data-id="${CSS.escape(id)}"]`) : null;
+    const target = again || (document.body.contains(opener) ? opener : null);
+    if (target) target.focus();
+  }
+  opener = null;
 }
 
 /** Open a memory by id in the detail panel. */
 export async function openDetail(id, { focus = true } = {}) {
   const el = panel();
+  if (el.hidden) opener = document.activeElement;
   el.hidden = false;
   document.getElementById("workspace").classList.add("with-detail");
   replace(el, h("p", { class: "muted" }, "Loading…"));
