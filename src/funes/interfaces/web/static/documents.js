@@ -1,6 +1,6 @@
 // Documents: upload (drop or pick), watch indexing, list, re-index and remove.
 
-import { api, teamPath } from "./api.js";
+import { api, teamPath, waitForJob } from "./api.js";
 import { confirmDialog, empty, field, h, replace, showError, when } from "./dom.js";
 
 let pollTimer = null;
@@ -95,8 +95,20 @@ export function renderDocuments(root) {
   async function act(doc, what, errEl) {
     showError(errEl, null);
     try {
-      if (what === "reindex") await api("POST", teamPath(`documents/${encodeURIComponent(doc.id)}/reindex`));
-      else {
+      if (what === "reindex") {
+        const accepted = await api("POST", teamPath(`documents/${encodeURIComponent(doc.id)}/reindex`));
+        const cell = errEl.closest("tr") && errEl.closest("tr").querySelector(".doc-status");
+        if (accepted && accepted.job_id) {
+          const job = await waitForJob(accepted.job_id, (j) => {
+            const status = j.status === "running" ? "indexing" : j.status === "done" ? "indexed" : j.status;
+            if (cell && document.body.contains(cell)) replace(cell, statusCell({ ...doc, status, progress: null }));
+          });
+          if (job.status === "failed") {
+            showError(errEl, new Error(`Re-indexing failed: ${job.last_error || "unknown error"}`));
+            return; // keep the reason beside the row's buttons
+          }
+        }
+      } else {
         const ok = await confirmDialog({
           title: "Remove this document?",
           text: `${doc.name} and its indexed passages will be removed.`,
@@ -113,6 +125,7 @@ export function renderDocuments(root) {
 
   function docRow(doc) {
     const err = h("span", { class: "error", role: "alert" });
+    const settled = doc.status === "indexed" || doc.status === "failed";
     return h(
       "tr",
       { dataset: { id: doc.id, status: doc.status } },
@@ -123,8 +136,9 @@ export function renderDocuments(root) {
       h(
         "td",
         { class: "row wrap" },
-        h("button", { class: "secondary", "aria-label": `Re-index ${doc.name}`, onclick: () => act(doc, "reindex", err) }, "Re-index"),
-        h("button", { class: "danger", "aria-label": `Remove ${doc.name}`, onclick: () => act(doc, "remove", err) }, "Remove"),
+        // A document still on its way in has nothing to re-index or remove yet.
+        settled ? h("button", { class: "secondary", "aria-label": `Re-index ${doc.name}`, onclick: () => act(doc, "reindex", err) }, "Re-index") : null,
+        settled ? h("button", { class: "danger", "aria-label": `Remove ${doc.name}`, onclick: () => act(doc, "remove", err) }, "Remove") : null,
         err,
       ),
     );
