@@ -67,6 +67,7 @@ export function renderSessions(root, selected) {
     const query = h("input", { id: "context-query", placeholder: "optional: the next question" });
     const ctxErr = h("p", { class: "error", role: "alert" });
     const usageErr = h("p", { class: "error", role: "alert" });
+    let ctxForm = null;
     replace(
       pane,
       h("h3", {}, `Session ${id}`),
@@ -75,7 +76,7 @@ export function renderSessions(root, selected) {
         "section",
         {},
         h("h4", {}, "Context for the next call"),
-        h(
+        (ctxForm = h(
           "form",
           {
             class: "row wrap",
@@ -93,19 +94,20 @@ export function renderSessions(root, selected) {
           },
           field("Query", query),
           h("button", { type: "submit", id: "build-context" }, "Measure context"),
-        ),
+        )),
         ctxErr,
         ctxBox,
       ),
       h("section", {}, h("h4", {}, "Messages"), msgs),
     );
+    ctxForm.requestSubmit(); // show the context bar without a click
     try {
       const usage = await api("GET", teamPath(`sessions/${encodeURIComponent(id)}/usage`));
       const totals = usage.totals;
       replace(
         usageBox,
         usageBar(usageParts(usage), "Last call"),
-        totals ? h("p", { class: "muted" }, `${usage.calls ?? 0} calls · ${Number(totals.total_tokens || 0).toLocaleString()} tokens in total`) : null,
+        totals && usage.calls ? h("p", { class: "muted" }, `${usage.calls ?? 0} calls · ${Number(totals.total_tokens || 0).toLocaleString()} tokens in total`) : null,
       );
     } catch (e) {
       showError(usageErr, e);
