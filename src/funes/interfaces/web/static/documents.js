@@ -66,7 +66,7 @@ export function renderDocuments(root) {
       },
     },
     h("strong", {}, "Drop files here"),
-    h("span", {}, " or press to choose (PDF, spreadsheets, text, Markdown, HTML)"),
+    h("span", {}, " or press to choose (PDF, spreadsheets, text, Markdown)"),
   );
   picker.addEventListener("change", () => {
     upload([...picker.files]);

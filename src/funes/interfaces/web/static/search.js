@@ -64,7 +64,18 @@ export function renderSearch(root) {
   const q = h("input", { id: "search-q", type: "search", placeholder: "Search memories and documents", value: state.q, autocomplete: "off" });
   const type = h("select", { id: "search-type" }, options([["", "Any type"], ["fact", "Fact"], ["preference", "Preference"], ["decision", "Decision"], ["context", "Context"], ["conversation", "Conversation"]]));
   const scope = h("select", { id: "search-scope" }, options([["", "Any scope"], ["project", "File"], ["team", "Team"], ["session", "Session"]]));
-  const source = h("select", { id: "search-source" }, options([["", "Any source"], ["pdf", "PDF"], ["sheet", "Spreadsheet"], ["text", "Text"], ["markdown", "Markdown"], ["chat", "Chat"], ["html", "HTML"], ["code", "Code"]]));
+  const source = h("select", { id: "search-source" }, options([
+      ["", "Any source"],
+      ["documents", "Documents (PDF, text, Markdown)"],
+      ["pdf", "PDF"],
+      ["sheets", "Spreadsheets"],
+      ["markdown", "Markdown"],
+      ["text", "Text"],
+      ["chat", "Chat"],
+      ["user", "Stated by a person"],
+      ["agent", "Written by an agent"],
+      ["import", "Imported"],
+    ]));
   type.value = state.memory_type;
   scope.value = state.scope;
   source.value = state.source_type;
