@@ -20,7 +20,11 @@ The parts, innermost first (each may use only those before it):
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
 * ``curation`` (:class:`funes.curation.Curation`): version history and restore;
-* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation.
+* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation;
+* ``keys`` (:class:`funes.keys.Keys`): the team server's API keys;
+* ``projects`` (:class:`funes.projects.Projects`): per-file settings;
+* ``generation`` (:class:`funes.generation.Generation`): generate/regenerate as cooled-down jobs;
+* ``uploads`` (:class:`funes.uploads.Uploads`): uploaded documents indexed by jobs.
 
 See ``docs/architecture.md``.
 """
@@ -40,15 +44,19 @@ from .embed import Embedder
 from .embedding import Embedding
 from .entities import Entities
 from .folders import Folders
+from .generation import Generation
 from .hooks import Hooks
 from .jobs import Jobs
+from .keys import Keys
 from .maintenance import Maintenance
 from .memory_tool import MemoryTool
+from .projects import Projects
 from .sessions import Conversations
 from .store import Store, open_store
 from .tasks import Tasks
 from .tools import AgentTools
 from .transfer import Transfer
+from .uploads import Uploads
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -92,6 +100,10 @@ class Funes:
         self.transfer = Transfer(self.core)
         self.curation = Curation(self.core)
         self.entities = Entities(self.core, self.jobs)
+        self.keys = Keys(self.core)
+        self.projects = Projects(self.core)
+        self.generation = Generation(self.core, self.jobs, self.entities, self.projects)
+        self.uploads = Uploads(self.core, self.docs, self.jobs)
 
     # -- the parts' shared state -----------------------------------------------------
     @property
@@ -141,6 +153,13 @@ class Funes:
 
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)
+
+    # -- the team server: generation, uploads, project settings, keys ----------------------------
+    generate = _delegate("generation", Generation.generate)
+    regenerate = _delegate("generation", Generation.regenerate)
+    upload = _delegate("uploads", Uploads.upload)
+    project_settings = _delegate("projects", Projects.settings)
+    save_project_settings = _delegate("projects", Projects.save_settings)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)

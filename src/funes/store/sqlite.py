@@ -67,6 +67,7 @@ from .sqlite_rows import (
     tenant_token,
     to_memory,
 )
+from .sqlite_server import ServerTables
 from .sqlite_sessions import SessionTables
 from .vector_cache import VectorCache
 
@@ -74,7 +75,15 @@ _STATS_TTL = 120.0  # seconds a term count is trusted
 
 
 class SqliteStore(
-    DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables, FolderTables, HealthChecks
+    DocumentTables,
+    SessionTables,
+    JobTables,
+    CleanupTables,
+    EntityTables,
+    CjkTables,
+    FolderTables,
+    HealthChecks,
+    ServerTables,
 ):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
