@@ -60,11 +60,13 @@ class Server:
         self.key = key
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.log = (home / "serve.log").open("wb")
+        self.log_path = db.parent / "serve.log"
+        self.log = self.log_path.open("wb")
         code = "from funes.interfaces.cli import main; main()"
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, "serve", "--db", str(db), "--host", "127.0.0.1", "--port", str(self.port)],
-            env={**os.environ, "FUNES_HOME": str(home)},
+            # No cooldown between generations of a file, so a regenerate runs at once.
+            env={**os.environ, "FUNES_HOME": str(home), "FUNES_GENERATE_COOLDOWN_SECONDS": "0"},
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -82,7 +84,7 @@ class Server:
     def output(self) -> str:
         """What the server printed so far."""
         self.log.flush()
-        return (self.home / "serve.log").read_text(errors="replace")
+        return self.log_path.read_text(errors="replace")
 
     def call(self, method: str, path: str, body: Any = None, *, expect: int | None = None) -> Any:
         """One JSON request with the key; returns the parsed answer (None when empty)."""
@@ -122,7 +124,7 @@ def server(tmp_path: Path, funes_home: Path) -> Iterator[Server]:
     """`funes serve` with a fresh database and one admin key for team `acme`."""
     db = tmp_path / "ui.db"
     out = _cli(
-        funes_home, "keys", "create", "--db", str(db), "--team", "acme", "--role", "admin", "--name", "ui", "--json"
+        funes_home, "--db", str(db), "keys", "create", "--team", "acme", "--role", "admin", "--name", "ui", "--json"
     )
     key = json.loads(out)["key"]
     srv = Server(funes_home, db, key)
@@ -435,6 +437,11 @@ def test_documents_usage_settings_and_regenerate(server: Server, page: Any, tmp_
     page.locator("#map-file").fill("report.grid")
     page.locator("#map-file").press("Enter")
     expect(page.locator('.group[data-group="DATA_TABLE"] .node')).to_have_count(1)
+    # Generation is off for the file (saved above): the reason shows beside the button.
+    page.locator("#regenerate").click()
+    expect(page.locator("#regen-error")).to_contain_text("turned off")
+    server.call("PUT", f"{team}/projects/report.grid/settings", {"enabled": True})
     page.locator("#regenerate").click()
     expect(page.locator("#regen-status")).to_contain_text("done", timeout=TIMEOUT_MS)
     expect(page.locator("#regen-error")).to_be_empty()
+    expect(page.locator('.group[data-group="DATA_TABLE"] .node')).to_have_count(1)

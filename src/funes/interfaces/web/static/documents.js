@@ -21,7 +21,30 @@ function statusCell(doc) {
     } else bits.push(h("progress", { "aria-label": `Indexing ${doc.name}` }));
   }
   if (status === "failed" && doc.error) bits.push(h("span", { class: "error-inline" }, ` ${doc.error}`));
+  if (doc.note) bits.push(h("span", { class: "error-inline block" }, doc.note));
   return bits;
+}
+
+/**
+ * One row per document. The API lists uploads whose job is not done (id = job id) beside the
+ * documents; a re-index is such a job too. A job for a name that already has a document shows as
+ * that document's state instead of a second row; a failed job whose document records the same
+ * failure is dropped, and a failed re-index of an indexed document shows as a note on it.
+ */
+export function mergeUploads(items) {
+  const docs = items.filter((d) => !d.job_id).map((d) => ({ ...d }));
+  const byName = new Map();
+  for (const d of docs) if (!byName.has(d.name)) byName.set(d.name, d);
+  const uploads = [];
+  for (const u of items.filter((d) => d.job_id)) {
+    const doc = byName.get(u.name);
+    if (!doc) uploads.push(u);
+    else if (u.status === "queued" || u.status === "indexing") Object.assign(doc, { status: u.status, progress: u.progress });
+    else if (u.status === "failed" && doc.status !== "failed" && (u.created_at || "") > (doc.updated_at || "")) {
+      doc.note = `Last re-index failed: ${u.error || "unknown error"}`;
+    }
+  }
+  return [...uploads, ...docs];
 }
 
 /** Render the documents view into `root`. */
@@ -149,7 +172,7 @@ export function renderDocuments(root) {
     try {
       const data = await api("GET", teamPath("documents"));
       showError(listError, null);
-      const items = data.items || [];
+      const items = mergeUploads(data.items || []);
       if (!items.length) {
         replace(list, empty("No documents yet.", "Drop a PDF, spreadsheet or text file above; its passages become searchable once indexed."));
       } else {
