@@ -158,10 +158,14 @@ export function renderDocuments(root) {
       h("td", {}, when(doc.updated_at || doc.indexed_at || doc.created_at)),
       h(
         "td",
-        { class: "row wrap" },
-        // A document still on its way in has nothing to re-index or remove yet.
-        settled ? h("button", { class: "secondary", "aria-label": `Re-index ${doc.name}`, onclick: () => act(doc, "reindex", err) }, "Re-index") : null,
-        settled ? h("button", { class: "danger", "aria-label": `Remove ${doc.name}`, onclick: () => act(doc, "remove", err) }, "Remove") : null,
+        {},
+        h(
+          "div",
+          { class: "row wrap" },
+          // A document still on its way in has nothing to re-index or remove yet.
+          settled ? h("button", { class: "secondary", "aria-label": `Re-index ${doc.name}`, onclick: () => act(doc, "reindex", err) }, "Re-index") : null,
+          settled ? h("button", { class: "danger", "aria-label": `Remove ${doc.name}`, onclick: () => act(doc, "remove", err) }, "Remove") : null,
+        ),
         err,
       ),
     );

@@ -29,11 +29,19 @@ export function snippet(text, query, size = 280) {
   const t = (text || "").replace(/\s+/g, " ").trim();
   if (t.length <= size) return t;
   const lower = t.toLowerCase();
-  const words = query.toLowerCase().split(/\W+/).filter((w) => w.length >= 3);
+  const words = query.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 3);
   const at = Math.min(...words.map((w) => lower.indexOf(w)).filter((i) => i >= 0), Infinity);
   if (!Number.isFinite(at)) return `${t.slice(0, size)}…`;
   const start = Math.max(0, at - Math.floor(size / 3));
   return `${start ? "…" : ""}${t.slice(start, start + size)}${start + size < t.length ? "…" : ""}`;
+}
+
+/** Text with the query's words wrapped in <mark> (built as nodes, never parsed as HTML). */
+function highlight(text, query) {
+  const words = query.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 3);
+  if (!words.length) return [text];
+  const re = new RegExp(`(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")})`, "gi");
+  return text.split(re).map((part, i) => (i % 2 ? h("mark", {}, part) : part));
 }
 
 function hit(hitData, query) {
@@ -46,7 +54,7 @@ function hit(hitData, query) {
       "button",
       { class: "hit", dataset: { id: m.id }, onclick: () => openDetail(m.id) },
       h("span", { class: "row spread" }, h("span", { class: "node-title" }, titleOf(m)), h("span", { class: "badges" }, scopeBadge(m.scope), typeBadge(m))),
-      h("span", { class: "hit-snippet" }, snippet(m.content, query)),
+      h("span", { class: "hit-snippet" }, highlight(snippet(m.content, query), query)),
       h(
         "span",
         { class: "hit-meta" },
