@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse
 
 from ...errors import InvalidInput, NotFound
 from ...models import utcnow
-from .app import _principal
 from .auth import check_internal_token
+from .auth import principal_of as _principal
 from .schemas import (
     ClearIn,
     ContextIn,
