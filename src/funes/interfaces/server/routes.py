@@ -96,8 +96,13 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         kind: str | None = None,
         session_id: str | None = None,
     ) -> dict[str, Any]:
-        """Memories newest first, cursor-paginated; comma-separated values filter by any of them."""
+        """Memories newest first, cursor-paginated; comma-separated values filter by any of them.
+
+        ``file_id`` lists that file's memories (scope ``project`` unless ``scope`` says otherwise).
+        """
         p = _principal(request, team)
+        if file_id and not scope:
+            scope = "project"
         page = funes.list(
             tenant=p.team,
             user=p.viewer,
