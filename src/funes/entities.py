@@ -11,6 +11,7 @@ deterministic md5 **fingerprint** of the fields that define it (seed 001):
 * FILE: sheet names + code-cell, data-table and sheet-table counts
 * any other type: the canonical JSON of its fields
 
+plus ``content`` when an entity of those types has one (the REST API's shape),
 (parts are joined with a unit separator, so ``"ab" + "c"`` and ``"a" + "bc"``
 differ). Against the file's existing entity summaries:
 
@@ -92,6 +93,10 @@ def fingerprint(entity_type: str, fields: Mapping[str, Any]) -> str:
         parts = [_canonical(f.get("sheet_names") or []), *map(str, counts)]
     else:
         parts = [_canonical(f)]
+        return "md5:" + hashlib.md5(_SEP.join(parts).encode("utf-8")).hexdigest()
+    if "content" in f:
+        # The REST API's entities carry their text as ``content``; it defines them too.
+        parts.append(str(f["content"]))
     return "md5:" + hashlib.md5(_SEP.join(parts).encode("utf-8")).hexdigest()
 
 

@@ -31,8 +31,7 @@ from ...errors import (
     StoreFull,
     Unauthorized,
 )
-from ...keys import Principal
-from .auth import PRINCIPAL, KeyAuth
+from .auth import KeyAuth
 
 if TYPE_CHECKING:
     from ...service import Funes
@@ -70,14 +69,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _principal(request: Request, team: str | None = None, role: str = "read") -> Principal:
-    principal: Principal = request.scope["state"][PRINCIPAL]
-    if team is not None and team != principal.team:
-        raise NotFound(f"No team {team!r}.", hint="Use the team of your API key (GET /v1/me shows it).")
-    principal.require(role)
-    return principal
 
 
 def create_app(

@@ -101,3 +101,14 @@ class KeyAuth:
         scope.setdefault("state", {})[PRINCIPAL] = principal
         with acting_for(principal.team):
             await self.app(scope, receive, send)
+
+
+def principal_of(request: Any, team: str | None = None, role: str = "read") -> Principal:
+    """The request's principal, after checking the path's team (another team: 404) and the role (403)."""
+    from ...errors import NotFound
+
+    principal: Principal = request.scope["state"][PRINCIPAL]
+    if team is not None and team != principal.team:
+        raise NotFound(f"No team {team!r}.", hint="Use the team of your API key (GET /v1/me shows it).")
+    principal.require(role)
+    return principal

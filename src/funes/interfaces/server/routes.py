@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse
 
 from ...errors import InvalidInput, NotFound
 from ...models import utcnow
-from .app import _principal
 from .auth import check_internal_token
+from .auth import principal_of as _principal
 from .schemas import (
     ClearIn,
     ContextIn,
@@ -96,8 +96,13 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         kind: str | None = None,
         session_id: str | None = None,
     ) -> dict[str, Any]:
-        """Memories newest first, cursor-paginated; comma-separated values filter by any of them."""
+        """Memories newest first, cursor-paginated; comma-separated values filter by any of them.
+
+        ``file_id`` lists that file's memories (scope ``project`` unless ``scope`` says otherwise).
+        """
         p = _principal(request, team)
+        if file_id and not scope:
+            scope = "project"
         page = funes.list(
             tenant=p.team,
             user=p.viewer,

@@ -1,0 +1,196 @@
+"""`funes serve` as a real process on 127.0.0.1: MCP for teams with the official client, and SIGKILL durability."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from llm_servers import WireServer, openai_answer
+from llm_servers import serve as serve_llm
+from mcp import Client
+
+import funes
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(db: Path, port: int, **env_extra: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "FUNES_EMBEDDER": "hash", "FUNES_JOB_POLL_SECONDS": "0.05", **env_extra}
+    code = "from funes.interfaces.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--db", str(db), "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        assert time.monotonic() < deadline, "funes serve did not start"
+        time.sleep(0.1)
+
+
+def _keys(db: Path, *specs: tuple[str, str]) -> list[str]:
+    with funes.open(str(db), embedder="hash", worker="off") as service:
+        return [service.keys.create(team, role)[0] for team, role in specs]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, list[str], subprocess.Popen[bytes]]]:
+    db = tmp_path / "team.db"
+    keys = _keys(db, ("team-a", "write"), ("team-b", "admin"))
+    port = _free_port()
+    proc = _start(db, port)
+    yield f"http://127.0.0.1:{port}", keys, proc
+    if proc.poll() is None:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def _text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_mcp_over_http_uses_the_key_s_team_and_never_crosses_tenants(
+    server: tuple[str, list[str], subprocess.Popen[bytes]],
+) -> None:
+    url, (key_a, key_b), _ = server
+
+    async def main() -> None:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {key_a}"}) as http_a,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http_a)) as a,
+            create_mcp_http_client(headers={"Authorization": f"Bearer {key_b}"}) as http_b,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http_b)) as b,
+        ):
+            created = await a.call_tool(
+                "create_memory", {"content": "Team A's vault code is 8812", "memory_type": "fact"}
+            )
+            assert not created.is_error, _text(created)
+            memory_id = created.structured_content["memory_id"]
+            found = await a.call_tool("search_memories", {"query": "vault code"})
+            assert found.structured_content["results"][0]["id"] == memory_id
+            # Team B: cannot find, read, update or delete A's memory; the id answers "not found".
+            search = await b.call_tool("search_memories", {"query": "vault code"})
+            assert memory_id not in str(search.structured_content)
+            for name, args in (
+                ("update_memory", {"memory_id": memory_id, "content": "overwritten by B"}),
+                ("delete_memory", {"memory_id": memory_id}),
+            ):
+                result = await b.call_tool(name, args)
+                text = _text(result).lower()
+                assert result.is_error and ("not found" in text or "no memory" in text), text
+            read = await b.call_tool("get_memory_context", {"query": "vault code 8812"})
+            assert "8812" not in _text(read)
+            # Tool arguments cannot pick the tenant.
+            sneaky = await b.call_tool("search_memories", {"query": "vault code", "tenant": "team-a"})
+            assert "8812" not in str(sneaky.structured_content)
+
+    anyio.run(main)
+    a_headers = {"Authorization": f"Bearer {key_a}"}
+    items = httpx.get(f"{url}/v1/teams/team-a/memories", headers=a_headers).json()["items"]
+    assert [m["content"] for m in items] == ["Team A's vault code is 8812"]
+
+
+def test_mcp_needs_a_key_and_checks_host_and_origin(server: tuple[str, list[str], subprocess.Popen[bytes]]) -> None:
+    url, (key_a, _), _ = server
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    assert httpx.post(f"{url}/mcp/", json=init, headers=headers).status_code == 401
+    good = {**headers, "Authorization": f"Bearer {key_a}"}
+    assert httpx.post(f"{url}/mcp/", json=init, headers=good).status_code == 200
+    assert httpx.post(f"{url}/mcp/", json=init, headers={**good, "Host": "evil.example"}).status_code in (403, 421)
+    assert httpx.post(f"{url}/mcp/", json=init, headers={**good, "Origin": "http://evil.example"}).status_code == 403
+
+
+def _slow_llm(server: WireServer, path: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+    time.sleep(0.15)  # a summary takes a while, so the kill finds generations pending
+    return openai_answer(server, path, headers, body)
+
+
+@pytest.fixture
+def slow_llm() -> Iterator[dict[str, str]]:
+    with serve_llm(_slow_llm) as server:
+        yield {"FUNES_LLM": "openai", "FUNES_LLM_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "test-key"}
+
+
+def test_sigkill_with_pending_jobs_loses_nothing_and_runs_nothing_twice(
+    tmp_path: Path, slow_llm: dict[str, str]
+) -> None:
+    db = tmp_path / "team.db"
+    (key,) = _keys(db, ("acme", "admin"))
+    headers = {"Authorization": f"Bearer {key}"}
+    port = _free_port()
+    proc = _start(db, port, FUNES_GENERATE_COOLDOWN_SECONDS="0", **slow_llm)
+    url = f"http://127.0.0.1:{port}/v1/teams/acme"
+    files, uploads, accepted = 15, 8, []
+    with httpx.Client(timeout=30) as http:
+        for i in range(files):
+            entities = [
+                {"entity_type": "CODE_CELL", "entity_id": f"cell-{j}", "content": f"file {i} cell {j} computes totals"}
+                for j in range(3)
+            ]
+            reply = http.post(
+                f"{url}/memories/generate", json={"file_id": f"nb-{i}", "entities": entities}, headers=headers
+            )
+            assert reply.status_code == 202
+            accepted.append(reply.json()["job_id"])
+        for i in range(uploads):
+            body = f"# Note {i}\n\nMeeting room {i} has a projector and {i + 3} chairs.\n".encode()
+            reply = http.post(f"{url}/documents", files={"file": (f"note-{i}.md", body)}, headers=headers)
+            assert reply.status_code == 202
+            accepted.append(reply.json()["job_id"])
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    with funes.open(str(db), embedder="hash", worker="off") as service:
+        unfinished = [j for j in (service.jobs.get(i) for i in accepted) if j.status != "done"]
+    assert len(unfinished) >= files // 2  # the kill really interrupted accepted work
+    proc = _start(db, port, **slow_llm)
+    try:
+        deadline = time.monotonic() + 120
+        with httpx.Client(timeout=30) as http:
+            while True:
+                jobs = [http.get(f"http://127.0.0.1:{port}/v1/jobs/{i}", headers=headers).json() for i in accepted]
+                if all(j["status"] in ("done", "failed") for j in jobs) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert [j["status"] for j in jobs] == ["done"] * len(accepted), [j["last_error"] for j in jobs]
+            for i in range(files):
+                page = http.get(f"{url}/memories", params={"file_id": f"nb-{i}", "limit": 100}, headers=headers).json()
+                cells = sorted(m["entity_id"] for m in page["items"])
+                assert cells == ["cell-0", "cell-1", "cell-2"], (i, cells)  # every effect, exactly once
+            docs = http.get(f"{url}/documents", headers=headers).json()["items"]
+            assert sorted(d["name"] for d in docs) == sorted(f"note-{i}.md" for i in range(uploads))
+            assert all(d["status"] == "indexed" and d["version"] == 1 for d in docs)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    # Tell the reader how much work the kill interrupted (the test holds either way).
+    print(f"{len(unfinished)} of {len(accepted)} accepted jobs were unfinished at SIGKILL")
