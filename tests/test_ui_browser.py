@@ -316,6 +316,13 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
         body = {"content": content, "file_id": "report.grid", "entity_type": entity_type, "entity_id": entity_id}
         server.call("POST", f"{team}/memories", body, expect=201)
 
+    # A wrong key is refused beside the sign-in form.
+    page.goto(f"{server.base}/ui/")
+    page.locator("#login-key").fill("fk_not_a_real_key")
+    page.locator("#login-key").press("Enter")
+    expect(page.locator("#login-error")).not_to_be_empty()
+    expect(page.locator("#nav")).to_be_hidden()
+
     _sign_in(page, server)
     page.locator("#tab-team").click()
     finance = page.locator('.group[data-group="topic:finance"]')

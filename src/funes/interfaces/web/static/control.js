@@ -6,8 +6,25 @@ import { bytes, confirmDialog, field, h, replace, showError } from "./dom.js";
 
 const SIZE_KEYS = /bytes|size/i;
 
+const LABELS = {
+  records: "Records",
+  size_bytes: "Database size",
+  db_size_bytes: "Database size",
+  storage_bytes: "Storage",
+  content_bytes: "Stored text",
+  by_scope: "By tier (scope)",
+  by_tier: "By tier",
+  by_kind: "By kind",
+  by_type: "By memory type",
+  by_source_type: "By source type",
+  pending_vectors: "Waiting for vectors",
+  jobs: "Background jobs",
+};
+
 function label(key) {
-  return key.replace(/^by_/, "by ").replace(/_/g, " ");
+  if (LABELS[key]) return LABELS[key];
+  const words = key.replace(/^by_/, "by ").replace(/_/g, " ");
+  return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
 function fmt(key, v) {

@@ -107,11 +107,17 @@ export function renderMap(root) {
     regen.disabled = true;
     try {
       const accepted = await api("POST", teamPath("memories/regenerate"), { body: { file_id: file } });
-      jobStatus.textContent = `Job ${accepted.status || "queued"}…`;
+      const show = (status, detail) =>
+        replace(
+          jobStatus,
+          status === "done" || status === "failed" ? null : h("progress", { "aria-label": `Regenerating ${file}` }),
+          ` Regenerating ${file}: ${status}${detail ? ` (${detail})` : ""}`,
+        );
+      show(accepted.status || "queued", accepted.coalesced ? "joined a request already queued" : "");
       const job = await waitForJob(accepted.job_id, (j) => {
         const r = j.result && typeof j.result === "object" ? j.result : null;
-        const detail = r ? Object.entries(r).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k} ${v}`).join(", ") : "";
-        jobStatus.textContent = `Regenerating ${file}: ${j.status}${detail ? ` (${detail})` : ""}`;
+        const detail = r ? Object.entries(r).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`).join(", ") : "";
+        show(j.status, detail);
       });
       if (job.status === "failed") showError(regenError, new Error(`Regeneration failed: ${job.last_error || "unknown error"}`));
       await load();
@@ -162,8 +168,8 @@ export function renderMap(root) {
           replace(body, empty("No file memories yet.", "Memories of a file or project appear here grouped by entity type. Generate them through the API, or type a file id above."));
           return;
         }
-        // The API lists what a file can see (team memories too); the file view shows the file's own.
-        const items = (await listAll({ file_id: state.file })).filter((m) => m.project_id === state.file && m.scope !== "team");
+        // Only the file's own memories, should the API also list what the file can see.
+        const items = (await listAll({ file_id: state.file })).filter((m) => m.project_id === state.file);
         if (!items.length) {
           replace(body, empty(`No memories for “${state.file}”.`, "Check the file id, or press Regenerate to rebuild them from the file's current state."));
           return;
