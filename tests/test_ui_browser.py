@@ -452,3 +452,15 @@ def test_documents_usage_settings_and_regenerate(server: Server, page: Any, tmp_
     expect(page.locator("#regen-status")).to_contain_text("done", timeout=TIMEOUT_MS)
     expect(page.locator("#regen-error")).to_be_empty()
     expect(page.locator('.group[data-group="DATA_TABLE"] .node')).to_have_count(1)
+
+    # Clear the file's memory behind a typed confirmation; a wrong id never enables the button.
+    page.get_by_role("link", name="Memory control").click()
+    page.locator("#clear-project-id").fill("report.grid")
+    page.get_by_role("button", name="Clear project memory").click()
+    page.locator("#confirm-input").fill("report.gri")
+    expect(page.locator("#confirm-ok")).to_be_disabled()
+    page.locator("#confirm-input").fill("report.grid")
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#clear-project-result")).to_contain_text("Removed")
+    left = server.call("GET", f"{team}/memories?file_id=report.grid")["items"]
+    assert [m for m in left if m.get("project_id") == "report.grid"] == []
