@@ -239,3 +239,18 @@ def test_two_servers_on_one_store_share_the_work_and_run_each_job_once(
         for proc in procs:
             proc.terminate()
             proc.communicate(timeout=30)
+
+
+def test_a_keyless_sqlite_store_on_loopback_serves_single_user_and_says_so(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _start(tmp_path / "solo.db", port)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/v1/health").json()["auth"] is False
+        me = httpx.get(f"{base}/v1/me").json()
+        assert me["role"] == "admin" and me["key_id"] is None
+        assert httpx.get(f"{base}/v1/me", headers={"Authorization": "Bearer fk_wrong"}).status_code == 401
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Single-user mode" in err.decode()
