@@ -51,6 +51,9 @@ def _start(db: Path, port: int, **env_extra: str) -> subprocess.Popen[bytes]:
 
 def _keys(db: Path, *specs: tuple[str, str]) -> list[str]:
     with funes.open(str(db), embedder="hash", worker="off") as service:
+        # The first write records the store's embedder identity (two processes opening a store
+        # that has none yet would each have to record it).
+        service.remember("setup", tenant="setup")
         return [service.keys.create(team, role)[0] for team, role in specs]
 
 
@@ -194,3 +197,60 @@ def test_sigkill_with_pending_jobs_loses_nothing_and_runs_nothing_twice(
         proc.communicate(timeout=30)
     # Tell the reader how much work the kill interrupted (the test holds either way).
     print(f"{len(unfinished)} of {len(accepted)} accepted jobs were unfinished at SIGKILL")
+
+
+def test_two_servers_on_one_store_share_the_work_and_run_each_job_once(
+    tmp_path: Path, slow_llm: dict[str, str]
+) -> None:
+    db = tmp_path / "team.db"
+    (key,) = _keys(db, ("acme", "admin"))
+    headers = {"Authorization": f"Bearer {key}"}
+    ports = [_free_port(), _free_port()]
+    procs = [_start(db, port, FUNES_GENERATE_COOLDOWN_SECONDS="0", **slow_llm) for port in ports]
+    try:
+        accepted = []
+        with httpx.Client(timeout=30) as http:
+            for i in range(12):
+                port = ports[i % 2]
+                entities = [{"entity_type": "FILE", "entity_id": f"f{i}", "content": f"file {i} of the shared queue"}]
+                reply = http.post(
+                    f"http://127.0.0.1:{port}/v1/teams/acme/memories/generate",
+                    json={"file_id": f"f{i}", "entities": entities},
+                    headers=headers,
+                )
+                assert reply.status_code == 202
+                accepted.append(reply.json()["job_id"])
+            deadline = time.monotonic() + 120
+            while True:
+                jobs = [http.get(f"http://127.0.0.1:{ports[0]}/v1/jobs/{j}", headers=headers).json() for j in accepted]
+                if all(j["status"] == "done" for j in jobs) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert all(j["status"] == "done" and j["attempts"] == 1 for j in jobs), [
+                (j["status"], j["attempts"], j["last_error"], j["locked_by"]) for j in jobs
+            ]
+            items = http.get(
+                f"http://127.0.0.1:{ports[1]}/v1/teams/acme/memories",
+                params={"entity_type": "FILE", "limit": 100},
+                headers=headers,
+            ).json()["items"]
+            assert sorted(m["entity_id"] for m in items) == sorted(f"f{i}" for i in range(12))
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.communicate(timeout=30)
+
+
+def test_a_keyless_sqlite_store_on_loopback_serves_single_user_and_says_so(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _start(tmp_path / "solo.db", port)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/v1/health").json()["auth"] is False
+        me = httpx.get(f"{base}/v1/me").json()
+        assert me["role"] == "admin" and me["key_id"] is None
+        assert httpx.get(f"{base}/v1/me", headers={"Authorization": "Bearer fk_wrong"}).status_code == 401
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Single-user mode" in err.decode()

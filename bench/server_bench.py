@@ -1,0 +1,207 @@
+"""Team server benchmark: a load generator on loopback against a real ``funes serve`` process.
+
+Run from the repository root::
+
+    .venv/bin/python bench/server_bench.py --memories 10000 --requests 3000 --duration 60
+    .venv/bin/python bench/server_bench.py --db postgresql://USER@127.0.0.1:5432/funes --memories 10000
+
+What it does:
+
+1. pre-fills the store with ``--memories`` synthetic memories in one team
+   (``remember_many`` in batches, with the deterministic ``hash:384``
+   embedder, so no model time is spent and none is measured);
+2. creates an admin key and starts ``funes serve`` on a free 127.0.0.1 port
+   (the server runs its job worker, as in production);
+3. runs ``--concurrency`` client threads for at most ``--requests`` requests
+   or ``--duration`` seconds, whichever ends first: a mix of searches
+   (``GET .../memories/search``) and creates (``POST .../memories``) in the
+   ratio ``--write-share``;
+4. prints req/s and p50/p95/p99 latency per operation, the number of 5xx
+   answers, and **lost writes**: creates answered 201 whose record is not in
+   the store afterwards (counted through the library after the server stops).
+
+Latencies are client-side wall-clock over HTTP on loopback and include
+everything but embedding model time (the hash embedder is ~free). Targets
+(issue 13): search p95 <= 50 ms at 100k on SQLite with 2 cores; zero 5xx and
+zero lost writes under sustained mixed load. The baseline printed alongside
+is the same search through the library in-process (no HTTP), which bounds
+what the server can reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+WORDS = (
+    "deploy invoice budget roadmap incident customer schema backup latency pricing contract onboarding "
+    "release sprint audit vendor forecast migration dashboard alert quota region cluster policy review"
+).split()
+
+
+def _text(rng: random.Random, i: int) -> str:
+    words = " ".join(rng.choice(WORDS) for _ in range(12))
+    return f"Record {i}: {words} ({rng.randrange(10**9)})"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def prefill(db: str, count: int, team: str) -> tuple[str, list[float]]:
+    """Fill the store, create a key; return it and in-process search latencies (the baseline)."""
+    import funes
+
+    rng = random.Random(13)
+    with funes.open(db, embedder="hash:384", worker="off") as service:
+        have = service.stats(tenant=team).get("records", 0) if count else 0
+        have = int(have) if isinstance(have, int) else 0
+        started = time.perf_counter()
+        batch = 5000
+        for start in range(have, count, batch):
+            items = [_text(rng, i) for i in range(start, min(count, start + batch))]
+            service.remember_many(items, tenant=team, scope="team")
+        fill = time.perf_counter() - started
+        print(f"prefill: {count - have} memories in {fill:.1f} s", file=sys.stderr)
+        key = service.keys.create(team, "admin", name="bench")[0]
+        baseline = []
+        for _ in range(200):
+            query = " ".join(rng.sample(WORDS, 3))
+            t0 = time.perf_counter()
+            service.search(query, tenant=team, limit=10, track=False)
+            baseline.append((time.perf_counter() - t0) * 1000)
+        service.run_jobs(max_seconds=120)  # the vector index build, so the server starts warm
+    return key, baseline
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", help="SQLite path or postgresql:// URL (default: a temporary SQLite file).")
+    parser.add_argument("--memories", type=int, default=10000, help="Memories to pre-fill (default 10000).")
+    parser.add_argument("--requests", type=int, default=3000, help="Most requests to send (default 3000).")
+    parser.add_argument("--duration", type=float, default=60.0, help="Most seconds of load (default 60).")
+    parser.add_argument("--concurrency", type=int, default=8, help="Client threads (default 8).")
+    parser.add_argument("--write-share", type=float, default=0.2, help="Share of creates in the mix (default 0.2).")
+    args = parser.parse_args()
+
+    import httpx
+
+    tmp = None
+    db = args.db
+    if db is None:
+        tmp = tempfile.mkdtemp(prefix="funes-server-bench-")
+        db = str(Path(tmp) / "bench.db")
+    team = "bench"
+    key, baseline = prefill(db, args.memories, team)
+    port = _free_port()
+    env = {**os.environ, "FUNES_EMBEDDER": "hash:384", "FUNES_HOME": tmp or os.environ.get("FUNES_HOME", "")}
+    if not env["FUNES_HOME"]:
+        env.pop("FUNES_HOME")
+    code = "from funes.interfaces.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--db", db, "--port", str(port)], env=env, stderr=subprocess.PIPE
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("funes serve did not start: " + (proc.stderr.read().decode() if proc.stderr else ""))
+        time.sleep(0.2)
+
+    headers = {"Authorization": f"Bearer {key}"}
+    lock = threading.Lock()
+    latencies: dict[str, list[float]] = {"search": [], "create": []}
+    errors = {"5xx": 0, "other": 0}
+    written: list[str] = []
+    sent = [0]
+    stop_at = time.monotonic() + args.duration
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+            while True:
+                with lock:
+                    if sent[0] >= args.requests or time.monotonic() > stop_at:
+                        return
+                    sent[0] += 1
+                    n = sent[0]
+                if rng.random() < args.write_share:
+                    op = "create"
+                    content = f"bench-write-{seed}-{n}: " + " ".join(rng.choice(WORDS) for _ in range(8))
+                    t0 = time.perf_counter()
+                    reply = http.post(f"/v1/teams/{team}/memories", json={"content": content})
+                else:
+                    op = "search"
+                    t0 = time.perf_counter()
+                    reply = http.get(f"/v1/teams/{team}/memories/search", params={"q": " ".join(rng.sample(WORDS, 3))})
+                elapsed = (time.perf_counter() - t0) * 1000
+                with lock:
+                    latencies[op].append(elapsed)
+                    if reply.status_code >= 500:
+                        errors["5xx"] += 1
+                    elif reply.status_code >= 400:
+                        errors["other"] += 1
+                    elif op == "create":
+                        written.append(reply.json()["id"])
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    proc.terminate()
+    proc.communicate(timeout=60)
+
+    import funes
+
+    with funes.open(db, embedder="hash:384", worker="off") as service:
+        found = service.store.get_many(written)
+    lost = len(written) - len(found)
+    backend = "postgres" if "://" in db else "sqlite"
+    total = sum(len(v) for v in latencies.values())
+    print(f"\nfunes serve on {backend}, {args.memories:,} memories, {args.concurrency} clients, {os.cpu_count()} cores")
+    print(f"{total} requests in {wall:.1f} s = {total / wall:.0f} req/s; 5xx: {errors['5xx']}; 4xx: {errors['other']}")
+    print(f"{'operation':<10} {'count':>6} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for op, values in latencies.items():
+        print(
+            f"{op:<10} {len(values):>6} {len(values) / wall:>7.0f} {_pct(values, 50):>8.1f} "
+            f"{_pct(values, 95):>8.1f} {_pct(values, 99):>8.1f}"
+        )
+    print(
+        f"baseline: library search in-process, p50 {statistics.median(baseline):.1f} ms, "
+        f"p95 {_pct(baseline, 95):.1f} ms"
+    )
+    print(f"writes acknowledged: {len(written)}; lost writes: {lost}")
+    if tmp:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
