@@ -358,6 +358,12 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
         page.wait_for_load_state("networkidle")
         _no_horizontal_overflow(page)
         page.screenshot(path=str(tmp_path / f"narrow-{view}.png"), full_page=True)
+    page.goto(f"{server.base}/ui/#/map")
+    page.locator("#tab-team").click()
+    page.locator(".node").first.click()
+    expect(page.locator("#detail-content")).to_be_visible()
+    _no_horizontal_overflow(page)
+    page.screenshot(path=str(tmp_path / "narrow-detail.png"), full_page=True)
 
 
 def _drop(page: Any, name: str, data: str, mime: str) -> None:
