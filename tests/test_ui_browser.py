@@ -341,7 +341,10 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
     page.keyboard.press("Escape")
     expect(page.locator("#detail")).to_be_hidden()
 
-    page.locator("#tab-file").click()
+    page.locator("#tab-team").focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#tab-file")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#tab-file")).to_be_focused()
     page.locator("#map-file").fill("report.grid")
     page.locator("#map-file").press("Enter")
     expect(page.locator('.group[data-group="CODE_CELL"] .node')).to_have_count(2)

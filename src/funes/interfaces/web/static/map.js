@@ -99,6 +99,16 @@ export function renderMap(root) {
   }
   teamTab.onclick = () => setMode("team");
   fileTab.onclick = () => setMode("file");
+  // Arrow keys move between the two tabs (the ARIA tabs pattern).
+  const tabKeys = (ev) => {
+    if (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight") return;
+    ev.preventDefault();
+    const next = state.mode === "team" ? fileTab : teamTab;
+    next.focus();
+    next.click();
+  };
+  teamTab.addEventListener("keydown", tabKeys);
+  fileTab.addEventListener("keydown", tabKeys);
 
   regen.onclick = async () => {
     showError(regenError, null);
