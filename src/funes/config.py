@@ -292,6 +292,70 @@ register(
     minimum=0,
 )
 register(
+    "retention_interval_hours",
+    6.0,
+    float,
+    "Hours between the scheduled session-retention runs of long-running processes and `funes jobs run`.",
+    minimum=0.01,
+)
+# -- chat insights (funes.insights) ---------------------------------------------
+register(
+    "auto_insights",
+    False,
+    bool,
+    "Queue a chat-insight job after each user message (on for `funes serve`, off for the library by default).",
+)
+register(
+    "insights_delay_seconds",
+    30.0,
+    float,
+    "Seconds a queued chat-insight job waits, so a burst of messages runs once.",
+    minimum=0,
+)
+register(
+    "insight_merge_similarity",
+    0.85,
+    float,
+    "Cosine between two chats' topics from which the new insight merges into the existing one.",
+    minimum=0.0,
+)
+# -- maintenance (funes.upkeep) ------------------------------------------------
+register(
+    "maintain_every_writes",
+    50,
+    int,
+    "Writes to a tenant between background maintenance runs (purge expired, prune, dedupe, optimise); 0 turns it off.",
+    minimum=0,
+)
+register(
+    "prune_after_days",
+    90,
+    int,
+    "Maintenance prunes unpinned, never-edited memories neither written nor read for this many days; 0 never prunes.",
+    minimum=0,
+)
+register(
+    "dedupe_similarity",
+    0.95,
+    float,
+    "Cosine above which maintenance treats two memories of the same scope and owner as duplicates.",
+    minimum=0.5,
+)
+register(
+    "maintain_batch",
+    5000,
+    int,
+    "Most records one maintenance run examines per step (the next run takes the rest).",
+    minimum=1,
+)
+register(
+    "vacuum_free_ratio",
+    0.2,
+    float,
+    "Share of free pages in the store file above which maintenance reclaims the space (VACUUM).",
+    minimum=0.0,
+)
+register(
     "promote_importance", 0.8, float, "The default promotion policy promotes records with at least this importance."
 )
 register(

@@ -87,6 +87,8 @@ class Core:
         self._unwritten_access: list[tuple[AccessEvent, datetime]] = []
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
+        # Called inside each write's transaction with (tenant, records written); see funes.upkeep.
+        self.write_observers: list[Callable[[str, int], None]] = []
         self._access_lock = threading.Lock()
         self._access_warned = False
         self._closed = False
@@ -170,6 +172,11 @@ class Core:
         if self.on_job_queued is not None:
             self.on_job_queued()
         return job_id
+
+    def written(self, tenant: str, count: int) -> None:
+        """Tell the write observers that ``count`` records of ``tenant`` were written (call inside the write's transaction)."""
+        for observer in self.write_observers:
+            observer(tenant, count)
 
     def _embedder_recovered(self) -> None:
         # It answers again: the vectors that waited for it need not wait out their backoff.
@@ -294,6 +301,8 @@ class Core:
             stored = self.store.put_unique(memory, vectors)
             if vectors is None and stored.id == memory.id:
                 self.defer_vectors([stored.id], stored.tenant)
+            if stored.id == memory.id:
+                self.written(stored.tenant, 1)
         return stored
 
     def _vectors_for_write(self, memory: Memory) -> list[np.ndarray] | None:
@@ -327,6 +336,7 @@ class Core:
             self.store.put(stored, vectors)
             if vectors is None and (current is None or stored.content_hash != current.content_hash):
                 self.defer_vectors([stored.id], stored.tenant)
+            self.written(stored.tenant, 1)
         return stored, True
 
     def remember_many(
@@ -404,6 +414,12 @@ class Core:
                     deferred.setdefault(stored.tenant, []).append(stored.id)
             for tenant, ids in deferred.items():
                 self.defer_vectors(ids, tenant)
+            created_per_tenant: dict[str, int] = {}
+            for result in results:
+                if result is not None and result.status == "created" and result.memory is not None:
+                    created_per_tenant[result.memory.tenant] = created_per_tenant.get(result.memory.tenant, 0) + 1
+            for tenant, count in created_per_tenant.items():
+                self.written(tenant, count)
         for index, memory in entities:
             stored, changed = self._remember_entity(memory)
             results[index] = RememberResult(index, "created" if changed else "duplicate", stored)
@@ -553,6 +569,7 @@ class Core:
             self.store.put(updated, vectors)
             if deferred:
                 self.defer_vectors([updated.id], updated.tenant)
+            self.written(updated.tenant, 1)
         return updated
 
     def pin(self, memory_id: str, **caller: Any) -> Memory:

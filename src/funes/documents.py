@@ -649,6 +649,10 @@ class Documents:
         found = self.store.get_many(ids)
         return [found[i] for i in ids if i in found]
 
+    def chunk_ids(self, document_id: str) -> list[str]:
+        """The record ids of a document (by its id), in reading order."""
+        return list(self._doc_store().document_chunk_ids(document_id))
+
     def remove_document(self, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:
         """Remove a document with its chunks and their vectors; returns what was removed."""
         doc = self.document(ref, tenant=tenant, user=user)

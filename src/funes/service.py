@@ -20,7 +20,9 @@ The parts, innermost first (each may use only those before it):
 * ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
 * ``curation`` (:class:`funes.curation.Curation`): version history and restore;
-* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation.
+* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation;
+* ``insights`` (:class:`funes.insights.Insights`): chat insights, one merged memory per topic;
+* ``upkeep`` (:class:`funes.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
 
 See ``docs/architecture.md``.
 """
@@ -41,6 +43,7 @@ from .embedding import Embedding
 from .entities import Entities
 from .folders import Folders
 from .hooks import Hooks
+from .insights import Insights
 from .jobs import Jobs
 from .maintenance import Maintenance
 from .memory_tool import MemoryTool
@@ -49,6 +52,7 @@ from .store import Store, open_store
 from .tasks import Tasks
 from .tools import AgentTools
 from .transfer import Transfer
+from .upkeep import Upkeep
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -92,6 +96,11 @@ class Funes:
         self.transfer = Transfer(self.core)
         self.curation = Curation(self.core)
         self.entities = Entities(self.core, self.jobs)
+        self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
+        self.jobs.register("insights", self.insights.job)
+        self.upkeep = Upkeep(self.core, self.jobs, self.docs, self.conversations.prune_sessions)
+        if worker == "on":
+            self.jobs.start()  # after every service registered its job kinds and schedules
 
     # -- the parts' shared state -----------------------------------------------------
     @property
@@ -141,6 +150,7 @@ class Funes:
 
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)
+    process_chat = _delegate("insights", Insights.process_chat)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)
@@ -151,6 +161,10 @@ class Funes:
     reindex = _delegate("maintenance", Maintenance.reindex)
     clear = _delegate("maintenance", Maintenance.clear)
     cleanup_log = _delegate("maintenance", Maintenance.cleanup_log)
+    maintain = _delegate("upkeep", Upkeep.maintain)
+    find_duplicates = _delegate("upkeep", Upkeep.find_duplicates)
+    find_stale = _delegate("upkeep", Upkeep.find_stale)
+    find_related = _delegate("upkeep", Upkeep.find_related)
 
     # -- embedding ------------------------------------------------------------------------
     embed = _delegate("embedding", Embedding.embed)

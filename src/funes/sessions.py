@@ -13,7 +13,7 @@ retrieved memories — and hands them to the pure :func:`funes.context.assemble`
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -102,6 +102,8 @@ class Conversations:
         self.docs = docs
         self.store = core.store
         self.config = core.config
+        # Called inside the transaction that stores messages, with (session, messages); see funes.insights.
+        self.message_observers: list[Callable[[Session, Sequence[Message]], None]] = []
 
     # -- sessions --------------------------------------------------------------------
     def session(
@@ -311,6 +313,8 @@ class Conversations:
                 )
             if vectors is None and every:
                 self.core.defer_vectors([m.id for m in every], sess.tenant)
+            for observer in self.message_observers:
+                observer(sess, out)
         return out
 
     def history(
@@ -579,10 +583,12 @@ class Conversations:
         now: datetime | None = None,
         tenant: str | None = None,
         dry_run: bool = False,
+        all_tenants: bool = False,
     ) -> dict[str, Any]:
         """Clear sessions idle longer than the retention setting: their records (pinned survive), messages and usage.
 
-        Each cleared session gets a cleanup-log row.
+        Each cleared session gets a cleanup-log row. ``all_tenants`` covers
+        every tenant (the scheduled retention job), not just the caller's.
         """
         days = self.config.session_retention_days if older_than_days is None else older_than_days
         if (
@@ -598,7 +604,7 @@ class Conversations:
         if days == 0 and older_than_days is None:
             return {"retention_days": 0, "cutoff": None, "sessions": [], "dry_run": dry_run, "disabled": True}
         cutoff = now - timedelta(days=days)
-        stale = self.store.stale_sessions(cutoff, self.core.tenant_of(tenant))
+        stale = self.store.stale_sessions(cutoff, None if all_tenants else self.core.tenant_of(tenant))
         cleared: list[dict[str, Any]] = []
         if stale and not dry_run:
             with self.store.transaction():

@@ -362,6 +362,41 @@ class Store(Protocol):
         """Newest cleanup-log rows."""
         ...
 
+    # -- maintenance (see funes.upkeep) ------------------------------------------------
+    def bump_counter(self, tenant: str, name: str, by: int = 1) -> int:
+        """Add to a tenant's counter (in the caller's transaction if any); returns the new value."""
+        ...
+
+    def expired_ids(self, tenant: str, now: datetime, *, limit: int) -> list[str]:
+        """Unpinned records whose expiry has passed, oldest expiry first."""
+        ...
+
+    def prune_candidates(self, tenant: str, before: datetime, kinds: Sequence[str], *, limit: int) -> list[str]:
+        """Unpinned version-1 records of these kinds neither written nor read since ``before``."""
+        ...
+
+    def tenant_ids(self, tenant: str, kinds: Sequence[str], *, limit: int) -> list[str]:
+        """Ids of the tenant's records of these kinds, newest first."""
+        ...
+
+    def log_cleanup(
+        self,
+        tenant: str,
+        *,
+        at: datetime,
+        reason: str,
+        scope: str | None,
+        records_deleted: int,
+        project_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Write a cleanup-log row (in the caller's transaction if any); returns its id."""
+        ...
+
+    def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
+        """Optimize the keyword index; reclaim space when free pages exceed the ratio."""
+        ...
+
     def close(self) -> None:
         """Close every connection."""
         ...

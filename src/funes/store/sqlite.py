@@ -68,13 +68,22 @@ from .sqlite_rows import (
     to_memory,
 )
 from .sqlite_sessions import SessionTables
+from .sqlite_upkeep import UpkeepTables
 from .vector_cache import VectorCache
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
 
 
 class SqliteStore(
-    DocumentTables, SessionTables, JobTables, CleanupTables, EntityTables, CjkTables, FolderTables, HealthChecks
+    DocumentTables,
+    SessionTables,
+    JobTables,
+    CleanupTables,
+    EntityTables,
+    CjkTables,
+    FolderTables,
+    UpkeepTables,
+    HealthChecks,
 ):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 

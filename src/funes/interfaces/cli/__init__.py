@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from . import admin, chat, cleanup, curation, docs, folders, jobs, records, tools
+from . import admin, chat, cleanup, curation, docs, folders, jobs, records, tools, upkeep
 from .common import FunesGroup, State
 
 
@@ -39,7 +39,7 @@ def main(
     ctx.call_on_close(state.close)
 
 
-for _module in (records, admin, docs, folders, chat, tools, jobs, cleanup, curation):
+for _module in (records, admin, docs, folders, chat, tools, jobs, cleanup, curation, upkeep):
     _module.register(main)
 
 

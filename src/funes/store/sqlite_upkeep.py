@@ -1,0 +1,93 @@
+"""What maintenance asks of the SQLite store: counters, candidates for pruning and purging, index upkeep.
+
+See :mod:`funes.upkeep` for the policy; this module only finds and counts.
+Candidate lists are bounded (``limit``) so a maintenance run never holds a
+huge list in memory; the next run takes the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ..models import to_epoch
+
+
+class UpkeepTables:
+    """Counters and maintenance queries, mixed into :class:`funes.store.sqlite.SqliteStore`."""
+
+    db: Any
+
+    def bump_counter(self, tenant: str, name: str, by: int = 1) -> int:
+        """Add ``by`` to a tenant's counter (in the caller's transaction if any); returns the new value."""
+        with self.db.write() as conn:
+            row = conn.execute(
+                "INSERT INTO counters (tenant, name, value) VALUES (?, ?, ?) "
+                "ON CONFLICT (tenant, name) DO UPDATE SET value = value + excluded.value RETURNING value",
+                (tenant, name, int(by)),
+            ).fetchone()
+        return int(row[0])
+
+    def expired_ids(self, tenant: str, now: datetime, *, limit: int) -> list[str]:
+        """Unpinned records of the tenant whose expiry has passed, oldest expiry first."""
+        rows = self.db.reader().execute(
+            "SELECT id FROM memories WHERE tenant = ? AND expires_at IS NOT NULL AND expires_at <= ? AND pinned = 0 "
+            "ORDER BY expires_at LIMIT ?",
+            (tenant, to_epoch(now), int(limit)),
+        )
+        return [r[0] for r in rows]
+
+    def prune_candidates(self, tenant: str, before: datetime, kinds: Sequence[str], *, limit: int) -> list[str]:
+        """Unpinned, never-edited (version 1) records of these kinds untouched (written or read) since ``before``."""
+        marks = ", ".join("?" for _ in kinds)
+        stamp = to_epoch(before)
+        rows = self.db.reader().execute(
+            f"SELECT id FROM memories WHERE tenant = ? AND pinned = 0 AND version = 1 AND updated_at < ? "
+            f"AND COALESCE(last_accessed, 0) < ? AND kind IN ({marks}) ORDER BY updated_at LIMIT ?",
+            (tenant, stamp, stamp, *kinds, int(limit)),
+        )
+        return [r[0] for r in rows]
+
+    def tenant_ids(self, tenant: str, kinds: Sequence[str], *, limit: int) -> list[str]:
+        """Ids of the tenant's records of these kinds, newest first (what dedupe scans)."""
+        marks = ", ".join("?" for _ in kinds)
+        rows = self.db.reader().execute(
+            f"SELECT id FROM memories WHERE tenant = ? AND kind IN ({marks}) ORDER BY updated_at DESC LIMIT ?",
+            (tenant, *kinds, int(limit)),
+        )
+        return [r[0] for r in rows]
+
+    def log_cleanup(
+        self,
+        tenant: str,
+        *,
+        at: datetime,
+        reason: str,
+        scope: str | None,
+        records_deleted: int,
+        project_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Write a cleanup-log row (in the caller's transaction if any); returns its id."""
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "INSERT INTO cleanup_log (at, tenant, reason, scope, session_id, project_id, records_deleted, "
+                "messages_deleted, records_kept, bytes_reclaimed) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, 0)",
+                (to_epoch(at), tenant, reason, scope, session_id, project_id, int(records_deleted)),
+            )
+            return int(cur.lastrowid)
+
+    def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
+        """Merge the keyword index's segments, and VACUUM when free pages exceed the ratio of the file."""
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+            pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+            free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+        report: dict[str, Any] = {"keyword_index": "optimized", "free_pages": free, "pages": pages}
+        if pages and free / pages > vacuum_free_ratio:
+            before, after = self.reclaim_space()  # type: ignore[attr-defined]
+            report.update(vacuumed=True, bytes_before=before, bytes_after=after)
+        else:
+            report["vacuumed"] = False
+        return report
