@@ -255,3 +255,24 @@ def test_cli_maintain_and_friends(tmp_path: Path) -> None:
         json.loads(result.output)
     bad = runner.invoke(main, [*args, "duplicates", "--threshold", "2"])
     assert bad.exit_code == 2
+
+
+def test_stats_storage_breaks_down_tiers_kinds_and_sources(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    mem = funes.open(db, embedder=HashEmbedder(64), worker="off")
+    mem.remember("a team fact")
+    mem.remember("a project fact", scope="project", project="acme")
+    note = tmp_path / "n.md"
+    note.write_text("# Note\n\nSome words for the index.\n", encoding="utf-8")
+    mem.ingest(str(note))
+    data = mem.stats(storage=True)
+    mem.close()
+    rows = {(r["tier"], r["kind"], r["source"]): r for r in data["storage"]["rows"]}
+    assert rows[("team", "memory", "user")]["records"] == 1
+    assert rows[("project", "memory", "user")]["records"] == 1
+    chunk = next(r for k, r in rows.items() if k[2] == "markdown")
+    assert chunk["vector_bytes"] == chunk["vectors"] * 64 * 4 > 0
+    assert data["storage"]["tiers"]["team"]["records"] >= 2 and data["storage"]["database_bytes"] > 0
+    assert data["by_source"]["markdown"] >= 1
+    result = CliRunner().invoke(main, ["--db", db, "--embedder", "hash:64", "stats", "--storage"])
+    assert result.exit_code == 0 and "database file:" in result.output and "markdown" in result.output

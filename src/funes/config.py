@@ -319,6 +319,19 @@ register(
     "Cosine between two chats' topics from which the new insight merges into the existing one.",
     minimum=0.0,
 )
+register(
+    "auto_learn",
+    False,
+    bool,
+    "Queue a learn job (facts, preferences and decisions from the user's turns) after a session's messages.",
+)
+register(
+    "learn_update_similarity",
+    0.6,
+    float,
+    "Cosine from which a new statement of the same kind (a preference about the same thing) replaces the old one.",
+    minimum=0.0,
+)
 # -- maintenance (funes.upkeep) ------------------------------------------------
 register(
     "maintain_every_writes",

@@ -22,6 +22,7 @@ The parts, innermost first (each may use only those before it):
 * ``curation`` (:class:`funes.curation.Curation`): version history and restore;
 * ``entities`` (:class:`funes.entities.Entities`): entity reconciliation;
 * ``insights`` (:class:`funes.insights.Insights`): chat insights, one merged memory per topic;
+* ``learning`` (:class:`funes.learn.Learning`): facts, preferences and decisions learned from conversations;
 * ``upkeep`` (:class:`funes.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
 
 See ``docs/architecture.md``.
@@ -45,6 +46,7 @@ from .folders import Folders
 from .hooks import Hooks
 from .insights import Insights
 from .jobs import Jobs
+from .learn import Learning
 from .maintenance import Maintenance
 from .memory_tool import MemoryTool
 from .sessions import Conversations
@@ -98,6 +100,8 @@ class Funes:
         self.entities = Entities(self.core, self.jobs)
         self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
         self.jobs.register("insights", self.insights.job)
+        self.learning = Learning(self.core, self.conversations, llm=lambda: self.entities.llm)
+        self.jobs.register("learn", self.learning.job)
         self.upkeep = Upkeep(self.core, self.jobs, self.docs, self.conversations.prune_sessions)
         if worker == "on":
             self.jobs.start()  # after every service registered its job kinds and schedules
@@ -151,6 +155,7 @@ class Funes:
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)
     process_chat = _delegate("insights", Insights.process_chat)
+    learn = _delegate("learning", Learning.learn)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)

@@ -393,6 +393,10 @@ class Store(Protocol):
         """Write a cleanup-log row (in the caller's transaction if any); returns its id."""
         ...
 
+    def storage_breakdown(self, tenant: str | None) -> list[dict[str, Any]]:
+        """Records and bytes per (tier, kind, source)."""
+        ...
+
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
         """Optimize the keyword index; reclaim space when free pages exceed the ratio."""
         ...

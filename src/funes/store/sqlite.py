@@ -804,6 +804,7 @@ class SqliteStore(
             "by_kind": grouped("kind"),
             "by_type": grouped("memory_type"),
             "by_scope": grouped("scope"),
+            "by_source": grouped("CASE WHEN source_type = '' THEN 'none' ELSE source_type END"),
             "pinned": int(
                 conn.execute(
                     f"SELECT COUNT(*) FROM memories {cond} {'AND' if cond else 'WHERE'} pinned = 1", params

@@ -78,6 +78,32 @@ class UpkeepTables:
             )
             return int(cur.lastrowid)
 
+    def storage_breakdown(self, tenant: str | None) -> list[dict[str, Any]]:
+        """Records and bytes per (tier, kind, source): text bytes as stored plus 4 bytes per vector dimension."""
+        cond, params = ("WHERE m.tenant = ?", [tenant]) if tenant is not None else ("", [])
+        dims = int(getattr(self, "_dims", None) or 0)
+        rows = self.db.reader().execute(
+            f"""SELECT m.scope, m.kind, CASE WHEN m.source_type = '' THEN 'none' ELSE m.source_type END,
+                       COUNT(*),
+                       SUM(LENGTH(CAST(m.content AS BLOB)) + LENGTH(CAST(COALESCE(m.title, '') AS BLOB))
+                           + LENGTH(m.metadata) + LENGTH(m.previous_versions) + LENGTH(m.refs) + LENGTH(m.locator)),
+                       SUM((SELECT COUNT(*) FROM memory_vectors v WHERE v.memory_rowid = m.rowid))
+                FROM memories m {cond} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3""",
+            params,
+        )
+        return [
+            {
+                "tier": scope,
+                "kind": kind,
+                "source": source,
+                "records": int(n),
+                "text_bytes": int(text or 0),
+                "vectors": int(vectors or 0),
+                "vector_bytes": int(vectors or 0) * dims * 4,
+            }
+            for scope, kind, source, n, text, vectors in rows
+        ]
+
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
         """Merge the keyword index's segments, and VACUUM when free pages exceed the ratio of the file."""
         with self.db.write() as conn:

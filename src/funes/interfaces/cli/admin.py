@@ -29,11 +29,12 @@ def register(group: click.Group) -> None:
 
 
 @click.command()
+@click.option("--storage", is_flag=True, help="Break records and bytes down per tier, kind and source.")
 @json_option
 @pass_state
-def stats(state: State, as_json: bool) -> None:
+def stats(state: State, storage: bool, as_json: bool) -> None:
     """Counts, sizes and the embedder of the store."""
-    data = state.reader().stats(tenant=state.tenant)
+    data = state.reader().stats(tenant=state.tenant, storage=storage)
 
     def text_out() -> str:
         lines = [
@@ -41,7 +42,7 @@ def stats(state: State, as_json: bool) -> None:
             f"records:    {data['records']}",
             f"size:       {data['size_bytes']:,} bytes",
         ]
-        for key in ("by_kind", "by_type", "by_scope"):
+        for key in ("by_kind", "by_type", "by_scope", "by_source"):
             if data.get(key):
                 lines.append(f"{key[3:]:<11} " + ", ".join(f"{k}={v}" for k, v in sorted(data[key].items())))
         emb = data.get("embedder") or {}
@@ -54,10 +55,25 @@ def stats(state: State, as_json: bool) -> None:
                 "by_kind",
                 "by_type",
                 "by_scope",
+                "by_source",
+                "storage",
                 "embedder",
                 "embedder_configured",
             ):
                 lines.append(f"{key + ':':<11} {value}")
+        if "storage" in data:
+            lines.append("storage:    tier      kind            source        records    text bytes  vector bytes")
+            for row in data["storage"]["rows"]:
+                lines.append(
+                    f"            {row['tier']:<9} {row['kind']:<15} {row['source']:<10} {row['records']:>10,} "
+                    f"{row['text_bytes']:>13,} {row['vector_bytes']:>13,}"
+                )
+            for tier, totals in sorted(data["storage"]["tiers"].items()):
+                lines.append(
+                    f"  {tier} total: {totals['records']:,} records, "
+                    f"{totals['text_bytes'] + totals['vector_bytes']:,} bytes"
+                )
+            lines.append(f"  database file: {data['storage']['database_bytes']:,} bytes")
         return "\n".join(lines)
 
     emit(as_json, data, text_out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -11,7 +12,7 @@ from .common import State, emit, json_option, pass_state
 
 def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
-    for command in (maintain, duplicates, stale, related, insights):
+    for command in (maintain, duplicates, stale, related, insights, learn):
         group.add_command(command)
 
 
@@ -115,5 +116,46 @@ def insights(state: State, session: str, background: bool, as_json: bool) -> Non
         memory = result["memory"]
         verb = "Merged into" if result["status"] == "merged" else "Created"
         return f"{verb} {memory.id} on topic {result['topic']!r}: {memory.content[:120]}"
+
+    emit(as_json, data, text)
+
+
+@click.command()
+@click.argument("session", required=False)
+@click.option(
+    "--messages",
+    "messages_file",
+    type=click.File("r", encoding="utf-8"),
+    help="A JSON list of messages instead of a session ('-' for stdin).",
+)
+@json_option
+@pass_state
+def learn(state: State, session: str | None, messages_file: Any, as_json: bool) -> None:
+    """Learn facts, preferences and decisions from SESSION's user turns (or from --messages FILE).
+
+    A restatement is skipped, a changed statement (moved, switched vendor,
+    changed a preference) replaces the old memory as its new version, and
+    anything else is added. Nothing is deleted.
+    """
+    if (session is None) == (messages_file is None):
+        raise click.UsageError("Give a SESSION id or --messages FILE (a JSON list of {role, content}).")
+    if messages_file is not None:
+        try:
+            source = json.loads(messages_file.read())
+        except ValueError as exc:
+            raise click.UsageError(f"--messages is not JSON: {exc}") from exc
+    else:
+        source = session
+    result = state.funes().learn(source)
+    data = {
+        action: [{**item, "memory": item["memory"].to_dict()} for item in items] for action, items in result.items()
+    }
+
+    def text() -> str:
+        lines = []
+        for action in ("added", "updated", "skipped"):
+            for item in result[action]:
+                lines.append(f"{action:8} {item['memory'].id}  {item['statement'][:70]!r}  ({item['reason']})")
+        return "\n".join(lines) or "Nothing to learn: no first-person statements of fact, preference or decision."
 
     emit(as_json, data, text)
