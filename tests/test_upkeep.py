@@ -248,7 +248,7 @@ def test_cli_maintain_and_friends(tmp_path: Path) -> None:
     assert json.loads(dry.output)["stale"] == [old.id]
     done = runner.invoke(main, [*args, "maintain"])
     assert done.exit_code == 0, done.output
-    assert "Removed 0 expired, 1 stale and 0 duplicate memories" in done.output
+    assert "Removed 0 expired, 1 stale and 0 duplicate memories, evicted 0" in done.output
     for command in (["duplicates"], ["stale"]):
         result = runner.invoke(main, [*args, *command, "--json"])
         assert result.exit_code == 0, result.output

@@ -334,6 +334,20 @@ register(
 )
 # -- maintenance (funes.upkeep) ------------------------------------------------
 register(
+    "project_max_records",
+    10_000,
+    int,
+    "Records a project holds before retention evicts its lowest-scoring unpinned memories (at 80%); per project: `funes config set --project P max_records N`.",
+    minimum=1,
+)
+register(
+    "max_records_total",
+    100_000,
+    int,
+    "Records a tenant holds across all projects before retention evicts (at 80%), pinned ones never.",
+    minimum=1,
+)
+register(
     "maintain_every_writes",
     50,
     int,

@@ -48,6 +48,7 @@ from .models import (
     new_id,
     utcnow,
 )
+from .project_settings import ProjectSettings
 from .record_input import (
     RecordFields,
     as_reference,
@@ -84,6 +85,7 @@ class Core:
         self.config = config
         self.embedding = Embedding(store, embedder, config, check_embedder=check_embedder)
         self.embedding.on_recovered = self._embedder_recovered
+        self.projects = ProjectSettings(store, config)
         self._unwritten_access: list[tuple[AccessEvent, datetime]] = []
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
@@ -465,6 +467,11 @@ class Core:
                     hint="Pass project=FILE_ID (CLI: --project FILE_ID), or an explicit scope.",
                 )
         scope = self.check_scope(scope, project, session)
+        if scope == "project" and not self.projects.enabled(self.tenant_of(tenant), project):
+            raise InvalidInput(
+                f"Project {project!r} is disabled: it neither stores nor recalls memories.",
+                hint=f"Enable it with `funes config set --project {project} enabled true`, or use another scope.",
+            )
         # A record carries the ids of its own scope and of the scopes around it,
         # never narrower ones: a team memory written during a session of a
         # project belongs to neither (filters, clears and promotion read them).
@@ -770,6 +777,12 @@ class Core:
             filters = replace(filters, created_before=when if before is None else min(before, when))
             now = when
         hits = self._search(query, filters, now, limit, min_similarity, project)
+        disabled = self.projects.disabled_projects(filters.tenant)
+        if disabled:  # a disabled project recalls nothing
+            hits = SearchResults(
+                (h for h in hits if not (h.memory.scope == "project" and h.memory.project_id in disabled)),
+                degraded=hits.degraded,
+            )
         floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
         if floor > 0:
             hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
@@ -832,28 +845,7 @@ class Core:
                 sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
         # Rank on light rows; decode whole records only for the winners.
         fields = self.store.rank_fields([i for i, _ in keyword] + [i for i, _ in nearest])
-        try:
-            settings = RankSettings(
-                fusion=self.config.fusion,
-                keyword_weight=self.config.keyword_weight,
-                vector_weight=self.config.vector_weight,
-                rrf_k=self.config.rrf_k,
-                boost_project=self.config.boost_project,
-                boost_team=self.config.boost_team,
-                importance_weight=self.config.importance_weight,
-                recency_weight=self.config.recency_weight,
-                recency_half_life_days=self.config.recency_half_life_days,
-                min_similarity=min_similarity,
-                strong_keyword_rank=self.config.strong_keyword_rank,
-                vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
-                current_project=project,
-            )
-        except ValueError as exc:
-            raise InvalidInput(
-                f"The fusion settings are invalid: {exc}.",
-                hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
-                "e.g. `funes config set fusion convex`.",
-            ) from exc
+        settings = self.rank_settings(min_similarity, project)
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
@@ -877,6 +869,31 @@ class Core:
                 if len(hits) == limit:
                     return SearchResults(hits, degraded=degraded)
         return SearchResults(hits, degraded=degraded)
+
+    def rank_settings(self, min_similarity: float | None = None, project: str | None = None) -> RankSettings:
+        """The ranking knobs from the settings (retention scores records with the same ones)."""
+        try:
+            return RankSettings(
+                fusion=self.config.fusion,
+                keyword_weight=self.config.keyword_weight,
+                vector_weight=self.config.vector_weight,
+                rrf_k=self.config.rrf_k,
+                boost_project=self.config.boost_project,
+                boost_team=self.config.boost_team,
+                importance_weight=self.config.importance_weight,
+                recency_weight=self.config.recency_weight,
+                recency_half_life_days=self.config.recency_half_life_days,
+                min_similarity=min_similarity,
+                strong_keyword_rank=self.config.strong_keyword_rank,
+                vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
+                current_project=project,
+            )
+        except ValueError as exc:
+            raise InvalidInput(
+                f"The fusion settings are invalid: {exc}.",
+                hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
+                "e.g. `funes config set fusion convex`.",
+            ) from exc
 
     def relevance_calibrated(self) -> bool:
         """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""

@@ -48,6 +48,11 @@ class Maintenance:
         file is vacuumed. Returns the counts, and ``bytes_before`` /
         ``bytes_after`` of the database. ``dry_run`` only counts.
         """
+        for what, value in (("session", session), ("project", project)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(
+                    f"The {what} to clear must be a non-empty id, got {value!r}.", hint=f"Name the {what}."
+                )
         chosen = [name for name, value in (("session", session), ("project", project), ("all", all)) if value]
         if len(chosen) != 1:
             raise InvalidInput(

@@ -170,6 +170,8 @@ class Funes:
     find_duplicates = _delegate("upkeep", Upkeep.find_duplicates)
     find_stale = _delegate("upkeep", Upkeep.find_stale)
     find_related = _delegate("upkeep", Upkeep.find_related)
+    project_settings = _delegate("upkeep", Upkeep.project_settings)
+    configure_project = _delegate("upkeep", Upkeep.configure_project)
 
     # -- embedding ------------------------------------------------------------------------
     embed = _delegate("embedding", Embedding.embed)

@@ -385,8 +385,13 @@ class Conversations:
 
         return load_prompt("memory", prompts_dir=self.config.prompts_dir)
 
-    def context_budget(self, model_window: int | None = None) -> Budget:
-        """The configured caps (for 128k) scaled to a model window."""
+    def context_budget(
+        self, model_window: int | None = None, *, project: str | None = None, tenant: str | None = None
+    ) -> Budget:
+        """The configured caps (for 128k) scaled to a model window; a project's ``retrieval_k`` sets its chunk count."""
+        retrieved_chunks = self.config.context_retrieved_chunks
+        if project:
+            retrieved_chunks = self.core.projects.effective(self.core.tenant_of(tenant), project)["retrieval_k"]
         base = Budget(
             window=128_000,
             system=self.config.context_system_tokens,
@@ -394,7 +399,7 @@ class Conversations:
             conversation=self.config.context_conversation_tokens,
             retrieved=self.config.context_retrieved_tokens,
             response=self.config.context_response_tokens,
-            retrieved_chunks=self.config.context_retrieved_chunks,
+            retrieved_chunks=retrieved_chunks,
             chunk_tokens=self.config.context_chunk_tokens,
         )
         return Budget.for_window(self.config.context_window if model_window is None else model_window, base)
@@ -433,7 +438,7 @@ class Conversations:
         # user showed u1's private memories to u2 (issue 9). A caller without a user
         # reads as the session's owner, so nobody else's private records reach this prompt.
         viewer = self.core.user_of(user) or sess.user_id
-        caps = self.context_budget(model_window)
+        caps = self.context_budget(model_window, project=sess.project_id, tenant=sess.tenant)
         if isinstance(budget, Budget):
             caps = budget
         elif budget is not None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -45,6 +45,7 @@ import numpy as np
 
 from .errors import InvalidInput
 from .models import Job, Memory, SearchFilters, format_time, utcnow
+from .retrieval import retention_score
 from .store import vis_key
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ log = logging.getLogger("funes")
 
 UPKEEP_KINDS: tuple[str, ...] = ("memory", "insight")  # what prune and dedupe touch
 _NEIGHBOURS = 6  # vector neighbours looked at per record when deduplicating
+RETENTION_TRIGGER = 0.8  # share of max_records from which retention evicts (seed 002)
 MIN_WORD_OVERLAP = 0.8  # Jaccard of the word sets two near-duplicates share at least
 
 
@@ -164,26 +166,71 @@ class Upkeep:
         for pair in pairs:
             if pair.keep.id not in dropped and pair.drop.id not in dropped:
                 dropped[pair.drop.id] = pair
+        gone |= set(dropped)
+        evict = self._plan_retention(tenant, now, gone)
         return {
             "tenant": tenant,
             "expired": expired,
             "stale": stale,
             "duplicates": [p.to_dict() for p in dropped.values()],
+            "evict": evict,
             "stamps": {
-                m.id: [m.version, m.pinned, m.access_count] for m in self.store.get_many([*stale, *dropped]).values()
+                m.id: [m.version, m.pinned, m.access_count]
+                for m in self.store.get_many([*stale, *dropped, *(e["id"] for e in evict)]).values()
             },
         }
 
+    def _plan_retention(self, tenant: str, now: datetime, gone: set[str]) -> list[dict[str, Any]]:
+        """The records retention evicts: per project over 80% of its max_records, then over 80% of the tenant cap.
+
+        Lowest :func:`funes.retrieval.retention_score` first (ties: least
+        read, then oldest); pinned records, document chunks and messages are
+        never evicted. Each project (or the tenant) is brought back to 80%.
+        """
+        settings = self.core.rank_settings()
+        counts = self.store.record_counts(tenant, exclude_kinds=("message",))
+        out: list[dict[str, Any]] = []
+        taken = set(gone)
+
+        def lowest(candidates: Sequence[Memory], excess: int, tier: str, project: str | None) -> None:
+            ranked = sorted(
+                (m for m in candidates if m.id not in taken),
+                key=lambda m: (retention_score(m, settings, now), m.access_count, m.updated_at),
+            )
+            for m in ranked[:excess]:
+                taken.add(m.id)
+                out.append({"id": m.id, "tier": tier, "project_id": project})
+
+        for project, count in sorted(counts.items(), key=lambda kv: str(kv[0])):
+            if project is None:
+                continue
+            limit = int(self.core.projects.effective(tenant, project)["max_records"])
+            high = int(limit * RETENTION_TRIGGER)
+            if count > high:
+                lowest(self.store.eviction_candidates(tenant, project, UPKEEP_KINDS), count - high, "project", project)
+        total_limit = int(int(self.config.max_records_total) * RETENTION_TRIGGER)
+        total = sum(counts.values()) - len(taken)
+        if total > total_limit:
+            lowest(self.store.eviction_candidates(tenant, None, UPKEEP_KINDS), total - total_limit, "global", None)
+        return out
+
     def _apply(self, tenant: str, plan: dict[str, Any], now: datetime) -> dict[str, Any]:
         """Delete the planned records that still qualify (inside the caller's transaction) and log it."""
-        wanted = [*plan["expired"], *plan["stale"], *(d["drop"] for d in plan["duplicates"])]
+        evictions = plan.get("evict", [])
+        wanted = [
+            *plan["expired"],
+            *plan["stale"],
+            *(d["drop"] for d in plan["duplicates"]),
+            *(e["id"] for e in evictions),
+        ]
         current = self.store.get_many(wanted)
         stamps = plan["stamps"]
-        removed: dict[str, list[str]] = {"expired": [], "stale": [], "duplicates": []}
+        removed: dict[str, list[str]] = {"expired": [], "stale": [], "duplicates": [], "evicted": []}
         for reason, ids in (
             ("expired", plan["expired"]),
             ("stale", plan["stale"]),
             ("duplicates", [d["drop"] for d in plan["duplicates"]]),
+            ("evicted", [e["id"] for e in evictions]),
         ):
             for memory_id in ids:
                 memory = current.get(memory_id)
@@ -198,9 +245,31 @@ class Upkeep:
                 ]:
                     continue  # edited, pinned or read since the plan: keep it
                 removed[reason].append(memory_id)
+        evicted = set(removed["evicted"])
         ids = [i for group in removed.values() for i in group]
         if ids:
             self.store.delete(ids)
+        groups: dict[tuple[str, str | None], int] = {}
+        for e in evictions:
+            if e["id"] in evicted:
+                groups[(e["tier"], e["project_id"])] = groups.get((e["tier"], e["project_id"]), 0) + 1
+        for (tier, project), n in groups.items():
+            limit = (
+                self.core.projects.effective(tenant, project)["max_records"]
+                if tier == "project"
+                else self.config.max_records_total
+            )
+            where = f"project {project}" if tier == "project" else "the tenant"
+            self.store.log_cleanup(
+                tenant,
+                at=now,
+                reason=f"retention: {where} was over 80% of its {limit:,} records; evicted the lowest-scoring",
+                scope=tier,
+                project_id=project,
+                records_deleted=n,
+            )
+        others = len(ids) - len(evicted)
+        if others:
             self.store.log_cleanup(
                 tenant,
                 at=now,
@@ -209,7 +278,7 @@ class Upkeep:
                     f"{len(removed['duplicates'])} duplicates"
                 ),
                 scope="maintenance",
-                records_deleted=len(ids),
+                records_deleted=others,
             )
         return {"tenant": tenant, "removed": {k: len(v) for k, v in removed.items()}, "ids": removed}
 
@@ -240,6 +309,34 @@ class Upkeep:
         report = self._prune_sessions(all_tenants=True)
         cleared = len(report.get("sessions") or [])
         return lambda: {"sessions_cleared": cleared, "retention_days": report.get("retention_days")}
+
+    # -- per-project settings ------------------------------------------------------------------
+    def project_settings(self, project: str, *, tenant: str | None = None) -> dict[str, Any]:
+        """A project's effective settings, which of them are its own, and how many records it holds."""
+        tenant_id = self.core.tenant_of(tenant)
+        stored = self.core.projects.stored(tenant_id, project)
+        counts = self.store.record_counts(tenant_id, exclude_kinds=("message",))
+        return {
+            "project": project,
+            "settings": self.core.projects.effective(tenant_id, project),
+            "own": sorted(stored),
+            "records": counts.get(project, 0),
+        }
+
+    def configure_project(self, project: str, values: dict[str, Any], *, tenant: str | None = None) -> dict[str, Any]:
+        """Set a project's settings (enabled, max_records, chunk_size, chunk_overlap, retrieval_k; None resets one).
+
+        Lowering ``max_records`` under the project's size queues a maintenance
+        run, which evicts down to 80% of it.
+        """
+        tenant_id = self.core.tenant_of(tenant)
+        with self.store.transaction():
+            self.core.projects.update(tenant_id, project, values)
+            if "max_records" in values:
+                self.core.enqueue_job(
+                    "maintain", {"tenant": tenant_id}, tenant=tenant_id, dedupe_key=f"maintain:{tenant_id}"
+                )
+        return self.project_settings(project, tenant=tenant_id)
 
     # -- utilities ---------------------------------------------------------------------------
     def find_duplicates(

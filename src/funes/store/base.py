@@ -397,6 +397,26 @@ class Store(Protocol):
         """Records and bytes per (tier, kind, source)."""
         ...
 
+    def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
+        """A project's stored settings (only those set), or None."""
+        ...
+
+    def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
+        """Replace a project's stored settings."""
+        ...
+
+    def list_project_settings(self, tenant: str) -> dict[str, dict[str, Any]]:
+        """Every project of the tenant with stored settings."""
+        ...
+
+    def record_counts(self, tenant: str, exclude_kinds: Sequence[str]) -> dict[str | None, int]:
+        """Records per project (None: outside any project), leaving out some kinds."""
+        ...
+
+    def eviction_candidates(self, tenant: str, project_id: str | None, kinds: Sequence[str]) -> list[Memory]:
+        """Unpinned records of these kinds that retention may evict (one project's, or the tenant's)."""
+        ...
+
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
         """Optimize the keyword index; reclaim space when free pages exceed the ratio."""
         ...

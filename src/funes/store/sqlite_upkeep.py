@@ -7,11 +7,13 @@ huge list in memory; the next run takes the rest.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import to_epoch
+from ..models import Memory, to_epoch
+from .sqlite_rows import COLUMNS, to_memory
 
 
 class UpkeepTables:
@@ -103,6 +105,51 @@ class UpkeepTables:
             }
             for scope, kind, source, n, text, vectors in rows
         ]
+
+    def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
+        """A project's stored settings (only those set), or None."""
+        row = (
+            self.db.reader()
+            .execute("SELECT settings FROM project_settings WHERE tenant = ? AND project_id = ?", (tenant, project_id))
+            .fetchone()
+        )
+        return None if row is None else dict(json.loads(row[0] or "{}"))
+
+    def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
+        """Replace a project's stored settings."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO project_settings (tenant, project_id, settings, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, project_id) DO UPDATE SET settings = excluded.settings, "
+                "updated_at = excluded.updated_at",
+                (tenant, project_id, json.dumps(settings, sort_keys=True), to_epoch(at)),
+            )
+
+    def list_project_settings(self, tenant: str) -> dict[str, dict[str, Any]]:
+        """Every project of the tenant with stored settings."""
+        rows = self.db.reader().execute(
+            "SELECT project_id, settings FROM project_settings WHERE tenant = ? ORDER BY project_id", (tenant,)
+        )
+        return {str(p): dict(json.loads(s or "{}")) for p, s in rows}
+
+    def record_counts(self, tenant: str, exclude_kinds: Sequence[str]) -> dict[str | None, int]:
+        """Records per project (None: outside any project) of the tenant, leaving out some kinds."""
+        marks = ", ".join("?" for _ in exclude_kinds) or "''"
+        rows = self.db.reader().execute(
+            f"SELECT project_id, COUNT(*) FROM memories WHERE tenant = ? AND kind NOT IN ({marks}) GROUP BY project_id",
+            (tenant, *exclude_kinds),
+        )
+        return {p: int(n) for p, n in rows}
+
+    def eviction_candidates(self, tenant: str, project_id: str | None, kinds: Sequence[str]) -> list[Memory]:
+        """The unpinned records of these kinds a retention cleanup may evict (one project's, or the tenant's)."""
+        marks = ", ".join("?" for _ in kinds)
+        cond, params = ("AND project_id = ?", [project_id]) if project_id is not None else ("", [])
+        rows = self.db.reader().execute(
+            f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND pinned = 0 AND kind IN ({marks}) {cond}",
+            (tenant, *kinds, *params),
+        )
+        return [to_memory(r) for r in rows]
 
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
         """Merge the keyword index's segments, and VACUUM when free pages exceed the ratio of the file."""

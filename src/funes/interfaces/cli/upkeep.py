@@ -33,14 +33,14 @@ def maintain(state: State, dry_run: bool, as_json: bool) -> None:
         if dry_run:
             return (
                 f"Would remove {len(report['expired'])} expired, {len(report['stale'])} stale and "
-                f"{len(report['duplicates'])} duplicate memories."
+                f"{len(report['duplicates'])} duplicate memories, and evict {len(report['evict'])} over retention limits."
             )
         removed = report["removed"]
         optimized = report.get("optimize", {})
         tail = " Space reclaimed." if optimized.get("vacuumed") else ""
         return (
             f"Removed {removed['expired']} expired, {removed['stale']} stale and {removed['duplicates']} "
-            f"duplicate memories; indexes optimised.{tail}"
+            f"duplicate memories, evicted {removed['evicted']} over retention limits; indexes optimised.{tail}"
         )
 
     emit(as_json, report, text)
