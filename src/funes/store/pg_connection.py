@@ -264,6 +264,13 @@ class PgDatabase:
                 "The PostgreSQL server's disk is full; the write was rolled back and nothing was lost.",
                 hint="Free space on the database server, then retry.",
             )
+        if isinstance(exc, self._psycopg.DataError) and "NUL" in str(exc):
+            from ..errors import InvalidInput
+
+            return InvalidInput(
+                "The text contains NUL (0x00) characters, which PostgreSQL cannot store; nothing was written.",
+                hint="Remove the NUL characters (they are never meaningful in text) and try again.",
+            )
         if isinstance(exc, errors.DataCorrupted):
             return StoreCorrupt(f"PostgreSQL reports damage: {exc}", hint="Restore from pg_dump or a replica.")
         if isinstance(exc, self._psycopg.OperationalError):

@@ -39,7 +39,7 @@ from ..models import EmbedderIdentity, Memory
 from .base import vector_problem, vis_key
 from .pg_connection import PgDatabase, redact
 from .postgres_extras import PostgresExtras
-from .postgres_search import PostgresSearch
+from .postgres_search import PostgresSearch, fold_words
 from .sqlite import SqliteStore
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
@@ -210,7 +210,7 @@ class PostgresStore(
         """
         vis = vis_key(memory.scope, memory.project_id, memory.session_id)
         with self.db.write() as conn:
-            key = "\0".join((memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id or ""))
+            key = "\x1f".join((memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id or ""))
             conn.native("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
             existing = self._find_by_hash(conn, memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id)
             if existing is not None and not existing.is_expired():
@@ -231,6 +231,11 @@ class PostgresStore(
             rowid = row[0]
             sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
             conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
+        conn.execute(
+            "UPDATE memories SET fts = setweight(to_tsvector('simple', ?), 'A') || to_tsvector('simple', ?) "
+            "|| setweight(to_tsvector('simple', ?), 'C') WHERE rowid = ?",
+            (fold_words(m.title), fold_words(m.content), fold_words(m.topic), rowid),
+        )
         if vectors is None:
             # The tenant is copied onto the vectors (the exact KNN's btree): keep it in step.
             conn.execute(
@@ -271,20 +276,28 @@ class PostgresStore(
     def replace_index(
         self, identity: EmbedderIdentity, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]
     ) -> int:
-        """Swap in a new embedder identity and every record's vectors in one transaction (the keyword index is generated)."""
+        """Swap in a new embedder identity, every record's vectors and keyword vector, in one transaction."""
         dims = self._dims
         try:
             with self.db.write():
                 self.set_identity(identity, reset=True)
-                count = self.put_many(items)
+                count = self.put_many(items)  # each put rewrites the record's keyword vector too
         except BaseException:
             self._dims = dims
             raise
         return count
 
     def rebuild_keyword_index(self) -> None:
-        """Rebuild the GIN keyword index (the tsvector column itself is generated, so always current)."""
-        self.db.reader().native("REINDEX INDEX memories_fts")
+        """Recompute every record's keyword vector (``funes reindex`` after a change of folding)."""
+        with self.db.write() as conn:
+            for rowid, title, content, topic in conn.execute(
+                "SELECT rowid, title, content, topic FROM memories"
+            ).fetchall():
+                conn.execute(
+                    "UPDATE memories SET fts = setweight(to_tsvector('simple', ?), 'A') || to_tsvector('simple', ?) "
+                    "|| setweight(to_tsvector('simple', ?), 'C') WHERE rowid = ?",
+                    (fold_words(title), fold_words(content), fold_words(topic), rowid),
+                )
 
     def index_work(self) -> list[str]:
         """Nothing to build in the background: the HNSW index is maintained by PostgreSQL on every write."""

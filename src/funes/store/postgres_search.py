@@ -27,6 +27,8 @@ records survive. Numbers: docs/postgres.md and bench/pg_recall.py.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -44,8 +46,33 @@ _TITLE_WEIGHT = 2.0  # as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite: a title h
 _EF_SEARCH = 1000  # pgvector's maximum
 
 
+_WORD = re.compile(r"\w+", re.UNICODE)
+# The crude English suffix fold of funes.relevance.fold (SQLite's index stems with porter).
+_SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s")
+
+
+def fold_word(word: str) -> str:
+    """A word lowercased, without diacritics, with a common English suffix removed."""
+    word = "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+    for suffix in _SUFFIXES:
+        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def fold_words(text: str | None) -> str:
+    """The text as the keyword index holds it: folded words (see :func:`fold_word`) joined by spaces.
+
+    FTS5's ``porter unicode61 remove_diacritics 2`` finds "cafe" in "café" and
+    "vendor" in "vendors"; PostgreSQL's 'simple' configuration does neither,
+    and the unaccent extension is not always installed, so both sides fold in
+    Python: the indexed text here, the query terms in ``_word_search``.
+    """
+    return " ".join(fold_word(w) for w in _WORD.findall(text or ""))
+
+
 def _tsquery(terms: Sequence[str], params: list[Any]) -> str:
-    """An OR of plainto_tsquery per term (each a bound parameter: never query syntax)."""
+    """An OR of plainto_tsquery per folded term (each a bound parameter: never query syntax)."""
     params.extend(terms)
     return "(" + " || ".join("plainto_tsquery('simple', ?)" for _ in terms) + ")"
 
@@ -108,12 +135,13 @@ class PostgresSearch:
     def _word_search(
         self, terms: Sequence[str], filters: SearchFilters, *, limit: int, scan_cap: int, now: datetime | None
     ) -> list[tuple[str, float]]:
-        terms = [t for t in dict.fromkeys(terms) if t.strip()]
-        if not terms or limit <= 0:
+        originals = [t for t in dict.fromkeys(terms) if fold_words(t)]
+        folded = [fold_words(t) for t in originals]
+        if not folded or limit <= 0:
             return []
         conn = self.db.reader()
-        params: list[Any] = [list(terms)]  # the SELECT list's term array comes first in the text
-        query = _tsquery(terms, params)
+        params: list[Any] = [folded]  # the SELECT list's term array comes first in the text
+        query = _tsquery(folded, params)
         where = [f"m.fts @@ {query}", *self._where(filters, now, params)]
         params.append(max(1, scan_cap))
         # Per match: title and body term frequencies of each query term, and the length in tokens.
@@ -130,8 +158,8 @@ class PostgresSearch:
         rows = conn.execute(sql, params).fetchall()
         if not rows:
             return []
-        total, counts = self.term_stats(terms)
-        idfs = [_idf(total, counts.get(t, 0)) for t in terms]
+        total, counts = self.term_stats(originals)
+        idfs = [_idf(total, counts.get(t, 0)) for t in originals]
         avgdl = max(1.0, float(self._average_length(conn)))
         scored: list[tuple[str, float]] = []
         for memory_id, dl, tfs in rows:
@@ -168,7 +196,7 @@ class PostgresSearch:
                 f"{t}\0count",
                 lambda t=t: int(  # type: ignore[misc]
                     conn.execute(
-                        "SELECT count(*) FROM memories WHERE fts @@ plainto_tsquery('simple', ?)", (t,)
+                        "SELECT count(*) FROM memories WHERE fts @@ plainto_tsquery('simple', ?)", (fold_words(t),)
                     ).fetchone()[0]
                 ),
             )

@@ -44,13 +44,10 @@ CREATE TABLE memories (
     metadata TEXT NOT NULL DEFAULT '{}',
     refs TEXT NOT NULL DEFAULT '[]',
     tags TEXT NOT NULL DEFAULT '',
-    -- The keyword index: 'simple' (no stemming, any script), title weighted
-    -- above content and topic, like bm25(2, 1, 1) on the SQLite side.
-    fts TSVECTOR GENERATED ALWAYS AS (
-        setweight(to_tsvector('simple', coalesce(title, '')), 'A')
-        || to_tsvector('simple', content)
-        || setweight(to_tsvector('simple', coalesce(topic, '')), 'C')
-    ) STORED,
+    -- The keyword index, written by the store (PostgresStore._put) from the
+    -- folded words of title (weight A), content and topic (weight C): see
+    -- postgres_search.fold_words. 'simple' config: no stopwords, any script.
+    fts TSVECTOR NOT NULL DEFAULT ''::tsvector,
     -- Records with Chinese, Japanese or Korean text (the ranges of the SQLite
     -- trigram index, sql/008_cjk.sql): the CJK keyword leg scans only these.
     has_cjk BOOLEAN GENERATED ALWAYS AS (
