@@ -27,8 +27,9 @@ FAST = {"job_backoff_seconds": 0.01, "job_backoff_max_seconds": 0.05, "job_poll_
 
 
 @pytest.fixture
-def store_path(tmp_path: Path) -> str:
-    return str(tmp_path / "jobs.db")
+def store_path(store_url: str) -> str:
+    """The store of each backend (SQLite file, PostgreSQL database)."""
+    return store_url
 
 
 @pytest.fixture

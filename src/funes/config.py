@@ -49,7 +49,28 @@ def register(name: str, default: Any, type_: type, help: str, minimum: float | N
 
 
 # -- storage ---------------------------------------------------------------
-register("db_path", "", str, "Path of the SQLite store. Empty means $FUNES_HOME/funes.db.")
+register(
+    "db_path",
+    "",
+    str,
+    "Path of the SQLite store, or a postgresql:// URL. Empty means db_url if set, else $FUNES_HOME/funes.db.",
+)
+register(
+    "db_url",
+    "",
+    str,
+    "PostgreSQL URL of the store (postgresql://user:password@host:5432/db); used when db_path is empty. "
+    "See docs/postgres.md.",
+)
+register("pg_pool_min", 1, int, "Connections a PostgreSQL store keeps open.", minimum=1)
+register("pg_pool_max", 10, int, "Most connections a PostgreSQL store opens at once (one per busy thread).", minimum=1)
+register(
+    "pg_exact_max",
+    20000,
+    int,
+    "PostgreSQL: tenants with at most this many vectors are searched exactly; larger ones use the HNSW index.",
+    minimum=0,
+)
 register(
     "busy_timeout_ms",
     15000,
@@ -572,6 +593,16 @@ class Config:
             return self.values[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    @property
+    def db_location(self) -> str | Path:
+        """Where the store is: db_path (a file or a postgresql:// URL), else db_url, else the default file."""
+        raw = str(self.values.get("db_path") or "")
+        if raw.startswith(("postgres://", "postgresql://")):
+            return raw
+        if not raw and self.values.get("db_url"):
+            return str(self.values["db_url"])
+        return self.db_file
 
     @property
     def db_file(self) -> Path:

@@ -245,6 +245,9 @@ def open(
 ) -> Funes:
     """Open (or create) a Funes store. ``path`` defaults to ``$FUNES_HOME/funes.db``.
 
+    ``path`` may be a ``postgresql://`` URL (or set ``FUNES_DB_URL``) for a
+    PostgreSQL store with pgvector; see docs/postgres.md.
+
     ``embedder`` is an :class:`Embedder` instance, or the name of a backend
     (the ``embedder`` setting: ``local``, ``openai``, ``hash``). A backend
     named by the settings is created on first use, so commands that do not
@@ -261,13 +264,19 @@ def open(
         # The CLI's --embedder names a backend; it is the setting, not an instance.
         settings["embedder"], embedder = embedder, None
     config = config_mod.load(db_path=path, **settings)
-    store = open_store(
-        config.db_file,
-        busy_timeout_ms=config.busy_timeout_ms,
-        vector_cache_min=config.vector_cache_min,
-        vector_cache_mb=config.vector_cache_mb,
-        ann_min=config.ann_min,
-    )
+    location = config.db_location
+    if isinstance(location, str):
+        store = open_store(
+            location, pool_min=config.pg_pool_min, pool_max=config.pg_pool_max, exact_max=config.pg_exact_max
+        )
+    else:
+        store = open_store(
+            location,
+            busy_timeout_ms=config.busy_timeout_ms,
+            vector_cache_min=config.vector_cache_min,
+            vector_cache_mb=config.vector_cache_mb,
+            ann_min=config.ann_min,
+        )
     try:
         # The store's recorded identity spares an OpenAI-compatible server a size probe.
         factory = functools.partial(create_embedder, config, store.identity())

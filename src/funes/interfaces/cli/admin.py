@@ -198,8 +198,15 @@ def _repair(state: State, as_json: bool) -> None:
     from pathlib import Path
 
     from ... import config as cfg
+    from ...errors import InvalidInput
+    from ...store import is_postgres_url
     from ...store.sqlite import salvage_path
 
+    if is_postgres_url(state.db or cfg.load().db_location):
+        raise InvalidInput(
+            "`funes doctor --repair` salvages a SQLite file; this store is a PostgreSQL database.",
+            hint="Restore from `pg_dump` or a replica, or `funes export FILE` what is readable.",
+        )
     source = Path(state.db).expanduser() if state.db else cfg.load().db_file
     target = _default_copy(state, "repaired")
     report = salvage_path(source, Path(target))
