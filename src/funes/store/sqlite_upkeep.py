@@ -26,7 +26,7 @@ class UpkeepTables:
         with self.db.write() as conn:
             row = conn.execute(
                 "INSERT INTO counters (tenant, name, value) VALUES (?, ?, ?) "
-                "ON CONFLICT (tenant, name) DO UPDATE SET value = value + excluded.value RETURNING value",
+                "ON CONFLICT (tenant, name) DO UPDATE SET value = counters.value + excluded.value RETURNING value",
                 (tenant, name, int(by)),
             ).fetchone()
         return int(row[0])
