@@ -276,3 +276,25 @@ def test_stats_storage_breaks_down_tiers_kinds_and_sources(tmp_path: Path) -> No
     assert data["by_source"]["markdown"] >= 1
     result = CliRunner().invoke(main, ["--db", db, "--embedder", "hash:64", "stats", "--storage"])
     assert result.exit_code == 0 and "database file:" in result.output and "markdown" in result.output
+
+
+def test_the_background_run_only_checks_what_was_written_since_the_last_run(tmp_path: Path) -> None:
+    mem = _open(tmp_path, maintain_every_writes=0)
+    try:
+        mem.core.enqueue_job("maintain", {"tenant": "default"}, tenant="default")
+        assert mem.run_jobs(kinds=["maintain"])["done"] == 1
+        a = mem.remember("The deploy window is Tuesday morning.")
+        b = mem.remember("The deploy window is Tuesday morning!")
+        for m in (a, b):  # written before the last run: a background run does not look at them again
+            _age(mem, m.id, 1)
+        mem.core.enqueue_job("maintain", {"tenant": "default"}, tenant="default")
+        assert mem.run_jobs(kinds=["maintain"])["done"] == 1
+        assert mem.store.get(a.id) is not None and mem.store.get(b.id) is not None
+        c = mem.remember("the deploy window is tuesday morning")  # new: compared with every record
+        mem.core.enqueue_job("maintain", {"tenant": "default"}, tenant="default")
+        assert mem.run_jobs(kinds=["maintain"])["done"] == 1
+        assert sum(mem.store.get(m.id) is not None for m in (a, b, c)) < 3
+        assert mem.maintain()["removed"]["duplicates"] == 1
+        assert sum(mem.store.get(m.id) is not None for m in (a, b, c)) == 1  # on demand: everything
+    finally:
+        mem.close()

@@ -303,6 +303,10 @@ class Jobs:
                 self._housekeeping()
                 job = self.run_one()
             except Exception:  # the store may be busy or closing; never let the worker die of it
+                if self._stop.is_set():
+                    # Closing while a job ran: its lease lets a later worker run it again, so nothing is lost.
+                    log.info("the job worker stopped mid-job; the job runs again under a new lease")
+                    break
                 log.exception("the job worker hit an error")
                 job = None
             if job is None:

@@ -151,7 +151,9 @@ class Upkeep:
         report["optimize"] = self.store.optimize(vacuum_free_ratio=float(self.config.vacuum_free_ratio))
         return report
 
-    def _plan(self, tenant: str, now: datetime) -> dict[str, Any]:
+    def _plan(self, tenant: str, now: datetime, *, since: datetime | None = None) -> dict[str, Any]:
+        """What one run removes. ``since``: only records written after it are checked for duplicates
+        (the background run passes its previous run's time, so each run costs what was written since)."""
         limit = int(self.config.maintain_batch)
         expired = self.store.expired_ids(tenant, now, limit=limit)
         days = float(self.config.prune_after_days)
@@ -161,7 +163,7 @@ class Upkeep:
             else []
         )
         gone = set(expired) | set(stale)
-        pairs = [p for p in self.find_duplicates(tenant=tenant, scan=limit) if p.drop.id not in gone]
+        pairs = [p for p in self.find_duplicates(tenant=tenant, scan=limit, since=since) if p.drop.id not in gone]
         dropped: dict[str, DuplicatePair] = {}
         for pair in pairs:
             if pair.keep.id not in dropped and pair.drop.id not in dropped:
@@ -284,7 +286,9 @@ class Upkeep:
 
     def _maintain_job(self, job: Job) -> Callable[[], dict[str, Any]]:
         tenant = str(job.payload.get("tenant") or job.tenant)
-        plan = self._plan(tenant, utcnow())
+        previous = self.store.list_jobs(tenant, status="done", kind="maintain", limit=1)
+        since = previous[0].finished_at if previous else None
+        plan = self._plan(tenant, utcnow(), since=since)
 
         def apply() -> dict[str, Any]:
             report = self._apply(tenant, plan, utcnow())
@@ -340,18 +344,24 @@ class Upkeep:
 
     # -- utilities ---------------------------------------------------------------------------
     def find_duplicates(
-        self, *, threshold: float | None = None, tenant: str | None = None, scan: int | None = None
+        self,
+        *,
+        threshold: float | None = None,
+        tenant: str | None = None,
+        scan: int | None = None,
+        since: datetime | None = None,
     ) -> list[DuplicatePair]:
         """Pairs of agent records (same visibility, owner and kind) with cosine >= ``threshold`` (default 0.95).
 
         Looks at the ``scan`` most recently updated records (``maintain_batch``
-        by default) and each one's nearest vectors.
+        by default; only those written after ``since`` when given) and each
+        one's nearest vectors, among all the tenant's records.
         """
         limit = float(self.config.dedupe_similarity if threshold is None else threshold)
         if not 0.5 <= limit <= 1.0:
             raise InvalidInput(f"Threshold {limit} is out of range.", hint="Use a cosine from 0.5 to 1.0, e.g. 0.95.")
         tenant_id = self.core.tenant_of(tenant)
-        ids = self.store.tenant_ids(tenant_id, UPKEEP_KINDS, limit=int(scan or self.config.maintain_batch))
+        ids = self.store.tenant_ids(tenant_id, UPKEEP_KINDS, limit=int(scan or self.config.maintain_batch), since=since)
         records = self.store.get_many(ids)
         vectors = self.store.vectors_for(ids)
         now = utcnow()

@@ -375,8 +375,8 @@ class Store(Protocol):
         """Unpinned version-1 records of these kinds neither written nor read since ``before``."""
         ...
 
-    def tenant_ids(self, tenant: str, kinds: Sequence[str], *, limit: int) -> list[str]:
-        """Ids of the tenant's records of these kinds, newest first."""
+    def tenant_ids(self, tenant: str, kinds: Sequence[str], *, limit: int, since: datetime | None = None) -> list[str]:
+        """Ids of the tenant's records of these kinds (written after ``since``), newest first."""
         ...
 
     def log_cleanup(

@@ -51,12 +51,13 @@ class UpkeepTables:
         )
         return [r[0] for r in rows]
 
-    def tenant_ids(self, tenant: str, kinds: Sequence[str], *, limit: int) -> list[str]:
-        """Ids of the tenant's records of these kinds, newest first (what dedupe scans)."""
+    def tenant_ids(self, tenant: str, kinds: Sequence[str], *, limit: int, since: datetime | None = None) -> list[str]:
+        """Ids of the tenant's records of these kinds (written after ``since``), newest first (what dedupe scans)."""
         marks = ", ".join("?" for _ in kinds)
+        after = "AND updated_at > ?" if since is not None else ""
         rows = self.db.reader().execute(
-            f"SELECT id FROM memories WHERE tenant = ? AND kind IN ({marks}) ORDER BY updated_at DESC LIMIT ?",
-            (tenant, *kinds, int(limit)),
+            f"SELECT id FROM memories WHERE tenant = ? AND kind IN ({marks}) {after} ORDER BY updated_at DESC LIMIT ?",
+            (tenant, *kinds, *([to_epoch(since)] if since is not None else []), int(limit)),
         )
         return [r[0] for r in rows]
 
