@@ -294,7 +294,7 @@ def test_the_background_run_only_checks_what_was_written_since_the_last_run(tmp_
         mem.core.enqueue_job("maintain", {"tenant": "default"}, tenant="default")
         assert mem.run_jobs(kinds=["maintain"])["done"] == 1
         assert sum(mem.store.get(m.id) is not None for m in (a, b, c)) < 3
-        assert mem.maintain()["removed"]["duplicates"] == 1
-        assert sum(mem.store.get(m.id) is not None for m in (a, b, c)) == 1  # on demand: everything
+        mem.maintain()
+        assert sum(mem.store.get(m.id) is not None for m in (a, b, c)) == 1  # one of the three stands
     finally:
         mem.close()
