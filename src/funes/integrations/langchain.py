@@ -27,7 +27,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E40
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.tools import StructuredTool, ToolException  # noqa: E402
-from pydantic import ConfigDict, ValidationError  # noqa: E402
+from pydantic import ConfigDict, Field, ValidationError  # noqa: E402
 
 from ..tool_specs import TOOLS, TOOLS_BY_NAME, ToolSpec, describe_errors  # noqa: E402
 
@@ -130,7 +130,7 @@ class FunesRetriever(BaseRetriever):
     """The :class:`funes.Funes` service to search."""
     k: int = 5
     """How many documents to return at most."""
-    search_kwargs: dict[str, Any] = {}
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Further :meth:`funes.Funes.search` arguments: tenant, user, project, source_types, min_relevance, ..."""
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
