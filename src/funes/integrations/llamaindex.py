@@ -77,7 +77,9 @@ class FunesMemoryBlock(BaseMemoryBlock[str]):
 
     def _context(self, query: str) -> str:
         session = self._session()
-        budget = {"retrieved": max(int(self.token_limit), 1)}
+        # LlamaIndex keeps the recent turns itself; the turns stored here are the older ones, so none goes in
+        # as plain history (conversation 0) and the relevant ones come back as recalled history.
+        budget = {"retrieved": max(int(self.token_limit), 1), "conversation": 0}
         built = self.funes.build_context(session, query, budget=budget, tenant=self.tenant, user=self.user)
         names = ("relevant_history", "project_facts", "retrieved_context")
         parts = [built.sections[n].text for n in names if n in built.sections and built.sections[n].text.strip()]
