@@ -61,7 +61,14 @@ class LocalEmbedder:
     def tokenizer(self) -> Any:
         """The model's word-piece tokenizer (cheap: no torch)."""
         if self._tokenizer is None:
-            from tokenizers import Tokenizer
+            try:
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise DependencyMissing(
+                    "The local embedding model needs the tokenizers package.",
+                    hint="Run `pip install 'funes-memory[local]'`, or set embedder = 'openai' to use an "
+                    "embedding server.",
+                ) from exc
 
             tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
             tok.no_truncation()
