@@ -90,9 +90,12 @@ def test_tool_calls_return_tool_messages_with_artifacts(mem: funes.Funes) -> Non
     assert missing.status == "error" and "search_memories" in missing.content
     # Another user's tools cannot see ana's record.
     bob = {t.name: t for t in funes_tools(mem, user="bob")}
-    assert "No memory" in bob["delete_memory"].invoke(
-        {"type": "tool_call", "id": "c4", "name": "delete_memory", "args": {"memory_id": memory.id}}
-    ).content
+    assert (
+        "No memory"
+        in bob["delete_memory"]
+        .invoke({"type": "tool_call", "id": "c4", "name": "delete_memory", "args": {"memory_id": memory.id}})
+        .content
+    )
     assert mem.get(memory.id).content == memory.content
 
 
@@ -234,10 +237,10 @@ def test_session_satisfies_the_sdk_protocol_and_round_trips_items(mem: funes.Fun
 
 def test_runner_keeps_history_in_funes(mem: funes.Funes, monkeypatch: pytest.MonkeyPatch) -> None:
     from agents import Agent, OpenAIResponsesModel, Runner
+    from llm_servers import responses_answer, serve
     from openai import AsyncOpenAI
 
     from funes.integrations.openai_agents import FunesSession
-    from tests.llm_servers import responses_answer, serve
 
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
     with serve(responses_answer) as server:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_servers import responses_answer, serve
 
 import funes
-from tests.llm_servers import responses_answer, serve
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
 
@@ -53,7 +53,6 @@ def _run(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 inner.close()
         namespace.clear()
         gc.collect()  # a framework object left unclosed warns here, in the example that made it
-
 
 
 def test_every_adapter_has_an_example() -> None:
