@@ -330,3 +330,20 @@ def test_langmem_tools_run_unchanged_on_the_store(real_mem: funes.Funes) -> None
     # Another user sees none of alice's memories.
     other = search.invoke({"query": "manager"}, {"configurable": {"langgraph_user_id": "bob"}})
     assert "Rui" not in str(other)
+
+
+def test_project_and_session_namespaces_are_searched_across_scopes(mem: funes.Funes) -> None:
+    store = FunesStore(mem, namespace_fields=("project", "session"))
+    store.put(("apollo", "s1"), "a", {"t": "alpha words"})
+    store.put(("apollo", "s2"), "b", {"t": "beta words"})
+    store.put(("zeus",), "c", {"t": "gamma words"})
+    scopes = {m.title: (m.scope, m.project_id, m.session_id) for m in mem.list(entity_types=["langgraph"]).items}
+    assert scopes == {
+        "a": ("session", "apollo", "s1"),
+        "b": ("session", "apollo", "s2"),
+        "c": ("project", "zeus", None),
+    }
+    assert sorted(i.key for i in store.search(())) == ["a", "b", "c"]
+    assert sorted(i.key for i in store.search(("apollo",), query="words")) == ["a", "b"]
+    assert [i.key for i in store.search(("apollo", "s2"), query="words")] == ["b"]
+    assert store.list_namespaces(max_depth=1) == [("apollo",), ("zeus",)]
