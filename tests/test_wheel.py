@@ -31,15 +31,15 @@ pytestmark = pytest.mark.slow
 
 
 def _clean_copy(dest: Path) -> Path:
-    """The repository's tracked and new (non-ignored) files, copied to ``dest``."""
+    """The repository's tracked files and its new, non-ignored packaging inputs, copied to ``dest``."""
     try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO,
-            capture_output=True,
-            check=True,
-        ).stdout.decode()
-        files = [f for f in listed.split("\0") if f]
+        files = []
+        # Tracked files, and new ones (not yet committed, not ignored) among the packaging inputs only.
+        for extra in ([], ["--others", "--exclude-standard", "--", "src", "pyproject.toml", "README.md"]):
+            listed = subprocess.run(
+                ["git", "ls-files", "-z", *(extra or ["--cached"])], cwd=REPO, capture_output=True, check=True
+            ).stdout.decode()
+            files += [f for f in listed.split("\0") if f]
     except (OSError, subprocess.CalledProcessError):  # not a git checkout: the packaging inputs
         files = [str(p.relative_to(REPO)) for p in (REPO / "src").rglob("*") if p.is_file()]
         files += ["pyproject.toml", "README.md"]

@@ -6,7 +6,9 @@ messages of one Funes session (indexed, so recall and every other shell find
 them), and answers with Funes' budgeted context for the latest user message:
 the memory section of :meth:`funes.Funes.build_context` (relevant earlier
 history, important facts, retrieved documents and memories, each fenced as
-data and attributed), within the block's token budget.
+data and attributed), within the block's token budget. The stored turns are
+the ones LlamaIndex no longer holds, so none is repeated as plain history:
+the relevant ones come back as recalled history.
 """
 
 from __future__ import annotations
