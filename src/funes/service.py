@@ -218,6 +218,7 @@ class Funes:
     build_context = _delegate("conversations", Conversations.build_context)
     prune_sessions = _delegate("conversations", Conversations.prune_sessions)
     clear_session = _delegate("conversations", Conversations.clear_session)
+    pop_message = _delegate("conversations", Conversations.pop_message)
     promote = _delegate("conversations", Conversations.promote)
 
     # -- agent tools ------------------------------------------------------------------------

@@ -629,6 +629,17 @@ class Conversations:
         sess = self.resolve(session, tenant, user)
         return self.store.clear_session(sess.tenant, sess.id, utcnow(), "cleared by request")
 
+    def pop_message(
+        self, session: Session | str, *, tenant: str | None = None, user: str | None = None
+    ) -> Message | None:
+        """Remove the session's newest message with its indexed records and usage; returns it (None if empty).
+
+        For frameworks whose session protocol can undo the last turn (the OpenAI Agents SDK's ``pop_item``).
+        """
+        sess = self.resolve(session, tenant, user)
+        with self.store.transaction():
+            return self.store.delete_last_message(sess.tenant, sess.id)
+
     def promote(
         self,
         record_ids: Sequence[str] | None = None,

