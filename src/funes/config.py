@@ -504,6 +504,13 @@ register(
     "job_backoff_seconds", 2.0, float, "Wait before a failed job's first retry; doubled for each later one.", minimum=0
 )
 register("job_backoff_max_seconds", 600.0, float, "Longest wait between two attempts of a background job.", minimum=0)
+register(
+    "generate_cooldown_seconds",
+    60.0,
+    float,
+    "Least time between two memory generations of one file on the team server; requests inside it are coalesced.",
+    minimum=0,
+)
 register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.", minimum=0.01)
 register(
     "job_keep_days",

@@ -488,6 +488,28 @@ class Documents:
 
         return IngestReport(results=tuple(results), seconds=time.monotonic() - started), apply
 
+    def prepare_bytes(
+        self, data: bytes, name: str, **options: Unpack[IngestOptions]
+    ) -> tuple[IngestResult, Callable[[], None]]:
+        """Read and embed uploaded bytes now; return the result and a callable that swaps the chunks in.
+
+        The slow half of :meth:`ingest` for job handlers (the team server's
+        ``document-ingest`` jobs): call the returned function inside
+        ``store.transaction()``. Raises the reason when the bytes cannot be
+        indexed (the failure is recorded on the document too).
+        """
+        item = InputFile(uri=name, name=name, data=bytes(data), size=len(data), extension=Path(name).suffix.lower())
+        writes: list[Callable[[], None]] = []
+        result, error = self._ingest_one(item, writes=writes, **options)
+        if error is not None:
+            raise error
+
+        def apply() -> None:
+            for write in writes:
+                write()
+
+        return result, apply
+
     def _load_bytes(self, item: InputFile) -> bytes:
         limit = int(self.config.max_file_mb) * 1024 * 1024
         if item.data is not None:

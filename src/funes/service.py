@@ -24,6 +24,9 @@ The parts, innermost first (each may use only those before it):
 * ``insights`` (:class:`funes.insights.Insights`): chat insights, one merged memory per topic;
 * ``learning`` (:class:`funes.learn.Learning`): facts, preferences and decisions learned from conversations;
 * ``upkeep`` (:class:`funes.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
+* ``keys`` (:class:`funes.keys.Keys`): the team server's API keys;
+* ``generation`` (:class:`funes.generation.Generation`): generate/regenerate as cooled-down jobs;
+* ``uploads`` (:class:`funes.uploads.Uploads`): uploaded documents indexed by jobs.
 
 See ``docs/architecture.md``.
 """
@@ -43,9 +46,11 @@ from .embed import Embedder
 from .embedding import Embedding
 from .entities import Entities
 from .folders import Folders
+from .generation import Generation
 from .hooks import Hooks
 from .insights import Insights
 from .jobs import Jobs
+from .keys import Keys
 from .learn import Learning
 from .maintenance import Maintenance
 from .memory_tool import MemoryTool
@@ -55,6 +60,7 @@ from .tasks import Tasks
 from .tools import AgentTools
 from .transfer import Transfer
 from .upkeep import Upkeep
+from .uploads import Uploads
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -103,6 +109,9 @@ class Funes:
         self.learning = Learning(self.core, self.conversations, llm=lambda: self.entities.llm)
         self.jobs.register("learn", self.learning.job)
         self.upkeep = Upkeep(self.core, self.jobs, self.docs, self.conversations.prune_sessions)
+        self.keys = Keys(self.core)
+        self.generation = Generation(self.core, self.jobs, self.entities)
+        self.uploads = Uploads(self.core, self.docs, self.jobs)
         if worker == "on":
             self.jobs.start()  # after every service registered its job kinds and schedules
 
@@ -156,6 +165,11 @@ class Funes:
     reconcile = _delegate("entities", Entities.reconcile)
     process_chat = _delegate("insights", Insights.process_chat)
     learn = _delegate("learning", Learning.learn)
+
+    # -- the team server: generation, uploads, project settings, keys ----------------------------
+    generate = _delegate("generation", Generation.generate)
+    regenerate = _delegate("generation", Generation.regenerate)
+    upload = _delegate("uploads", Uploads.upload)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)

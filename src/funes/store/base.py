@@ -423,6 +423,26 @@ class Store(Protocol):
 
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
         """Optimize the keyword index; reclaim space when free pages exceed the ratio."""
+
+    # -- team server: API keys and project settings (not tenant-filtered: a key is how a tenant is found) ----
+    def save_api_key(self, row: dict[str, Any]) -> None:
+        """Insert an API key row (id, team, user_id, role, name, prefix, key_hash, created_at)."""
+        ...
+
+    def find_api_key(self, key_hash: str) -> dict[str, Any] | None:
+        """The key row with this hash, revoked or not (the caller checks ``revoked_at``)."""
+        ...
+
+    def list_api_keys(self, team: str | None) -> list[dict[str, Any]]:
+        """Key rows newest first (of one team, or all), never with their hash."""
+        ...
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        """Revoke a key; False when there is no such live key."""
+        ...
+
+    def touch_api_key(self, key_id: str, at: datetime) -> None:
+        """Record a key's last use."""
         ...
 
     def close(self) -> None:

@@ -67,6 +67,7 @@ from .sqlite_rows import (
     tenant_token,
     to_memory,
 )
+from .sqlite_server import ServerTables
 from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
 from .vector_cache import VectorCache
@@ -84,6 +85,7 @@ class SqliteStore(
     FolderTables,
     UpkeepTables,
     HealthChecks,
+    ServerTables,
 ):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
