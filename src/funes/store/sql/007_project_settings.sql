@@ -6,5 +6,3 @@ CREATE TABLE project_settings (
     updated_at REAL NOT NULL,
     PRIMARY KEY (tenant, project_id)
 );
--- Retention counts and evicts per project.
-CREATE INDEX memories_project ON memories (tenant, project_id, kind);
