@@ -277,6 +277,9 @@ class PostgresSearch:
         """The HNSW index's nearest vectors, filtered (inside the scan when iterative), best part per record."""
         with self.db.write() as conn:  # SET LOCAL needs a transaction
             conn.native(f"SET LOCAL hnsw.ef_search = {_EF_SEARCH}")
+            # The row-level-security qual makes the planner expect a handful of rows and sort them
+            # by a sequential scan: exact, but it reads every vector. This plan is for the index.
+            conn.native("SET LOCAL enable_seqscan = off")
             if iterative:
                 conn.native("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 params: list[Any] = [query]
@@ -289,12 +292,17 @@ class PostgresSearch:
                 )
             else:
                 params = [query, query, _EF_SEARCH]
+                # MATERIALIZED: the index's candidates are fetched once, then joined by primary key
+                # (an inlined subquery was re-run per record under a stale row estimate: 400 ms).
                 inner = (
-                    "SELECT v.memory_rowid, 1 - (v.embedding <=> ?) AS sim FROM memory_vectors v "
-                    "ORDER BY v.embedding <=> ? LIMIT ?"
+                    "WITH c AS MATERIALIZED (SELECT v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
+                    "FROM memory_vectors v ORDER BY v.embedding <=> ? LIMIT ?) "
                 )
                 where = self._where(filters, now, params)
-                sql = f"SELECT m.id, c.sim FROM ({inner}) c JOIN memories m ON m.rowid = c.memory_rowid WHERE {' AND '.join(where)}"
+                sql = (
+                    f"{inner}SELECT m.id, c.sim FROM c JOIN memories m ON m.rowid = c.memory_rowid "
+                    f"WHERE {' AND '.join(where)}"
+                )
             rows = conn.execute(sql, params).fetchall()
         best: dict[str, float] = {}
         for memory_id, sim in rows:
