@@ -362,6 +362,35 @@ class Store(Protocol):
         """Newest cleanup-log rows."""
         ...
 
+    # -- team server: API keys (never tenant-filtered: they are how a tenant is found) and project settings --
+    def save_api_key(self, row: dict[str, Any]) -> None:
+        """Insert an API key row (id, team, user_id, role, name, prefix, key_hash, created_at, ...)."""
+        ...
+
+    def find_api_key(self, key_hash: str) -> dict[str, Any] | None:
+        """The key with this hash, revoked or not (the caller checks ``revoked_at``)."""
+        ...
+
+    def list_api_keys(self, team: str | None) -> list[dict[str, Any]]:
+        """Keys newest first (of one team, or all), never with their hashes."""
+        ...
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        """Revoke a key; False when there is no such live key."""
+        ...
+
+    def touch_api_key(self, key_id: str, at: datetime) -> None:
+        """Record a key's last use."""
+        ...
+
+    def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
+        """A project's saved settings, or None."""
+        ...
+
+    def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
+        """Insert or replace a project's settings."""
+        ...
+
     def close(self) -> None:
         """Close every connection."""
         ...

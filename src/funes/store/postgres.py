@@ -91,7 +91,7 @@ class PostgresStore(
         *,
         pool_min: int = 1,
         pool_max: int = 10,
-        exact_max: int = 20000,
+        exact_max: int = 4000,
         **_ignored: Any,
     ) -> None:
         self.url = url
