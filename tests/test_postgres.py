@@ -205,3 +205,20 @@ def test_text_with_nul_is_refused_clearly_and_nothing_is_written(store: Postgres
     with pytest.raises(InvalidInput, match="NUL"):
         store.put(record("bad \x00 text"), None)
     assert list(store.iter_records()) == []
+
+
+def test_a_job_runs_acting_for_its_tenant_so_row_level_security_confines_it(pg_url: str) -> None:
+    with funes.open(pg_url, embedder=HashEmbedder(32), worker="off") as mem:
+        mem.remember("acme's roadmap", tenant="acme")
+        mem.remember("globex's roadmap", tenant="globex")
+        seen: list[list[str]] = []
+
+        def handler(job: object) -> object:
+            # A careless handler reading every record, with no tenant filter.
+            seen.append(sorted(m.content for m in mem.core.store.iter_records()))
+            return lambda: None
+
+        mem.jobs.register("peek", handler)  # type: ignore[arg-type]
+        mem.jobs.enqueue("peek", {}, tenant="acme")
+        assert mem.run_jobs()["done"] == 1
+    assert seen == [["acme's roadmap"]]

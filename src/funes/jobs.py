@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import BackendUnavailable, InvalidInput, NotFound
 from .models import JOB_STATUSES, Job, utcnow
+from .tenancy import acting_for
 
 if TYPE_CHECKING:
     from .core import Core
@@ -160,11 +161,13 @@ class Jobs:
         )
         heartbeat.start()
         try:
-            apply = self._handlers[job.kind](job)
-            with self.store.transaction():
-                result = apply()
-                if not self.store.finish_job(job.id, self.worker_id, result, now=utcnow()):
-                    raise LeaseLost(job.id)
+            # Acting for the job's tenant: on PostgreSQL, row-level security confines the job to it.
+            with acting_for(job.tenant):
+                apply = self._handlers[job.kind](job)
+                with self.store.transaction():
+                    result = apply()
+                    if not self.store.finish_job(job.id, self.worker_id, result, now=utcnow()):
+                        raise LeaseLost(job.id)
         except LeaseLost:
             log.warning(
                 "job %s (%s) was taken over by another worker; this run's writes were rolled back", job.id, job.kind
