@@ -43,6 +43,18 @@ def mem(tmp_path: Path) -> Iterator[funes.Funes]:
 
 
 @pytest.fixture
+def backend_mem(store_url: str) -> Iterator[funes.Funes]:
+    """A service with the hash embedder on each backend (SQLite file, PostgreSQL database).
+
+    A module runs its ``mem`` tests on both backends with a fixture of its own named ``mem``
+    that returns this one.
+    """
+    service = funes.open(store_url, embedder=HashEmbedder(64))
+    yield service
+    service.close()
+
+
+@pytest.fixture
 def real_mem(tmp_path: Path, local_embedder) -> Iterator[funes.Funes]:  # type: ignore[no-untyped-def]
     """A service on a fresh SQLite file with the real local model (for retrieval quality)."""
     service = funes.open(str(tmp_path / "real.db"), embedder=local_embedder)

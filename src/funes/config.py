@@ -66,7 +66,7 @@ register("pg_pool_min", 1, int, "Connections a PostgreSQL store keeps open.", mi
 register("pg_pool_max", 10, int, "Most connections a PostgreSQL store opens at once (one per busy thread).", minimum=1)
 register(
     "pg_exact_max",
-    20000,
+    4000,
     int,
     "PostgreSQL: tenants with at most this many vectors are searched exactly; larger ones use the HNSW index.",
     minimum=0,

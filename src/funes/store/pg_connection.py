@@ -309,6 +309,11 @@ class PgDatabase:
         if not self._closed:
             self.pool.putconn(conn.raw)
 
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside a write transaction."""
+        holder = getattr(self._local, "holder", None)
+        return holder is not None and holder.conn.depth > 0
+
     @contextlib.contextmanager
     def write(self) -> Iterator[PgConnection]:
         """A transaction on this thread's connection; nested calls use savepoints."""

@@ -121,6 +121,20 @@ class PostgresExtras:
             ).fetchone()
         return _job(claimed)
 
+    # -- documents -----------------------------------------------------------------------
+    def move_document(self, doc_id: str, uri: str, name: str, updated_at: float) -> int:
+        """Point a document and its chunks at a new uri (a renamed file); returns the chunks moved (no re-embedding)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE documents SET uri = ?, name = ?, updated_at = ? WHERE id = ?", (uri, name, updated_at, doc_id)
+            )
+            moved = conn.execute(
+                "UPDATE memories SET source_uri = ?, "
+                "locator = jsonb_set(locator::jsonb, '{display_name}', to_jsonb(?::text))::text WHERE source_id = ?",
+                (uri, name, doc_id),
+            ).rowcount
+        return int(moved)
+
     # -- retention ---------------------------------------------------------------------
     def stale_sessions(self, cutoff: datetime, tenant: str | None = None) -> list[tuple[str, str]]:
         """(tenant, session id) of sessions whose last activity (row, records' updates and accesses) is before ``cutoff``."""
