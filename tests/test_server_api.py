@@ -256,7 +256,13 @@ def test_generation_turned_off_for_a_file_is_a_clear_409(api: Team) -> None:
     put = api.client.put(
         "/v1/teams/settings/projects/f9/settings", json={"enabled": False, "retrieval_k": 4}, headers=h
     )
-    assert put.json() == {"enabled": False, "chunk_size": 512, "retrieval_k": 4}
+    assert put.json() == {
+        "enabled": False,
+        "chunk_size": 200,
+        "chunk_overlap": 40,
+        "retrieval_k": 4,
+        "max_records": 10_000,
+    }
     body = {"file_id": "f9", "entities": [{"entity_type": "FILE", "entity_id": "f9", "content": "x"}]}
     refused = api.client.post("/v1/teams/settings/memories/generate", json=body, headers=h)
     assert refused.status_code == 409 and "enabled" in refused.json()["error"]["hint"]

@@ -1,0 +1,373 @@
+"""PostgreSQL connections for the Postgres store: a psycopg 3 pool, per-thread connections, tenant-scoped transactions.
+
+The store's SQL is written once with ``?`` placeholders and shared, where it is
+portable, with the SQLite store's mixins. :class:`PgConnection` gives a
+connection the surface those mixins use (``execute`` returning a cursor with
+``fetchone``/``fetchall``/iteration/``rowcount``/``lastrowid``) and rewrites
+the few SQLite spellings they use (``?``, ``INSERT OR IGNORE``, two-argument
+``MAX``) into PostgreSQL.
+
+:class:`PgDatabase` mirrors :class:`funes.store.connection.Database`: each
+thread takes one connection from the pool and keeps it (returned when the
+thread ends or the store closes); ``write()`` runs a transaction with nested
+calls as savepoints, behind one writer lock per process (the SQLite store's
+semantics, which the feature services rely on: read-then-write sequences are
+serialised within a process; across processes, row locks, ``SKIP LOCKED``
+claims and advisory locks do it). Every statement runs with
+``funes.tenant`` set from :data:`funes.tenancy.current_tenant`, which the
+row-level-security policies read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
+from ..tenancy import current_tenant
+
+log = logging.getLogger("funes.store.postgres")
+
+# Tables whose inserts report a generated key as ``cursor.lastrowid``.
+_SERIAL_KEYS = {"cleanup_log": "id", "access_log": "id", "usage": "id", "memory_vectors": "vector_id"}
+_INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re.IGNORECASE)
+# SQLite's scalar two-argument MAX in the shared mixins, spelled as PostgreSQL's GREATEST.
+_REWRITES = (
+    ("MAX(last_activity, ?)", "GREATEST(last_activity, ?)"),
+    ("MAX(updated_at, COALESCE(last_accessed, 0))", "GREATEST(updated_at, COALESCE(last_accessed, 0))"),
+    ("LENGTH(CAST(content AS BLOB))", "octet_length(content)"),
+    (" IS ?", " IS NOT DISTINCT FROM ?"),
+)
+# Conflict targets of the tables the shared mixins write with INSERT OR REPLACE.
+_REPLACE_KEYS = {"messages": "id"}
+
+
+def placeholders(sql: str) -> str:
+    """``?`` placeholders as ``%s`` (and literal ``%`` doubled), outside quoted strings and identifiers."""
+    out: list[str] = []
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+            out.append("%%" if ch == "%" else ch)
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+            out.append(ch)
+        elif ch == "?":
+            out.append("%s")
+        elif ch == "%":
+            out.append("%%")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def translate(sql: str) -> tuple[str, str | None]:
+    """SQLite-flavoured shared SQL as PostgreSQL, and the key to return as ``lastrowid`` (or None)."""
+    for old, new in _REWRITES:
+        if old in sql:
+            sql = sql.replace(old, new)
+    key = None
+    match = _INSERT.match(sql)
+    if match is not None:
+        table = match.group(3)
+        if match.group(2):
+            sql = _INSERT.sub(f"INSERT INTO {table}", sql, count=1)
+            if match.group(2).upper() == "IGNORE":
+                sql += " ON CONFLICT DO NOTHING"
+            else:
+                columns = re.search(r"\(([^)]*)\)", sql)
+                names = [c.strip() for c in columns.group(1).split(",")] if columns else []
+                target = _REPLACE_KEYS.get(table, "id")
+                sets = ", ".join(f"{c} = excluded.{c}" for c in names if c != target)
+                sql += f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
+        if table in _SERIAL_KEYS and "RETURNING" not in sql.upper():
+            key = _SERIAL_KEYS[table]
+            sql += f" RETURNING {key}"
+    return placeholders(sql), key
+
+
+class PgCursor:
+    """A psycopg cursor with the DB-API surface the shared store code uses."""
+
+    def __init__(self, cursor: Any, lastrowid: int | None) -> None:
+        self._cursor = cursor
+        self.lastrowid = lastrowid
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed or returned."""
+        return int(self._cursor.rowcount)
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        """Every remaining row."""
+        return list(self._cursor.fetchall()) if self._cursor.description is not None else []
+
+    def fetchmany(self, size: int) -> list[Any]:
+        """Up to ``size`` more rows."""
+        return list(self._cursor.fetchmany(size))
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._cursor.description is None:
+            return iter(())
+        return iter(self._cursor.fetchall())
+
+
+class PgConnection:
+    """One pooled connection held by one thread, with the tenant setting kept in step."""
+
+    def __init__(self, db: PgDatabase, raw: Any) -> None:
+        self.db = db
+        self.raw = raw
+        self.depth = 0
+        self._tenant: str | None = None  # the funes.tenant value the session holds (None: unknown)
+
+    def _sync_tenant(self) -> None:
+        wanted = current_tenant.get() or ""
+        if wanted != self._tenant:
+            # Session-level (is_local false): it holds for the statements that follow, in or out of
+            # a transaction; a rollback may undo it, so rollbacks forget the cached value.
+            self.raw.execute("SELECT set_config('funes.tenant', %s, false)", (wanted,))
+            self._tenant = wanted
+
+    def register_vector(self) -> None:
+        """Teach this connection pgvector's type (numpy arrays in, numpy arrays out), once."""
+        if getattr(self.raw, "_funes_vector", False):
+            return
+        from pgvector.psycopg import register_vector
+
+        register_vector(self.raw)
+        self.raw._funes_vector = True
+
+    def forget_tenant(self) -> None:
+        """The session's tenant setting is unknown (after a rollback): set it again before the next statement."""
+        self._tenant = None
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        """Run one statement of the shared SQL (``?`` placeholders)."""
+        text, key = translate(sql)
+        self._sync_tenant()
+        try:
+            cur = self.raw.execute(text, tuple(params) if params is not None else None)
+        except self.db.error as exc:
+            if self.depth == 0:
+                self.forget_tenant()
+            raise self.db.translate_error(exc) from exc
+        lastrowid = None
+        if key is not None:
+            row = cur.fetchone()
+            lastrowid = int(row[0]) if row is not None else None
+        return PgCursor(cur, lastrowid)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each parameter row."""
+        text, key = translate(sql)
+        if key is not None:
+            text = text[: text.rindex(" RETURNING ")]
+        self._sync_tenant()
+        with self.raw.cursor() as cur:
+            try:
+                cur.executemany(text, [tuple(r) for r in rows])
+            except self.db.error as exc:
+                raise self.db.translate_error(exc) from exc
+
+    def native(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run PostgreSQL SQL as written (``%s`` placeholders), with the tenant set; returns the psycopg cursor."""
+        self._sync_tenant()
+        try:
+            return self.raw.execute(sql, params)
+        except self.db.error as exc:
+            if self.depth == 0:
+                self.forget_tenant()
+            raise self.db.translate_error(exc) from exc
+
+
+class _Holder:
+    """A thread's connection; returns it to the pool when the thread ends."""
+
+    def __init__(self, db: PgDatabase, conn: PgConnection) -> None:
+        self.db = db
+        self.conn = conn
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.db.give_back(self.conn)
+
+
+class PgDatabase:
+    """A PostgreSQL database behind a psycopg pool: per-thread connections, transactions with savepoints."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise DependencyMissing(
+                "PostgreSQL stores need psycopg 3 with its pool and the pgvector adapter.",
+                hint="Run `pip install 'funes-memory[postgres]'`.",
+            ) from exc
+        self.url = url
+        self._psycopg = psycopg
+        self.error: type[Exception] = psycopg.Error
+        self.read_only = False
+        self.refuse_writes: str | None = None
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._held: dict[int, PgConnection] = {}
+        self._held_lock = threading.Lock()
+        self._closed = False
+        self._vector_ready = False
+        try:
+            self.pool = ConnectionPool(
+                url,
+                min_size=min_size,
+                max_size=max(min_size, max_size),
+                timeout=timeout,
+                kwargs={"autocommit": True},
+                open=False,
+            )
+            self.pool.open(wait=True, timeout=timeout)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                self.pool.close()
+            raise BackendUnavailable(
+                f"Cannot connect to PostgreSQL at {redact(url)} ({exc}).",
+                hint="Check that the server runs and the URL (host, port, database, user, password) is right; "
+                "see docs/postgres.md.",
+            ) from exc
+
+    def vector_ready(self) -> None:
+        """Register the pgvector adapter on every connection from now on (the extension exists)."""
+        self._vector_ready = True
+        with self._held_lock:
+            held = list(self._held.values())
+        for conn in held:
+            conn.register_vector()
+
+    def translate_error(self, exc: Exception) -> Exception:
+        """A driver error as a Funes error where one fits (else the error itself)."""
+        errors = self._psycopg.errors
+        if isinstance(exc, errors.DiskFull):
+            from ..errors import StoreFull
+
+            return StoreFull(
+                "The PostgreSQL server's disk is full; the write was rolled back and nothing was lost.",
+                hint="Free space on the database server, then retry.",
+            )
+        if isinstance(exc, self._psycopg.DataError) and "NUL" in str(exc):
+            from ..errors import InvalidInput
+
+            return InvalidInput(
+                "The text contains NUL (0x00) characters, which PostgreSQL cannot store; nothing was written.",
+                hint="Remove the NUL characters (they are never meaningful in text) and try again.",
+            )
+        if isinstance(exc, errors.DataCorrupted):
+            return StoreCorrupt(f"PostgreSQL reports damage: {exc}", hint="Restore from pg_dump or a replica.")
+        if isinstance(exc, self._psycopg.OperationalError):
+            return BackendUnavailable(
+                f"Lost the connection to PostgreSQL ({exc}).", hint="Check the server, then retry."
+            )
+        return exc
+
+    def reader(self) -> PgConnection:
+        """This thread's connection (outside a write it runs each statement on its own)."""
+        holder = getattr(self._local, "holder", None)
+        if holder is None:
+            if self._closed:
+                raise BackendUnavailable("This store is closed.", hint="Open it again with funes.open().")
+            try:
+                raw = self.pool.getconn()
+            except Exception as exc:
+                raise BackendUnavailable(
+                    f"No PostgreSQL connection is free ({exc}).",
+                    hint="Raise pg_pool_max, or lower the number of concurrent requests.",
+                ) from exc
+            conn = PgConnection(self, raw)
+            if self._vector_ready:
+                conn.register_vector()
+            with self._held_lock:
+                self._held[id(conn)] = conn
+            holder = _Holder(self, conn)
+            self._local.holder = holder
+        return holder.conn  # type: ignore[no-any-return]
+
+    def give_back(self, conn: PgConnection) -> None:
+        """Return a thread's connection to the pool."""
+        with self._held_lock:
+            if self._held.pop(id(conn), None) is None:
+                return
+        if not self._closed:
+            self.pool.putconn(conn.raw)
+
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside a write transaction."""
+        holder = getattr(self._local, "holder", None)
+        return holder is not None and holder.conn.depth > 0
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[PgConnection]:
+        """A transaction on this thread's connection; nested calls use savepoints."""
+        if self.refuse_writes is not None:
+            raise StoreCorrupt(f"Writes are refused: {self.refuse_writes}", hint="Check the server, then reopen.")
+        with self._lock:
+            conn = self.reader()
+            if conn.depth:
+                name = f"sp{conn.depth}"
+                conn.raw.execute(f"SAVEPOINT {name}")
+                conn.depth += 1
+                try:
+                    yield conn
+                except BaseException:
+                    conn.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                    conn.forget_tenant()
+                    raise
+                else:
+                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                finally:
+                    conn.depth -= 1
+                return
+            conn.raw.execute("BEGIN")
+            conn.depth = 1
+            try:
+                yield conn
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    conn.raw.execute("ROLLBACK")
+                conn.forget_tenant()
+                raise
+            else:
+                try:
+                    conn.raw.execute("COMMIT")
+                except self.error as exc:
+                    conn.forget_tenant()
+                    raise self.translate_error(exc) from exc
+            finally:
+                conn.depth = 0
+
+    def close(self) -> None:
+        """Return every held connection and close the pool."""
+        self._closed = True
+        with self._held_lock:
+            held, self._held = list(self._held.values()), {}
+        for conn in held:
+            with contextlib.suppress(Exception):
+                conn.raw.close()
+        self._local = threading.local()
+        with contextlib.suppress(Exception):
+            self.pool.close()
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
