@@ -371,6 +371,7 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
 
 def _drop(page: Any, name: str, data: str, mime: str) -> None:
     """Drop one file on the upload zone, as a person dragging it from their desktop would."""
+    page.locator("#dropzone").wait_for()  # the view renders after the link is followed
     page.evaluate(
         """([name, data, mime]) => {
             const dt = new DataTransfer();
