@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 import funes
+from funes.embed import HashEmbedder
 from funes.errors import NotFound
+
+
+@pytest.fixture
+def mem(store_url: str) -> Iterator[funes.Funes]:
+    """A service on each backend (SQLite, PostgreSQL)."""
+    service = funes.open(store_url, embedder=HashEmbedder(64), worker="off")
+    yield service
+    service.close()
 
 
 def test_pop_removes_the_newest_message_with_its_records_and_usage(mem: funes.Funes) -> None:

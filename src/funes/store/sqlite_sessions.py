@@ -343,7 +343,8 @@ class SessionTables:
                 "DELETE FROM messages WHERE tenant = ? AND session_id = ? AND id = ?", (tenant, session_id, message.id)
             )
             conn.execute(
-                "UPDATE sessions SET message_count = MAX(message_count - 1, 0) WHERE tenant = ? AND id = ?",
+                "UPDATE sessions SET message_count = CASE WHEN message_count > 0 THEN message_count - 1 ELSE 0 END "
+                "WHERE tenant = ? AND id = ?",
                 (tenant, session_id),
             )
         return message
