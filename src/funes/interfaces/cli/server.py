@@ -24,14 +24,18 @@ def register(group: click.Group) -> None:
     default=None,
     help="Require API keys (default: yes, except SQLite on loopback with no key created yet).",
 )
+@json_option
 @pass_state
-def serve(state: State, serve_db: str | None, host: str, port: int, require_keys: bool | None) -> None:
-    """Run the team server: REST API under /v1, MCP at /mcp, web UI at /ui; runs background jobs."""
+def serve(state: State, serve_db: str | None, host: str, port: int, require_keys: bool | None, as_json: bool) -> None:
+    """Run the team server: REST API under /v1, MCP at /mcp, web UI at /ui; runs background jobs.
+
+    With --json the start-up announcement on stderr is one JSON object.
+    """
     from ..server import serve as run
 
     if serve_db:
         state.db = serve_db
-    run(state.funes(worker="on"), host=host, port=port, require_keys=require_keys)
+    run(state.funes(worker="on"), host=host, port=port, require_keys=require_keys, announce_json=as_json)
     state._funes = None  # the server closed it
 
 

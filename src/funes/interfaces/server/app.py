@@ -163,7 +163,14 @@ def create_app(
     return KeyAuth(app, funes, require_keys=keys_required)
 
 
-def serve(funes: Funes, *, host: str = "127.0.0.1", port: int = 8700, require_keys: bool | None = None) -> None:
+def serve(
+    funes: Funes,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8700,
+    require_keys: bool | None = None,
+    announce_json: bool = False,
+) -> None:
     """Run the team server on ``funes`` until interrupted (open it with ``worker="on"``: jobs run here).
 
     Keys are required unless the store is SQLite, the host is loopback and
@@ -183,15 +190,28 @@ def serve(funes: Funes, *, host: str = "127.0.0.1", port: int = 8700, require_ke
         require_keys = postgres or not is_loopback(host) or bool(funes.keys.list())
     app = create_app(funes, require_keys=require_keys, close=True)
     where = f"http://{host}:{port}"
-    print(f"Funes team server: {where}/v1 (MCP {where}/mcp, UI {where}/ui, docs {where}/docs)", file=sys.stderr)
-    if require_keys:
-        print("API keys required (`funes keys create --team T --role read|write|admin`).", file=sys.stderr)
+    if announce_json:
+        import json
+
+        info = {
+            "url": f"{where}/v1",
+            "mcp": f"{where}/mcp",
+            "ui": f"{where}/ui",
+            "docs": f"{where}/docs",
+            "keys_required": require_keys,
+            "tenant": None if require_keys else funes.config.tenant,
+        }
+        print(json.dumps(info), file=sys.stderr)
     else:
-        print(
-            f"Single-user mode: no API keys needed on loopback; requests act as tenant {funes.config.tenant!r}. "
-            "Creating a key turns keys on at the next start.",
-            file=sys.stderr,
-        )
+        print(f"Funes team server: {where}/v1 (MCP {where}/mcp, UI {where}/ui, docs {where}/docs)", file=sys.stderr)
+        if require_keys:
+            print("API keys required (`funes keys create --team T --role read|write|admin`).", file=sys.stderr)
+        else:
+            print(
+                f"Single-user mode: no API keys needed on loopback; requests act as tenant {funes.config.tenant!r}. "
+                "Creating a key turns keys on at the next start.",
+                file=sys.stderr,
+            )
     sys.stderr.flush()
 
     def stop(signum: int, frame: Any) -> None:
