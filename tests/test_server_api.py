@@ -322,6 +322,9 @@ def test_sessions_messages_context_usage_and_clear(api: Team) -> None:
     assert api.client.delete("/v1/teams/chat/sessions/s1", params={"confirm": "s1"}, headers=h).status_code == 200
     stats = api.client.get("/v1/teams/chat/stats", headers=h).json()
     assert isinstance(stats, dict) and stats
+    # What the UI's memory-control view shows: per source type and tier, storage bytes and the database size.
+    assert sum(stats["by_tier"].values()) == stats["records"] and stats["by_source_type"]
+    assert 0 < stats["storage_bytes"] and stats["db_size_bytes"] == stats["size_bytes"] > 0
 
 
 def test_internal_endpoint_needs_its_own_token(api: Team, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -354,9 +354,15 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
 
     @app.get(_TEAM + "/stats", tags=["maintenance"])
     def stats(team: str, request: Request) -> dict[str, Any]:
-        """Counts per source type and tier, storage bytes, database size."""
+        """Counts per source type and tier, storage bytes, database size (the breakdown rows in ``storage``)."""
         p = _principal(request, team)
-        return funes.stats(tenant=p.team)
+        data = funes.stats(tenant=p.team, storage=True)
+        storage = data["storage"]
+        data["by_source_type"] = data.pop("by_source", {})
+        data["by_tier"] = {tier: totals["records"] for tier, totals in storage["tiers"].items()}
+        data["storage_bytes"] = sum(t["text_bytes"] + t["vector_bytes"] for t in storage["tiers"].values())
+        data["db_size_bytes"] = storage["database_bytes"]
+        return data
 
     @app.get(_TEAM + "/projects/{file}/settings", tags=["projects"])
     def get_settings(team: str, file: str, request: Request) -> dict[str, Any]:
