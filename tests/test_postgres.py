@@ -222,3 +222,33 @@ def test_a_job_runs_acting_for_its_tenant_so_row_level_security_confines_it(pg_u
         mem.jobs.enqueue("peek", {}, tenant="acme")
         assert mem.run_jobs()["done"] == 1
     assert seen == [["acme's roadmap"]]
+
+
+def test_keyword_scores_are_bm25_on_the_same_scale_as_sqlite(pg_url: str, tmp_path: object) -> None:
+    """The calibrated relevance model reads BM25 values: both stores must give comparable ones."""
+    texts = [
+        "The vendor contract renews in March",
+        "Energy efficiency of the new vendor is 90 percent",
+        "Lunch is at noon on Fridays",
+        "Our vendor list is reviewed every quarter by procurement",
+        "The quarterly review covers efficiency and cost",
+    ] * 4
+    scores = {}
+    both: dict[str, set[str]] = {}
+    for name, url in (("sqlite", str(tmp_path) + "/kw.db"), ("postgres", pg_url)):  # type: ignore[operator]
+        store = open_store(url)
+        try:
+            store.set_identity(EmbedderIdentity("test-model", DIMS))
+            records = [record(f"{t} #{i}") for i, t in enumerate(texts)]
+            store.put_many([(r, None) for r in records])
+            both[name] = {r.id for r in records if {"vendor", "efficiency"} <= set(r.content.lower().split())}
+            hits = store.keyword_search(["vendor", "efficiency"], SearchFilters(), limit=5, now=utcnow())
+            scores[name] = hits
+        finally:
+            store.close()
+    top = {name: hits[0][1] for name, hits in scores.items()}
+    assert all(score > 0 for score in top.values())
+    assert 0.5 <= top["postgres"] / top["sqlite"] <= 2.0, scores
+    # A record with both words ranks first on both.
+    for name, hits in scores.items():
+        assert hits[0][0] in both[name]

@@ -21,6 +21,7 @@ row-level-security policies read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import threading
@@ -68,6 +69,7 @@ def placeholders(sql: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=2048)
 def translate(sql: str) -> tuple[str, str | None]:
     """SQLite-flavoured shared SQL as PostgreSQL, and the key to return as ``lastrowid`` (or None)."""
     for old, new in _REWRITES:
@@ -227,6 +229,16 @@ class PgDatabase:
         self._held_lock = threading.Lock()
         self._closed = False
         self._vector_ready = False
+        try:
+            # One direct connection first: a wrong URL or a stopped server fails at once with the
+            # server's own reason, not after the pool's timeout of retries.
+            psycopg.connect(url, connect_timeout=10).close()
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"Cannot connect to PostgreSQL at {redact(url)} ({str(exc).strip()}).",
+                hint="Check that the server runs and the URL (host, port, database, user, password) is right; "
+                "see docs/postgres.md.",
+            ) from exc
         try:
             self.pool = ConnectionPool(
                 url,
