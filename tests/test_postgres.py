@@ -232,7 +232,7 @@ def test_keyword_scores_are_bm25_on_the_same_scale_as_sqlite(pg_url: str, tmp_pa
         "Lunch is at noon on Fridays",
         "Our vendor list is reviewed every quarter by procurement",
         "The quarterly review covers efficiency and cost",
-    ] * 4
+    ] * 4 + [f"Filler note number {n} about the weather" for n in range(40)]
     scores = {}
     both: dict[str, set[str]] = {}
     for name, url in (("sqlite", str(tmp_path) + "/kw.db"), ("postgres", pg_url)):  # type: ignore[operator]
