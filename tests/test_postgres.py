@@ -18,7 +18,7 @@ import pytest
 
 import funes
 from funes.embed import HashEmbedder
-from funes.errors import InvalidInput
+from funes.errors import Conflict, InvalidInput
 from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store import open_store
 from funes.store.postgres import PostgresStore
@@ -252,3 +252,18 @@ def test_keyword_scores_are_bm25_on_the_same_scale_as_sqlite(pg_url: str, tmp_pa
     # A record with both words ranks first on both.
     for name, hits in scores.items():
         assert hits[0][0] in both[name]
+
+
+def test_the_unique_entity_index_refuses_a_second_summary_of_one_entity(store: PostgresStore) -> None:
+    fields = {"tenant": "acme", "project_id": "file1", "entity_type": "DATA_TABLE", "entity_id": "t1",
+              "kind": "entity_summary", "scope": "project"}  # fmt: skip
+    first = record("Table t1 holds the orders", **fields)
+    store.put(first, None)
+    with pytest.raises(Conflict):
+        store.put(record("Table t1 holds orders, again", **fields), None)
+    found = store.find_entity("acme", None, "file1", "DATA_TABLE", "t1")
+    assert found is not None and found.id == first.id
+    # The same entity in another file, or another tenant, is another record.
+    store.put(record("Table t1 of file 2", **{**fields, "project_id": "file2"}), None)
+    store.put(record("Table t1 of globex", **{**fields, "tenant": "globex"}), None)
+    assert len(list(store.iter_records())) == 3

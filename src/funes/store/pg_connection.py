@@ -286,6 +286,14 @@ class PgDatabase:
                 "The text contains NUL (0x00) characters, which PostgreSQL cannot store; nothing was written.",
                 hint="Remove the NUL characters (they are never meaningful in text) and try again.",
             )
+        if isinstance(exc, errors.UniqueViolation):
+            from ..errors import Conflict
+
+            return Conflict(
+                f"That write collides with a row that already exists ({str(exc).strip().splitlines()[0]}); "
+                "nothing was written.",
+                hint="Another writer got there first: read the current row and retry.",
+            )
         if isinstance(exc, errors.DataCorrupted):
             return StoreCorrupt(f"PostgreSQL reports damage: {exc}", hint="Restore from pg_dump or a replica.")
         if isinstance(exc, self._psycopg.OperationalError):
@@ -322,6 +330,24 @@ class PgDatabase:
         """Where reads go: this thread's transaction when it is in one, else a statement-at-a-time reader."""
         current = getattr(self._local, "conn", None)
         return current if current is not None else PgReader(self)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PgConnection]:
+        """A read-only transaction (for ``SET LOCAL`` planner settings), without the writer lock."""
+        if getattr(self._local, "conn", None) is not None:
+            with self.write() as conn:  # inside a write: a savepoint of it
+                yield conn
+            return
+        with self.borrow() as conn:
+            conn.raw.execute("BEGIN READ ONLY")
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+                with contextlib.suppress(Exception):
+                    conn.raw.execute("ROLLBACK")
+                conn.forget_tenant()
 
     def in_transaction(self) -> bool:
         """Whether this thread is inside a write transaction."""
