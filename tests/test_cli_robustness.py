@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from funes.interfaces.cli import main
 from funes.interfaces.docgen import walk
 
-# Long-running processes (the MCP server, the folder watcher) and the bundled model's demo are left out;
+# Long-running processes (the MCP server, the team server, the folder watcher) and the bundled model's demo are left out;
 # each has its own tests that start and stop it.
-SKIP = {"funes mcp", "funes watch", "funes demo"}
+SKIP = {"funes mcp", "funes serve", "funes watch", "funes demo"}
 NASTY = ["nan", "inf", "-inf", "0", "-1", "1e309", "99999999999999999999", "", " ", "abc", "-", "ü", "0.5", "mem_x"]
 
 

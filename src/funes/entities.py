@@ -11,6 +11,7 @@ deterministic md5 **fingerprint** of the fields that define it (seed 001):
 * FILE: sheet names + code-cell, data-table and sheet-table counts
 * any other type: the canonical JSON of its fields
 
+plus ``content`` when an entity of those types has one (the REST API's shape),
 (parts are joined with a unit separator, so ``"ab" + "c"`` and ``"a" + "bc"``
 differ). Against the file's existing entity summaries:
 
@@ -92,6 +93,10 @@ def fingerprint(entity_type: str, fields: Mapping[str, Any]) -> str:
         parts = [_canonical(f.get("sheet_names") or []), *map(str, counts)]
     else:
         parts = [_canonical(f)]
+        return "md5:" + hashlib.md5(_SEP.join(parts).encode("utf-8")).hexdigest()
+    if "content" in f:
+        # The REST API's entities carry their text as ``content``; it defines them too.
+        parts.append(str(f["content"]))
     return "md5:" + hashlib.md5(_SEP.join(parts).encode("utf-8")).hexdigest()
 
 
@@ -141,6 +146,7 @@ class ReconcilePlan:
     writes: list[tuple[Entity, str, Memory, list[np.ndarray] | None]] = field(default_factory=list)
     skipped: int = 0
     llm_calls: int = 0
+    force: bool = False
     seen: set[tuple[str, str]] = field(default_factory=set)
 
 
@@ -236,14 +242,33 @@ class Entities:
                     found[e.key] = team
         return found
 
-    def _plan(self, tenant: str, user: str | None, project: str, entities: Sequence[Entity]) -> ReconcilePlan:
-        """Fingerprint every entity and summarise (and embed) only the new and changed ones."""
-        plan = ReconcilePlan(tenant, user, project, seen={e.key for e in entities})
+    def plan(
+        self,
+        project: str,
+        entities: Sequence[Mapping[str, Any] | Entity],
+        *,
+        tenant: str,
+        user: str | None = None,
+        force: bool = False,
+    ) -> Callable[[], dict[str, Any]]:
+        """The slow phase of a reconcile (LLM, embeddings); returns ``apply``, to call inside a store transaction.
+
+        For job handlers (the team server's ``generate`` jobs). ``force``
+        re-summarises every entity, even those whose fingerprint is unchanged.
+        """
+        plan = self._plan(tenant, user, project, self._parse(entities), force=force)
+        return lambda: self._apply(plan)
+
+    def _plan(
+        self, tenant: str, user: str | None, project: str, entities: Sequence[Entity], *, force: bool = False
+    ) -> ReconcilePlan:
+        """Fingerprint every entity and summarise (and embed) only the new and changed ones (all, with ``force``)."""
+        plan = ReconcilePlan(tenant, user, project, seen={e.key for e in entities}, force=force)
         existing = self._existing(tenant, user, project, entities)
         for entity in entities:
             mark = fingerprint(entity.type, entity.fields)
             current = existing.get(entity.key)
-            if current is not None and current.metadata.get("fingerprint") == mark:
+            if not force and current is not None and current.metadata.get("fingerprint") == mark:
                 plan.skipped += 1
                 continue
             answer = self.llm.complete_json(_prompt(entity), SUMMARY_SCHEMA)
@@ -284,7 +309,7 @@ class Entities:
             if old is None:
                 stored = record
                 counts["created"] += 1
-            elif old.metadata.get("fingerprint") == mark:
+            elif not plan.force and old.metadata.get("fingerprint") == mark:
                 counts["skipped"] += 1  # another reconcile wrote this very state meanwhile
                 continue
             else:

@@ -104,3 +104,15 @@ __all__ = [
     "StoreFull",
     "StoreReadOnly",
 ]
+
+
+class Unauthorized(FunesError):
+    """The request carries no API key, or one that is unknown or revoked."""
+
+    code = "unauthorized"
+
+
+class Forbidden(FunesError):
+    """The API key is valid, but its role does not allow this action."""
+
+    code = "forbidden"

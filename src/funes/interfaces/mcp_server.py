@@ -75,9 +75,11 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("funes")
+        return version("funes-memory")  # the distribution name (the import name is funes)
     except PackageNotFoundError:
-        return "0"
+        from .. import __version__
+
+        return __version__
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -123,20 +125,26 @@ def build_server(
     session_id: str | None = None,
     agent_id: str | None = None,
     instructions: str | None = None,
+    caller_of: Callable[[Any, Caller], Caller] | None = None,
 ) -> Server[Any]:
-    """An MCP server over one Funes service; ``project`` is the resolved default project."""
+    """An MCP server over one Funes service; ``project`` is the resolved default project.
+
+    ``caller_of(ctx, default)`` says who a request acts for (the team server
+    resolves it from the request's API key); by default, the configured tenant and user.
+    """
     from ..tool_specs import TOOLS
 
     session = session_id or new_id("mcp")
     text = instructions if instructions is not None else agent_instructions(funes.config.values.get("prompts_dir"))
 
     def caller_for(ctx: ServerRequestContext[Any, Any]) -> Caller:
-        return Caller(
+        default = Caller(
             tenant=funes.config.tenant,
             user_id=funes.config.user or None,
             agent_id=agent_id or _client_name(ctx) or "mcp",
             session_id=session,
         )
+        return default if caller_of is None else caller_of(ctx, default)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

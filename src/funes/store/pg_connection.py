@@ -225,7 +225,7 @@ class PgDatabase:
         except ImportError as exc:
             raise DependencyMissing(
                 "PostgreSQL stores need psycopg 3 with its pool and the pgvector adapter.",
-                hint="Run `pip install 'funes[postgres]'`.",
+                hint="Run `pip install 'funes-memory[postgres]'`.",
             ) from exc
         self.url = url
         self._psycopg = psycopg

@@ -40,6 +40,7 @@ from .base import vector_problem, vis_key
 from .pg_connection import PgDatabase, redact
 from .postgres_extras import PostgresExtras
 from .postgres_search import PostgresSearch, fold_words
+from .postgres_upkeep import PostgresUpkeep
 from .sqlite import SqliteStore
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
@@ -48,6 +49,7 @@ from .sqlite_folders import FolderTables
 from .sqlite_jobs import JobTables
 from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
 from .sqlite_sessions import SessionTables
+from .sqlite_upkeep import UpkeepTables
 
 log = logging.getLogger("funes.store.postgres")
 _ANALYZE_AFTER = 1000  # records written by one put_many that refresh the planner's statistics
@@ -56,12 +58,14 @@ _ANALYZE_AFTER = 1000  # records written by one put_many that refresh the planne
 class PostgresStore(
     PostgresSearch,
     PostgresExtras,
+    PostgresUpkeep,
     DocumentTables,
     SessionTables,
     JobTables,
     CleanupTables,
     EntityTables,
     FolderTables,
+    UpkeepTables,
 ):
     """Funes storage in a PostgreSQL database with pgvector."""
 

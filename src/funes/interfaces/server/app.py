@@ -1,0 +1,204 @@
+"""The FastAPI app of ``funes serve``: HTTP mapped onto :class:`funes.Funes`, nothing more.
+
+Every route resolves the caller (:mod:`.auth`), checks the role and that the
+team in the path is the key's own (another team answers 404, so existence
+never leaks), calls one library method and renders its ``to_dict()``.
+Errors are translated at this edge into ``{"error": {"code", "message", "hint"}}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ...errors import (
+    BackendUnavailable,
+    Conflict,
+    Forbidden,
+    FunesError,
+    InvalidInput,
+    NotFound,
+    StoreFull,
+    Unauthorized,
+)
+from .auth import KeyAuth
+
+if TYPE_CHECKING:
+    from ...service import Funes
+
+log = logging.getLogger("funes.server")
+
+_STATUS = {
+    InvalidInput: 400,
+    NotFound: 404,
+    Conflict: 409,
+    Unauthorized: 401,
+    Forbidden: 403,
+    StoreFull: 507,
+    BackendUnavailable: 503,
+}
+
+
+def status_of(error: FunesError) -> int:
+    """The HTTP status of a library error."""
+    for kind, status in _STATUS.items():
+        if isinstance(error, kind):
+            return status
+    return 400
+
+
+def _error(status: int, code: str, message: str, hint: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, "hint": hint}}, status_code=status)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only listens on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def create_app(
+    funes_or_url: Funes | str | None = None,
+    *,
+    require_keys: bool | None = None,
+    mcp: bool = True,
+    close: bool = False,
+) -> Any:
+    """The team server as an ASGI app over one Funes service (or a store path/URL to open).
+
+    ``require_keys`` defaults to True; pass False only for a single-user
+    SQLite store served on loopback (keyless requests then act as the
+    configured tenant). ``close`` closes the service when the app stops.
+    """
+    from ... import service
+
+    if funes_or_url is None or isinstance(funes_or_url, str):
+        funes = service.open(funes_or_url, worker="on")
+        close = True
+    else:
+        funes = funes_or_url
+    keys_required = True if require_keys is None else bool(require_keys)
+    backend = "postgres" if "://" in str(funes.store.path) else "sqlite"
+    mcp_app = None
+    if mcp:
+        from .mcp import team_mcp
+
+        mcp_app = team_mcp(funes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_app is not None:
+                await stack.enter_async_context(mcp_app.session_manager.run())
+            try:
+                yield
+            finally:
+                if close:
+                    funes.close()
+
+    app = FastAPI(
+        title="Funes team server",
+        version="1",
+        description="Long-term memory for teams: memories, documents, sessions and background jobs.",
+        lifespan=lifespan,
+    )
+    app.state.funes = funes
+
+    @app.exception_handler(FunesError)
+    async def funes_error(request: Request, exc: FunesError) -> JSONResponse:
+        status = status_of(exc)
+        return _error(status, exc.code, exc.message, exc.hint)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for item in exc.errors()[:5]:
+            where = ".".join(str(p) for p in item.get("loc", ()))
+            problems.append(f"{where}: {item.get('msg')}")
+        return _error(
+            422,
+            "invalid_input",
+            "The request is not valid: " + "; ".join(problems),
+            "See /docs for the expected shape.",
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        hint = "See /docs for the routes." if exc.status_code in (404, 405) else None
+        return _error(exc.status_code, code, str(exc.detail), hint)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return _error(
+            500, "internal_error", f"{type(exc).__name__}: {exc}", "This is a bug in Funes; please report it."
+        )
+
+    from .routes import register_routes
+
+    register_routes(app, funes, backend=backend, keys_required=keys_required)
+
+    if mcp_app is not None:
+        app.mount("/mcp", mcp_app.asgi)
+    ui = Path(__file__).resolve().parent.parent / "web" / "static"
+    if ui.is_dir():
+        from fastapi.staticfiles import StaticFiles
+
+        app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
+    return KeyAuth(app, funes, require_keys=keys_required)
+
+
+def serve(funes: Funes, *, host: str = "127.0.0.1", port: int = 8700, require_keys: bool | None = None) -> None:
+    """Run the team server on ``funes`` until interrupted (open it with ``worker="on"``: jobs run here).
+
+    Keys are required unless the store is SQLite, the host is loopback and
+    no key exists yet (single-user mode, announced at start-up).
+    """
+    import signal
+
+    import uvicorn
+
+    postgres = "://" in str(funes.store.path)
+    if require_keys is False and (postgres or not is_loopback(host)):
+        raise InvalidInput(
+            "Keys can be turned off only for a SQLite store served on loopback.",
+            hint="Bind 127.0.0.1 (the default) and use a SQLite store, or create keys with `funes keys create`.",
+        )
+    if require_keys is None:
+        require_keys = postgres or not is_loopback(host) or bool(funes.keys.list())
+    app = create_app(funes, require_keys=require_keys, close=True)
+    where = f"http://{host}:{port}"
+    print(f"Funes team server: {where}/v1 (MCP {where}/mcp, UI {where}/ui, docs {where}/docs)", file=sys.stderr)
+    if require_keys:
+        print("API keys required (`funes keys create --team T --role read|write|admin`).", file=sys.stderr)
+    else:
+        print(
+            f"Single-user mode: no API keys needed on loopback; requests act as tenant {funes.config.tenant!r}. "
+            "Creating a key turns keys on at the next start.",
+            file=sys.stderr,
+        )
+    sys.stderr.flush()
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)

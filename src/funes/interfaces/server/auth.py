@@ -1,0 +1,114 @@
+"""Who a request acts for: API keys in, a :class:`~funes.keys.Principal` and a tenant out.
+
+A pure ASGI middleware, so the tenant it sets (:func:`funes.tenancy.acting_for`)
+reaches the route, the worker thread it runs in and the MCP handlers alike.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ...errors import FunesError, Unauthorized
+from ...keys import Principal
+from ...tenancy import acting_for
+
+if TYPE_CHECKING:
+    from ...service import Funes
+
+INTERNAL_TOKEN_ENV = "FUNES_INTERNAL_TOKEN"
+PRINCIPAL = "funes.principal"
+_OPEN = ("/v1/health", "/v1/internal/")
+
+
+def presented_key(headers: dict[bytes, bytes]) -> str | None:
+    """The key a request presents: ``Authorization: Bearer <key>`` or ``X-API-Key``."""
+    auth = headers.get(b"authorization", b"").decode("latin-1").strip()
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip() or None
+    given = headers.get(b"x-api-key", b"").decode("latin-1").strip()
+    return given or None
+
+
+def check_internal_token(given: str | None) -> None:
+    """Unauthorized unless ``given`` is the machine-to-machine token of ``FUNES_INTERNAL_TOKEN``."""
+    expected = os.environ.get(INTERNAL_TOKEN_ENV, "").strip()
+    if not expected:
+        raise Unauthorized(
+            "The internal endpoint is off on this server.",
+            hint=f"Start `funes serve` with {INTERNAL_TOKEN_ENV} set, and send it as X-Internal-Token.",
+        )
+    if not given or not hmac.compare_digest(given.strip().encode(), expected.encode()):
+        raise Unauthorized(
+            "The internal token is missing or wrong.",
+            hint=f"Send X-Internal-Token with the value of {INTERNAL_TOKEN_ENV}.",
+        )
+
+
+async def error_response(send: Any, status: int, error: FunesError) -> None:
+    """Answer with the one JSON error shape."""
+    body = json.dumps({"error": error.to_dict()}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="funes"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class KeyAuth:
+    """Resolve the API key of every ``/v1`` and ``/mcp`` request; 401 without a valid one.
+
+    With ``require_keys=False`` (SQLite on loopback, single user) a request
+    without a key acts as the configured tenant and user, as admin; a key,
+    when sent, is still checked.
+    """
+
+    def __init__(self, app: Any, funes: Funes, *, require_keys: bool) -> None:
+        self.app = app
+        self.funes = funes
+        self.require_keys = require_keys
+
+    def local(self) -> Principal:
+        """The principal of a keyless request in single-user mode."""
+        config = self.funes.config
+        return Principal(team=config.tenant, role="admin", user_id=config.user or None, key_id=None)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Attach the principal and act for its tenant, or answer 401."""
+        path = scope.get("path", "")
+        if scope.get("type") != "http" or not (path.startswith("/v1/") or path.startswith("/mcp")):
+            await self.app(scope, receive, send)
+            return
+        if path.startswith(_OPEN):
+            await self.app(scope, receive, send)
+            return
+        key = presented_key(dict(scope.get("headers") or ()))
+        try:
+            if key is None and not self.require_keys:
+                principal = self.local()
+            else:
+                principal = await anyio.to_thread.run_sync(self.funes.keys.resolve, key)
+        except Unauthorized as exc:
+            await error_response(send, 401, exc)
+            return
+        except FunesError as exc:
+            await error_response(send, 503, exc)
+            return
+        scope.setdefault("state", {})[PRINCIPAL] = principal
+        with acting_for(principal.team):
+            await self.app(scope, receive, send)
+
+
+def principal_of(request: Any, team: str | None = None, role: str = "read") -> Principal:
+    """The request's principal, after checking the path's team (another team: 404) and the role (403)."""
+    from ...errors import NotFound
+
+    principal: Principal = request.scope["state"][PRINCIPAL]
+    if team is not None and team != principal.team:
+        raise NotFound(f"No team {team!r}.", hint="Use the team of your API key (GET /v1/me shows it).")
+    principal.require(role)
+    return principal

@@ -1,0 +1,114 @@
+"""Request bodies of the REST API (pydantic lives only at the edge: these map onto library calls)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryIn(_Body):
+    """A new memory (the create_memory tool's fields)."""
+
+    content: str = Field(min_length=1)
+    title: str | None = None
+    memory_type: str | None = None
+    scope: Literal["team", "project", "session"] | None = None
+    file_id: str | None = None
+    session_id: str | None = None
+    topic: str | None = None
+    importance: float | None = Field(default=None, ge=0, le=1)
+    pinned: bool = False
+    ttl_days: float | None = Field(default=None, gt=0, le=36500)
+    expires_at: str | None = None
+    metadata: dict[str, Any] | None = None
+    entity_type: str | None = None
+    entity_id: str | None = None
+    personal: bool = False
+
+
+class MemoryPatch(_Body):
+    """Changes to a memory."""
+
+    title: str | None = None
+    summary: str | None = None
+    content: str | None = None
+    pinned: bool | None = None
+    importance: float | None = Field(default=None, ge=0, le=1)
+    topic: str | None = None
+
+
+class RestoreIn(_Body):
+    """The version to restore."""
+
+    version: int = Field(ge=1)
+
+
+class EntityIn(BaseModel):
+    """One entity of a file (other fields are kept and fingerprinted too)."""
+
+    model_config = ConfigDict(extra="allow")
+    entity_type: str = Field(min_length=1)
+    entity_id: str = Field(min_length=1)
+    content: str | None = None
+    title: str | None = None
+    topic: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class GenerateIn(_Body):
+    """A file's current entities."""
+
+    file_id: str = Field(min_length=1)
+    entities: list[EntityIn]
+    scope: str | None = None
+
+
+class RegenerateIn(_Body):
+    """The file to regenerate."""
+
+    file_id: str = Field(min_length=1)
+
+
+class InternalGenerateIn(_Body):
+    """A machine-to-machine generation request."""
+
+    team: str = Field(min_length=1)
+    entities: list[EntityIn]
+
+
+class MessageIn(_Body):
+    """A message of a session."""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+
+
+class ContextIn(_Body):
+    """What to build the next model call's context for."""
+
+    query: str | None = None
+    context_window: int | None = Field(default=None, ge=1024, le=10_000_000)
+    instructions: str | None = None
+
+
+class ClearIn(_Body):
+    """What to clear, confirmed by repeating its id."""
+
+    file_id: str | None = None
+    session_id: str | None = None
+    confirm: str
+
+
+class SettingsIn(_Body):
+    """A file's settings (any subset)."""
+
+    enabled: bool | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    retrieval_k: int | None = None
+    max_records: int | None = None
