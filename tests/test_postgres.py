@@ -18,7 +18,7 @@ import pytest
 
 import funes
 from funes.embed import HashEmbedder
-from funes.errors import InvalidInput
+from funes.errors import Conflict, InvalidInput
 from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store import open_store
 from funes.store.postgres import PostgresStore
@@ -222,3 +222,48 @@ def test_a_job_runs_acting_for_its_tenant_so_row_level_security_confines_it(pg_u
         mem.jobs.enqueue("peek", {}, tenant="acme")
         assert mem.run_jobs()["done"] == 1
     assert seen == [["acme's roadmap"]]
+
+
+def test_keyword_scores_are_bm25_on_the_same_scale_as_sqlite(pg_url: str, tmp_path: object) -> None:
+    """The calibrated relevance model reads BM25 values: both stores must give comparable ones."""
+    texts = [
+        "The vendor contract renews in March",
+        "Energy efficiency of the new vendor is 90 percent",
+        "Lunch is at noon on Fridays",
+        "Our vendor list is reviewed every quarter by procurement",
+        "The quarterly review covers efficiency and cost",
+    ] * 4 + [f"Filler note number {n} about the weather" for n in range(40)]
+    scores = {}
+    both: dict[str, set[str]] = {}
+    for name, url in (("sqlite", str(tmp_path) + "/kw.db"), ("postgres", pg_url)):  # type: ignore[operator]
+        store = open_store(url)
+        try:
+            store.set_identity(EmbedderIdentity("test-model", DIMS))
+            records = [record(f"{t} #{i}") for i, t in enumerate(texts)]
+            store.put_many([(r, None) for r in records])
+            both[name] = {r.id for r in records if {"vendor", "efficiency"} <= set(r.content.lower().split())}
+            hits = store.keyword_search(["vendor", "efficiency"], SearchFilters(), limit=5, now=utcnow())
+            scores[name] = hits
+        finally:
+            store.close()
+    top = {name: hits[0][1] for name, hits in scores.items()}
+    assert all(score > 0 for score in top.values())
+    assert 0.5 <= top["postgres"] / top["sqlite"] <= 2.0, scores
+    # A record with both words ranks first on both.
+    for name, hits in scores.items():
+        assert hits[0][0] in both[name]
+
+
+def test_the_unique_entity_index_refuses_a_second_summary_of_one_entity(store: PostgresStore) -> None:
+    fields = {"tenant": "acme", "project_id": "file1", "entity_type": "DATA_TABLE", "entity_id": "t1",
+              "kind": "entity_summary", "scope": "project"}  # fmt: skip
+    first = record("Table t1 holds the orders", **fields)
+    store.put(first, None)
+    with pytest.raises(Conflict):
+        store.put(record("Table t1 holds orders, again", **fields), None)
+    found = store.find_entity("acme", None, "file1", "DATA_TABLE", "t1")
+    assert found is not None and found.id == first.id
+    # The same entity in another file, or another tenant, is another record.
+    store.put(record("Table t1 of file 2", **{**fields, "project_id": "file2"}), None)
+    store.put(record("Table t1 of globex", **{**fields, "tenant": "globex"}), None)
+    assert len(list(store.iter_records())) == 3

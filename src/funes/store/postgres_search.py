@@ -281,7 +281,7 @@ class PostgresSearch:
         ef: int = _EF_SEARCH,
     ) -> list[tuple[str, float]]:
         """The HNSW index's nearest vectors, filtered (inside the scan when iterative), best part per record."""
-        with self.db.write() as conn:  # SET LOCAL needs a transaction
+        with self.db.snapshot() as conn:  # SET LOCAL needs a transaction
             conn.native(f"SET LOCAL hnsw.ef_search = {int(ef)}")
             # The row-level-security qual makes the planner expect a handful of rows and sort them
             # by a sequential scan: exact, but it reads every vector. This plan is for the index.
