@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -58,7 +59,8 @@ def main() -> None:
             warnings.simplefilter("ignore")
             import pgserver
 
-            server = pgserver.get_server(tempfile.mkdtemp(prefix="funes-bench-pg-"), cleanup_mode="stop")
+            data_dir = tempfile.mkdtemp(prefix="funes-bench-pg-")
+            server = pgserver.get_server(data_dir, cleanup_mode="stop")
         url = server.get_uri()
     rng = np.random.default_rng(42)
     store = PostgresStore(url)
@@ -116,6 +118,7 @@ def main() -> None:
         store.close()
         if server is not None:
             server.cleanup()
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _guarded(store: PostgresStore, q: np.ndarray, tenant: str, now: object) -> list[tuple[str, float]]:
