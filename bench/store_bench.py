@@ -303,8 +303,14 @@ class Bench:
             self.search_phase(
                 layout, size, svc, corpus, tenants, all_vecs[:size], tenant_idx[:size], expired[:size], ids
             )
-        if layout == "multi":
+        if layout == "single" or self.cli_db is None:
+            # The cold start is measured on the largest tenant (the single layout when it runs), with its
+            # vector index built as a long-running worker or `funes jobs run` would have built it.
             self.cli_db, self.cli_tenant = path, tenants[0]
+            t0 = time.perf_counter()
+            built = svc.run_jobs(kinds=["ann-index", "vectors"])
+            if built["done"]:
+                self.add(layout, total, "vector index build (s)", f"{time.perf_counter() - t0:.1f}", "ann-index job")
         self.e2e_phase(layout, total, svc, corpus, tenants)
         svc.close()
 

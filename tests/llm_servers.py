@@ -104,6 +104,43 @@ def anthropic_answer(server: WireServer, path: str, headers: dict[str, str], bod
     )
 
 
+def responses_answer(server: WireServer, path: str, headers: dict[str, str], body: dict[str, Any]) -> Step:
+    """An OpenAI Responses API response whose one output message is ``server.reply["text"]``."""
+    if path != "/v1/responses":
+        return 404, {"error": {"message": f"no route {path}"}}, {}
+    n = len(server.requests)
+    return (
+        200,
+        {
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": 1_700_000_000 + n,
+            "model": body.get("model", "gpt-fake"),
+            "status": "completed",
+            "output": [
+                {
+                    "type": "message",
+                    "id": f"msg_{n}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": server.reply.get("text", "OK."), "annotations": []}],
+                }
+            ],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": 50,
+                "output_tokens": 10,
+                "total_tokens": 60,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        },
+        {},
+    )
+
+
 @contextmanager
 def serve(answer: Callable[[WireServer, str, dict[str, str], dict[str, Any]], Step]) -> Iterator[WireServer]:
     """Run a wire server in a thread for the block."""

@@ -274,7 +274,7 @@ def test_a_search_never_builds_the_index_itself_it_queues_a_job(tmp_path: Path) 
         assert mem.store.ann.builds == 0  # type: ignore[attr-defined]
         (job,) = mem.jobs.list(kind="ann-index")
         assert job.status == "queued" and job.payload == {"tenant": "default"}
-        assert mem.run_jobs()["done"] == 1
+        assert mem.run_jobs(kinds=["ann-index"])["done"] == 1
         assert mem.jobs.get(job.id).result == {"index": "built"}
         assert mem.store.ann.builds == 1  # type: ignore[attr-defined]
         before = mem.store.ann.fallbacks  # type: ignore[attr-defined]

@@ -132,3 +132,16 @@ def test_the_domain_model_depends_on_nothing() -> None:
     graph = _graph()
     assert graph["funes.models"] <= {"funes.errors"}
     assert graph["funes.errors"] == set()
+
+
+def test_framework_adapters_are_shells_nothing_inside_imports() -> None:
+    graph = _graph()
+    adapters = {n for n in graph if n.startswith("funes.integrations")}
+    assert {"funes.integrations.langgraph", "funes.integrations.openai_agents"} <= adapters
+    for name, targets in graph.items():
+        if name not in adapters:
+            assert not targets & adapters, f"{name} imports a framework adapter"
+    for name in adapters:
+        assert not {t for t in graph[name] if t.startswith("funes.interfaces")}, f"{name} imports another shell"
+        siblings = {t for t in graph[name] if t in adapters and t != "funes.integrations"}
+        assert not siblings, f"{name} imports another adapter"

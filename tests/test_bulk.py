@@ -275,7 +275,8 @@ def test_clear_project_removes_its_records_sessions_and_documents_only(mem: fune
         "sessions": 1,
         "documents": 1,
     }
-    assert report["vectors"] >= 4 and report["bytes_after"] <= report["bytes_before"]
+    # VACUUM rebuilds every b-tree; when little was freed it may take one page more than before.
+    assert report["vectors"] >= 4 and report["bytes_after"] <= report["bytes_before"] + 4096
     left = {m.id for m in mem.list().items}
     assert ids["team"] in left and ids["other"] in left and ids["acme"] not in left
     assert [s.id for s in mem.sessions()] == ["s-free"]
@@ -284,7 +285,9 @@ def test_clear_project_removes_its_records_sessions_and_documents_only(mem: fune
     (row, *_) = mem.cleanup_log()
     assert row["scope"] == "project" and row["project_id"] == "acme"
     assert row["records_deleted"] == 4 and row["messages_deleted"] == 2
-    assert "1 documents" in row["reason"] and row["bytes_reclaimed"] == report["bytes_before"] - report["bytes_after"]
+    assert "1 documents" in row["reason"] and row["bytes_reclaimed"] == max(
+        0, report["bytes_before"] - report["bytes_after"]
+    )
 
 
 def test_clear_session_and_clear_all(mem: funes.Funes, tmp_path: Path) -> None:

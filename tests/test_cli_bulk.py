@@ -87,7 +87,8 @@ def test_clear_reports_and_logs_and_cleanup_log_shows_it() -> None:
     preview = as_json("clear", "--project", "globex", "--dry-run")
     assert preview["records"] == 1 and preview["dry_run"] is True
     report = as_json("clear", "--project", "globex", "--yes")
-    assert report["records"] == 1 and report["vectors"] == 1 and report["bytes_before"] >= report["bytes_after"]
+    # VACUUM rebuilds every b-tree; when little was freed it may take one page more than before.
+    assert report["records"] == 1 and report["vectors"] == 1 and report["bytes_before"] + 4096 >= report["bytes_after"]
     assert {m["id"] for m in as_json("list")["items"]} == {ids["team"], ids["acme"]}
     missing = run("clear", "--session", "no-such-session", "--yes")
     assert missing.exit_code == 1 and "Hint:" in missing.output

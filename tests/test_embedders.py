@@ -206,3 +206,41 @@ def test_local_embedder_never_truncates(local_embedder: Any, real_mem: funes.Fun
     assert all(local_embedder.count_tokens(p) <= local_embedder.max_tokens for p in real_mem.parts(long_text))
     hit = real_mem.search("topic199")[0]
     assert hit.memory.id == memory.id
+
+
+def test_single_queries_run_in_numpy_and_match_the_torch_pass(local_embedder: Any) -> None:
+    from funes.embed.local import LocalEmbedder
+
+    texts = [
+        "which vendors does the user prefer?",
+        "a",
+        "Ünïcödé, emoji 🎉 and 東京",
+        " ".join(["word"] * 250),
+    ]
+    fresh = LocalEmbedder()
+    numpy_vectors = np.stack([fresh.embed_batch([t], query=True)[0] for t in texts])
+    assert fresh._weights is None  # no torch weights were loaded for them
+    torch_vectors = local_embedder.embed_batch(texts)
+    assert np.abs(numpy_vectors - torch_vectors).max() < 1e-5
+    assert np.allclose(np.linalg.norm(numpy_vectors, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_one_shot_cli_search_never_imports_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "cold.db")
+    with funes.open(db) as mem:
+        mem.remember("The staging database lives in Frankfurt.")
+    script = (
+        "import sys\n"
+        "from funes.interfaces.cli import run\n"
+        f"code = run(['--db', {db!r}, 'search', 'where is staging?', '--json'])\n"
+        "sys.stderr.write('TORCH=%s\\n' % ('torch' in sys.modules))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Frankfurt" in done.stdout
+    assert "TORCH=False" in done.stderr

@@ -14,6 +14,12 @@ from funes.interfaces.cli import main
 from funes.models import Caller
 
 
+@pytest.fixture
+def mem(backend_mem: funes.Funes) -> funes.Funes:
+    """The service on each backend (SQLite and PostgreSQL): these behaviours are the store contract's too."""
+    return backend_mem
+
+
 def test_the_same_entity_written_twice_is_one_record_with_history(mem: funes.Funes) -> None:
     first = mem.remember("Sums revenue by region", entity_type="CODE_CELL", entity_id="Sheet1:A1", project="f1")
     second = mem.remember(

@@ -15,6 +15,12 @@ from funes.errors import InvalidInput, NotFound
 from funes.models import Job
 
 
+@pytest.fixture
+def mem(backend_mem: funes.Funes) -> funes.Funes:
+    """The service on each backend (SQLite and PostgreSQL): these behaviours are the store contract's too."""
+    return backend_mem
+
+
 def wait_for(check: Callable[[], bool], what: str, seconds: float = 15.0) -> None:
     """Poll until ``check`` holds (a deadline, not a timing assertion)."""
     deadline = time.monotonic() + seconds

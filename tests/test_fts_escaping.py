@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import funes
+from funes.embed import HashEmbedder
 
 NASTY = ['"foo', "AND OR NOT", "*", "-x", "NEAR(", "^", "a:b", "(", ")", "'", "+", "{title}", "NOT", "foo*", "\x00"]
 
@@ -15,6 +18,14 @@ queries = st.one_of(
     st.lists(st.sampled_from([*NASTY, "vendor", "efficiency", " "]), min_size=1, max_size=8).map("".join),
     st.lists(st.sampled_from([*NASTY, "vendor"]), min_size=1, max_size=6).map(" ".join),
 )
+
+
+@pytest.fixture
+def mem(store_url: str) -> Iterator[funes.Funes]:
+    """A service on each backend (the tsvector query is built from bound terms, like FTS5's quoted ones)."""
+    service = funes.open(store_url, embedder=HashEmbedder(64))
+    yield service
+    service.close()
 
 
 @pytest.fixture

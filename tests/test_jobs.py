@@ -27,8 +27,9 @@ FAST = {"job_backoff_seconds": 0.01, "job_backoff_max_seconds": 0.05, "job_poll_
 
 
 @pytest.fixture
-def store_path(tmp_path: Path) -> str:
-    return str(tmp_path / "jobs.db")
+def store_path(store_url: str) -> str:
+    """The store of each backend (SQLite file, PostgreSQL database)."""
+    return store_url
 
 
 @pytest.fixture
@@ -198,7 +199,10 @@ def test_cli_jobs_list_show_retry_run(store_path: str) -> None:
     assert runner.invoke(main, [*base, "jobs", "retry", job_id]).exit_code == 0
     ran = runner.invoke(main, [*base, "jobs", "run", "--json"])
     assert ran.exit_code == 0, ran.output
-    assert json.loads(ran.output)["done"] == 1  # the real vectors handler: nothing to embed, done
+    # The real vectors handler (nothing to embed) and the scheduled session retention `jobs run` queues.
+    assert json.loads(ran.output)["done"] == 2
+    again = runner.invoke(main, [*base, "jobs", "show", job_id, "--json"])
+    assert json.loads(again.output)["status"] == "done"
     missing = runner.invoke(main, [*base, "jobs", "show", "job_nope"])
     assert missing.exit_code == 1 and "funes jobs list" in missing.output
 

@@ -12,6 +12,12 @@ from funes.errors import Conflict, InvalidInput, NotFound
 
 
 @pytest.fixture
+def mem(backend_mem: funes.Funes) -> funes.Funes:
+    """The service on each backend (SQLite and PostgreSQL): these behaviours are the store contract's too."""
+    return backend_mem
+
+
+@pytest.fixture
 def folder(mem: funes.Funes, tmp_path: Path) -> Path:
     root = tmp_path / "memory"
     mem.add_folder(root)

@@ -256,7 +256,13 @@ def test_generation_turned_off_for_a_file_is_a_clear_409(api: Team) -> None:
     put = api.client.put(
         "/v1/teams/settings/projects/f9/settings", json={"enabled": False, "retrieval_k": 4}, headers=h
     )
-    assert put.json() == {"enabled": False, "chunk_size": 512, "retrieval_k": 4}
+    assert put.json() == {
+        "enabled": False,
+        "chunk_size": 200,
+        "chunk_overlap": 40,
+        "retrieval_k": 4,
+        "max_records": 10_000,
+    }
     body = {"file_id": "f9", "entities": [{"entity_type": "FILE", "entity_id": "f9", "content": "x"}]}
     refused = api.client.post("/v1/teams/settings/memories/generate", json=body, headers=h)
     assert refused.status_code == 409 and "enabled" in refused.json()["error"]["hint"]
@@ -316,6 +322,9 @@ def test_sessions_messages_context_usage_and_clear(api: Team) -> None:
     assert api.client.delete("/v1/teams/chat/sessions/s1", params={"confirm": "s1"}, headers=h).status_code == 200
     stats = api.client.get("/v1/teams/chat/stats", headers=h).json()
     assert isinstance(stats, dict) and stats
+    # What the UI's memory-control view shows: per source type and tier, storage bytes and the database size.
+    assert sum(stats["by_tier"].values()) == stats["records"] and stats["by_source_type"]
+    assert 0 < stats["storage_bytes"] and stats["db_size_bytes"] == stats["size_bytes"] > 0
 
 
 def test_internal_endpoint_needs_its_own_token(api: Team, monkeypatch: pytest.MonkeyPatch) -> None:

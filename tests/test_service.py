@@ -14,6 +14,12 @@ from funes.embed import HashEmbedder
 from funes.models import DEFAULT_IMPORTANCE, utcnow
 
 
+@pytest.fixture
+def mem(backend_mem: funes.Funes) -> funes.Funes:
+    """The service on each backend (SQLite and PostgreSQL): these behaviours are the store contract's too."""
+    return backend_mem
+
+
 class CountingEmbedder(HashEmbedder):
     """The hash embedder, counting the texts it is asked to embed."""
 

@@ -19,6 +19,12 @@ from funes.models import SourceRef, utcnow
 from funes.store import AccessEvent
 
 
+@pytest.fixture
+def mem(backend_mem: funes.Funes) -> funes.Funes:
+    """The service on each backend (SQLite and PostgreSQL): these behaviours are the store contract's too."""
+    return backend_mem
+
+
 def test_messages_survive_a_restart(tmp_path: Path) -> None:
     path = str(tmp_path / "chat.db")
     with funes.open(path, embedder=HashEmbedder(64)) as first:

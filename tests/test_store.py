@@ -1,8 +1,8 @@
 """Contract tests of the Store protocol.
 
 Every test takes the ``store`` fixture, which is parametrised over the store
-implementations; a future PostgreSQL store joins by adding a parameter (with
-the ``postgres`` marker). Vectors are built by hand here: the store never
+implementations: SQLite, and PostgreSQL with pgvector (marked ``postgres``;
+conftest's ``pg_url`` gives each test a fresh database). Vectors are built by hand here: the store never
 embeds, so its contract is tested without any model.
 """
 
@@ -22,17 +22,10 @@ from funes.store import AccessEvent, Store, Visibility, open_store, vis_key
 DIMS = 8
 
 
-def _open_sqlite(tmp_path: Path) -> Store:
-    return open_store(tmp_path / "store.db")
-
-
-IMPLEMENTATIONS = [pytest.param(_open_sqlite, id="sqlite")]
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A fresh store of each implementation, with an 8-dimension embedder identity."""
-    opened = request.param(tmp_path)
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """A fresh store of each implementation (conftest's ``store_url``), with an 8-dimension embedder identity."""
+    opened = open_store(store_url)
     opened.set_identity(EmbedderIdentity("test-model", DIMS))
     yield opened
     opened.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -50,12 +51,13 @@ def _read_paths(mem: funes.Funes, secret_id: str, tenant: str, user: str | None)
 
 
 @pytest.fixture
-def shared(tmp_path: Path) -> tuple[funes.Funes, str]:
-    mem = funes.open(str(tmp_path / "v.db"), embedder=HashEmbedder(64), tenant="acme")
+def shared(store_url: str) -> Iterator[tuple[funes.Funes, str]]:
+    mem = funes.open(store_url, embedder=HashEmbedder(64), tenant="acme")
     secret = mem.remember(SECRET, user="u1", importance=0.95, pinned=True)
     mem.remember("The tulip warehouse opens at eight", importance=0.9)
     mem.session("shared")  # created without a user: the case that leaked through build_context
-    return mem, secret.id
+    yield mem, secret.id
+    mem.close()
 
 
 def test_u1_sees_its_own_memory_on_every_path(shared: tuple[funes.Funes, str]) -> None:

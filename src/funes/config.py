@@ -49,7 +49,28 @@ def register(name: str, default: Any, type_: type, help: str, minimum: float | N
 
 
 # -- storage ---------------------------------------------------------------
-register("db_path", "", str, "Path of the SQLite store. Empty means $FUNES_HOME/funes.db.")
+register(
+    "db_path",
+    "",
+    str,
+    "Path of the SQLite store, or a postgresql:// URL. Empty means db_url if set, else $FUNES_HOME/funes.db.",
+)
+register(
+    "db_url",
+    "",
+    str,
+    "PostgreSQL URL of the store (postgresql://user:password@host:5432/db); used when db_path is empty. "
+    "See docs/postgres.md.",
+)
+register("pg_pool_min", 1, int, "Connections a PostgreSQL store keeps open.", minimum=1)
+register("pg_pool_max", 10, int, "Most connections a PostgreSQL store opens at once (one per busy thread).", minimum=1)
+register(
+    "pg_exact_max",
+    4000,
+    int,
+    "PostgreSQL: tenants with at most this many vectors are searched exactly; larger ones use the HNSW index.",
+    minimum=0,
+)
 register(
     "busy_timeout_ms",
     15000,
@@ -292,6 +313,97 @@ register(
     minimum=0,
 )
 register(
+    "retention_interval_hours",
+    6.0,
+    float,
+    "Hours between the scheduled session-retention runs of long-running processes and `funes jobs run`.",
+    minimum=0.01,
+)
+# -- chat insights (funes.insights) ---------------------------------------------
+register(
+    "auto_insights",
+    False,
+    bool,
+    "Queue a chat-insight job after each user message (on for `funes serve`, off for the library by default).",
+)
+register(
+    "insights_delay_seconds",
+    30.0,
+    float,
+    "Seconds a queued chat-insight job waits, so a burst of messages runs once.",
+    minimum=0,
+)
+register(
+    "insight_merge_similarity",
+    0.85,
+    float,
+    "Cosine between two chats' topics from which the new insight merges into the existing one.",
+    minimum=0.0,
+)
+register(
+    "auto_learn",
+    False,
+    bool,
+    "Queue a learn job (facts, preferences and decisions from the user's turns) after a session's messages.",
+)
+register(
+    "learn_update_similarity",
+    0.6,
+    float,
+    "Cosine from which a new statement of the same kind (a preference about the same thing) replaces the old one.",
+    minimum=0.0,
+)
+# -- maintenance (funes.upkeep) ------------------------------------------------
+register(
+    "project_max_records",
+    10_000,
+    int,
+    "Records a project holds before retention evicts its lowest-scoring unpinned memories (at 80%); per project: `funes config set --project P max_records N`.",
+    minimum=1,
+)
+register(
+    "max_records_total",
+    100_000,
+    int,
+    "Records a tenant holds across all projects before retention evicts (at 80%), pinned ones never.",
+    minimum=1,
+)
+register(
+    "maintain_every_writes",
+    50,
+    int,
+    "Writes to a tenant between background maintenance runs (purge expired, prune, dedupe, optimise); 0 turns it off.",
+    minimum=0,
+)
+register(
+    "prune_after_days",
+    90,
+    int,
+    "Maintenance prunes unpinned, never-edited memories neither written nor read for this many days; 0 never prunes.",
+    minimum=0,
+)
+register(
+    "dedupe_similarity",
+    0.95,
+    float,
+    "Cosine above which maintenance treats two memories of the same scope and owner as duplicates.",
+    minimum=0.5,
+)
+register(
+    "maintain_batch",
+    5000,
+    int,
+    "Most records one maintenance run examines per step (the next run takes the rest).",
+    minimum=1,
+)
+register(
+    "vacuum_free_ratio",
+    0.2,
+    float,
+    "Share of free pages in the store file above which maintenance reclaims the space (VACUUM).",
+    minimum=0.0,
+)
+register(
     "promote_importance", 0.8, float, "The default promotion policy promotes records with at least this importance."
 )
 register(
@@ -488,6 +600,16 @@ class Config:
             return self.values[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    @property
+    def db_location(self) -> str | Path:
+        """Where the store is: db_path (a file or a postgresql:// URL), else db_url, else the default file."""
+        raw = str(self.values.get("db_path") or "")
+        if raw.startswith(("postgres://", "postgresql://")):
+            return raw
+        if not raw and self.values.get("db_url"):
+            return str(self.values["db_url"])
+        return self.db_file
 
     @property
     def db_file(self) -> Path:

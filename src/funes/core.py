@@ -48,6 +48,7 @@ from .models import (
     new_id,
     utcnow,
 )
+from .project_settings import ProjectSettings
 from .record_input import (
     RecordFields,
     as_reference,
@@ -84,9 +85,12 @@ class Core:
         self.config = config
         self.embedding = Embedding(store, embedder, config, check_embedder=check_embedder)
         self.embedding.on_recovered = self._embedder_recovered
+        self.projects = ProjectSettings(store, config)
         self._unwritten_access: list[tuple[AccessEvent, datetime]] = []
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
+        # Called inside each write's transaction with (tenant, records written); see funes.upkeep.
+        self.write_observers: list[Callable[[str, int], None]] = []
         self._access_lock = threading.Lock()
         self._access_warned = False
         self._closed = False
@@ -170,6 +174,11 @@ class Core:
         if self.on_job_queued is not None:
             self.on_job_queued()
         return job_id
+
+    def written(self, tenant: str, count: int) -> None:
+        """Tell the write observers that ``count`` records of ``tenant`` were written (call inside the write's transaction)."""
+        for observer in self.write_observers:
+            observer(tenant, count)
 
     def _embedder_recovered(self) -> None:
         # It answers again: the vectors that waited for it need not wait out their backoff.
@@ -294,6 +303,8 @@ class Core:
             stored = self.store.put_unique(memory, vectors)
             if vectors is None and stored.id == memory.id:
                 self.defer_vectors([stored.id], stored.tenant)
+            if stored.id == memory.id:
+                self.written(stored.tenant, 1)
         return stored
 
     def _vectors_for_write(self, memory: Memory) -> list[np.ndarray] | None:
@@ -327,6 +338,7 @@ class Core:
             self.store.put(stored, vectors)
             if vectors is None and (current is None or stored.content_hash != current.content_hash):
                 self.defer_vectors([stored.id], stored.tenant)
+            self.written(stored.tenant, 1)
         return stored, True
 
     def remember_many(
@@ -404,6 +416,12 @@ class Core:
                     deferred.setdefault(stored.tenant, []).append(stored.id)
             for tenant, ids in deferred.items():
                 self.defer_vectors(ids, tenant)
+            created_per_tenant: dict[str, int] = {}
+            for result in results:
+                if result is not None and result.status == "created" and result.memory is not None:
+                    created_per_tenant[result.memory.tenant] = created_per_tenant.get(result.memory.tenant, 0) + 1
+            for tenant, count in created_per_tenant.items():
+                self.written(tenant, count)
         for index, memory in entities:
             stored, changed = self._remember_entity(memory)
             results[index] = RememberResult(index, "created" if changed else "duplicate", stored)
@@ -449,6 +467,11 @@ class Core:
                     hint="Pass project=FILE_ID (CLI: --project FILE_ID), or an explicit scope.",
                 )
         scope = self.check_scope(scope, project, session)
+        if scope == "project" and not self.projects.enabled(self.tenant_of(tenant), project):
+            raise InvalidInput(
+                f"Project {project!r} is disabled: it neither stores nor recalls memories.",
+                hint=f"Enable it with `funes config set --project {project} enabled true`, or use another scope.",
+            )
         # A record carries the ids of its own scope and of the scopes around it,
         # never narrower ones: a team memory written during a session of a
         # project belongs to neither (filters, clears and promotion read them).
@@ -553,6 +576,7 @@ class Core:
             self.store.put(updated, vectors)
             if deferred:
                 self.defer_vectors([updated.id], updated.tenant)
+            self.written(updated.tenant, 1)
         return updated
 
     def pin(self, memory_id: str, **caller: Any) -> Memory:
@@ -753,6 +777,12 @@ class Core:
             filters = replace(filters, created_before=when if before is None else min(before, when))
             now = when
         hits = self._search(query, filters, now, limit, min_similarity, project)
+        disabled = self.projects.disabled_projects(filters.tenant)
+        if disabled:  # a disabled project recalls nothing
+            hits = SearchResults(
+                (h for h in hits if not (h.memory.scope == "project" and h.memory.project_id in disabled)),
+                degraded=hits.degraded,
+            )
         floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
         if floor > 0:
             hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
@@ -815,28 +845,7 @@ class Core:
                 sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
         # Rank on light rows; decode whole records only for the winners.
         fields = self.store.rank_fields([i for i, _ in keyword] + [i for i, _ in nearest])
-        try:
-            settings = RankSettings(
-                fusion=self.config.fusion,
-                keyword_weight=self.config.keyword_weight,
-                vector_weight=self.config.vector_weight,
-                rrf_k=self.config.rrf_k,
-                boost_project=self.config.boost_project,
-                boost_team=self.config.boost_team,
-                importance_weight=self.config.importance_weight,
-                recency_weight=self.config.recency_weight,
-                recency_half_life_days=self.config.recency_half_life_days,
-                min_similarity=min_similarity,
-                strong_keyword_rank=self.config.strong_keyword_rank,
-                vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
-                current_project=project,
-            )
-        except ValueError as exc:
-            raise InvalidInput(
-                f"The fusion settings are invalid: {exc}.",
-                hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
-                "e.g. `funes config set fusion convex`.",
-            ) from exc
+        settings = self.rank_settings(min_similarity, project)
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
@@ -860,6 +869,31 @@ class Core:
                 if len(hits) == limit:
                     return SearchResults(hits, degraded=degraded)
         return SearchResults(hits, degraded=degraded)
+
+    def rank_settings(self, min_similarity: float | None = None, project: str | None = None) -> RankSettings:
+        """The ranking knobs from the settings (retention scores records with the same ones)."""
+        try:
+            return RankSettings(
+                fusion=self.config.fusion,
+                keyword_weight=self.config.keyword_weight,
+                vector_weight=self.config.vector_weight,
+                rrf_k=self.config.rrf_k,
+                boost_project=self.config.boost_project,
+                boost_team=self.config.boost_team,
+                importance_weight=self.config.importance_weight,
+                recency_weight=self.config.recency_weight,
+                recency_half_life_days=self.config.recency_half_life_days,
+                min_similarity=min_similarity,
+                strong_keyword_rank=self.config.strong_keyword_rank,
+                vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
+                current_project=project,
+            )
+        except ValueError as exc:
+            raise InvalidInput(
+                f"The fusion settings are invalid: {exc}.",
+                hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
+                "e.g. `funes config set fusion convex`.",
+            ) from exc
 
     def relevance_calibrated(self) -> bool:
         """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""

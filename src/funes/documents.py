@@ -120,13 +120,15 @@ class Documents:
     def _doc_store(self) -> DocumentStore:
         return cast(DocumentStore, self.store)
 
-    def _chunker(self) -> Chunker:
-        size = max(16, min(int(self.config.chunk_tokens), int(self.core.embedding.embedder.max_tokens)))
-        overlap = max(0, min(int(self.config.chunk_overlap), size // 2))
+    def _chunker(self, tenant: str | None = None, project: str | None = None) -> Chunker:
+        """The chunker of a project's documents: its chunk_size/chunk_overlap, else the store-wide settings."""
+        settings = self.core.projects.effective(self.core.tenant_of(tenant), project)
+        size = max(16, min(int(settings["chunk_size"]), int(self.core.embedding.embedder.max_tokens)))
+        overlap = max(0, min(int(settings["chunk_overlap"]), size // 2))
         return Chunker(self.core.embedding.embedder.count_tokens, size, overlap)
 
-    def _pipeline(self, hidden: bool) -> str:
-        c = self._chunker()
+    def _pipeline(self, hidden: bool, tenant: str | None = None, project: str | None = None) -> str:
+        c = self._chunker(tenant, project)
         return (
             f"r{READER_VERSION}:t{c.max_tokens}:o{c.overlap}:l{self.config.long_cell_chars}:"
             f"h{int(hidden)}:{self.core.embedding.embedder.model_id}"
@@ -286,11 +288,19 @@ class Documents:
         user_id = self.core.user_of(user)
         project_id = self.core.project_of(project)
         scope_name = self.core.check_scope(scope, project_id, session)
+        if scope_name != "team" and project_id and not self.core.projects.enabled(tenant_id, project_id):
+            return (
+                IngestResult(uri=item.uri, name=item.name, status="skipped", error=f"project {project_id} is disabled"),
+                InvalidInput(
+                    f"Project {project_id!r} is disabled: it neither stores nor recalls.",
+                    hint=f"Enable it with `funes config set --project {project_id} enabled true`.",
+                ),
+            )
         vis = vis_key(scope_name, project_id, session)
         store = self._doc_store()
         existing = store.find_document(tenant_id, user_id, vis, item.uri)
         hidden = bool(self.config.ingest_hidden_sheets if hidden_sheets is None else hidden_sheets)
-        pipeline = self._pipeline(hidden)
+        pipeline = self._pipeline(hidden, tenant_id, project_id)
         requested_kind = normalize_kind(kind)
         data: bytes | None = None
 
@@ -352,7 +362,7 @@ class Documents:
             max_seconds=float(self.config.ingest_file_seconds),
         )
         try:
-            parsed = read(data, options, self._chunker(), requested_kind)
+            parsed = read(data, options, self._chunker(tenant_id, project_id), requested_kind)
             chunks = [c for c in parsed.chunks if c.text.strip()]
             if not chunks:
                 raise InvalidInput(f"{item.name} has no text to index.", hint="Check the file's content.")
@@ -670,6 +680,10 @@ class Documents:
         ids = self._doc_store().document_chunk_ids(doc.id)
         found = self.store.get_many(ids)
         return [found[i] for i in ids if i in found]
+
+    def chunk_ids(self, document_id: str) -> list[str]:
+        """The record ids of a document (by its id), in reading order."""
+        return list(self._doc_store().document_chunk_ids(document_id))
 
     def remove_document(self, ref: str, *, tenant: str | None = None, user: str | None = None) -> Document:
         """Remove a document with its chunks and their vectors; returns what was removed."""

@@ -454,7 +454,7 @@ class Folders:
             from .folder_watch import FolderWatcher
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise DependencyMissing(
-                "Watching folders needs the watchdog package.", hint="pip install 'funes[watch]'"
+                "Watching folders needs the watchdog package.", hint="pip install 'funes-memory[watch]'"
             ) from exc
         targets = [self.folder(path, tenant=tenant)] if path is not None else self.folders(tenant=tenant)
         if not targets:

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from .core import Core
     from .entities import Entities
     from .jobs import Jobs
-    from .projects import Projects
 
 KIND = "generate"
 _SCAN = 1000  # jobs of a tenant looked at to find a file's pending and last generations
@@ -64,11 +63,10 @@ def entity_items(entities: Any) -> list[dict[str, Any]]:
 class Generation:
     """Generate and regenerate a file's entity memories as durable, cooled-down jobs."""
 
-    def __init__(self, core: Core, jobs: Jobs, entities: Entities, projects: Projects) -> None:
+    def __init__(self, core: Core, jobs: Jobs, entities: Entities) -> None:
         self.core = core
         self.jobs = jobs
         self.entities = entities
-        self.projects = projects
         jobs.register(KIND, self._job)
 
     def _file_jobs(self, tenant: str, project: str) -> list[Job]:
@@ -91,7 +89,7 @@ class Generation:
         tenant_id = self.core.tenant_of(tenant)
         items = entity_items(entities)
         self.entities._parse(items)  # bad entities are refused now, not found by the job later
-        if not self.projects.settings(project, tenant=tenant_id)["enabled"]:
+        if not self.core.projects.enabled(tenant_id, project):
             raise Conflict(
                 f"Memory generation is turned off for file {project!r}.",
                 hint=f'Turn it on: PUT /v1/teams/{{team}}/projects/{project}/settings {{"enabled": true}}.',

@@ -58,6 +58,7 @@ log = logging.getLogger("funes.jobs")
 JobHandler = Callable[[Job], Callable[[], Any]]
 WORKER_MODES = ("auto", "on", "off")
 _HOUSEKEEPING_SECONDS = 600.0  # how often a worker trims old finished jobs
+SCHEDULED_TENANT = "*"  # the tenant of store-wide scheduled jobs
 
 
 class LeaseLost(Exception):
@@ -87,6 +88,7 @@ class Jobs:
         self.worker_id = f"{self.host}:{os.getpid()}:{secrets.token_hex(4)}"
         self.mode = worker
         self._handlers: dict[str, JobHandler] = {}
+        self._schedules: dict[str, Callable[[], float]] = {}
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
         self._stop = threading.Event()
@@ -95,13 +97,49 @@ class Jobs:
         core.on_job_queued = self._job_queued
         self.register("vectors", core.vectors_job)
         self.register("ann-index", core.index_job)
-        if worker == "on":
-            self.start()
 
     # -- handlers and queueing ---------------------------------------------------------
     def register(self, kind: str, handler: JobHandler) -> None:
         """Handle jobs of ``kind`` in this process (see the module docstring for the two phases)."""
         self._handlers[kind] = handler
+
+    def schedule(self, kind: str, every: Callable[[], float], handler: JobHandler) -> None:
+        """Run ``kind`` every ``every()`` seconds (0 or less: never), store-wide, as a durable job.
+
+        The next run is a queued job (tenant ``*``) written in the same
+        transaction that applies this run, so a crash never loses the
+        schedule; long-running workers and ``funes jobs run`` queue the first
+        one (:meth:`ensure_scheduled`).
+        """
+
+        def run(job: Job) -> Callable[[], Any]:
+            apply = handler(job)
+
+            def apply_and_reschedule() -> Any:
+                result = apply()
+                interval = float(every())
+                if interval > 0:
+                    self.core.enqueue_job(kind, {}, tenant=SCHEDULED_TENANT, delay=interval, dedupe_key=f"every:{kind}")
+                return result
+
+            return apply_and_reschedule
+
+        self._schedules[kind] = every
+        self.register(kind, run)
+
+    def ensure_scheduled(self) -> list[str]:
+        """Queue the first run of each scheduled kind that has none queued or running; returns the kinds queued."""
+        queued = []
+        for kind, every in self._schedules.items():
+            if float(every()) <= 0:
+                continue
+            pending = [
+                j for status in ("queued", "running") for j in self.store.list_jobs(None, status=status, kind=kind)
+            ]
+            if not pending:
+                self.core.enqueue_job(kind, {}, tenant=SCHEDULED_TENANT, dedupe_key=f"every:{kind}")
+                queued.append(kind)
+        return queued
 
     @property
     def kinds(self) -> list[str]:
@@ -258,11 +296,20 @@ class Jobs:
 
     def _loop(self) -> None:
         poll = max(0.05, float(self.config.job_poll_seconds))
+        if self.mode == "on":  # a long-running process keeps the schedules going
+            try:
+                self.ensure_scheduled()
+            except Exception:
+                log.exception("could not queue the scheduled jobs")
         while not self._stop.is_set():
             try:
                 self._housekeeping()
                 job = self.run_one()
             except Exception:  # the store may be busy or closing; never let the worker die of it
+                if self._stop.is_set():
+                    # Closing while a job ran: its lease lets a later worker run it again, so nothing is lost.
+                    log.info("the job worker stopped mid-job; the job runs again under a new lease")
+                    break
                 log.exception("the job worker hit an error")
                 job = None
             if job is None:

@@ -48,6 +48,11 @@ class Maintenance:
         file is vacuumed. Returns the counts, and ``bytes_before`` /
         ``bytes_after`` of the database. ``dry_run`` only counts.
         """
+        for what, value in (("session", session), ("project", project)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(
+                    f"The {what} to clear must be a non-empty id, got {value!r}.", hint=f"Name the {what}."
+                )
         chosen = [name for name, value in (("session", session), ("project", project), ("all", all)) if value]
         if len(chosen) != 1:
             raise InvalidInput(
@@ -90,12 +95,22 @@ class Maintenance:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 10000.")
         return self.core.store.cleanup_log(self.core.tenant_of(tenant), int(limit))
 
-    def stats(self, *, tenant: str | None = None) -> dict[str, Any]:
-        """Counts by kind, type and scope, sizes, pending vectors and jobs, and the configured embedder.
+    def stats(self, *, tenant: str | None = None, storage: bool = False) -> dict[str, Any]:
+        """Counts by kind, type, scope and source, sizes, pending vectors and jobs, and the configured embedder.
 
+        ``storage=True`` adds ``storage``: records and bytes per tier (scope),
+        kind and source, their totals per tier, and the database size.
         Never creates the embedder: stats work while an embedding server is down.
         """
         out = self.core.store.stats(tenant)
+        if storage:
+            rows = self.core.store.storage_breakdown(tenant)
+            tiers: dict[str, dict[str, int]] = {}
+            for row in rows:
+                tier = tiers.setdefault(row["tier"], {"records": 0, "text_bytes": 0, "vector_bytes": 0})
+                for key in tier:
+                    tier[key] += row[key]
+            out["storage"] = {"rows": rows, "tiers": tiers, "database_bytes": out.get("size_bytes", 0)}
         configured = self.core.embedding.configured_identity()
         out["embedder_configured"] = {
             "model_id": configured.model_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -158,6 +158,17 @@ def boosts_for(memory: Rankable, settings: RankSettings, now: datetime) -> dict[
     half_life = max(settings.recency_half_life_days, 1e-9)
     boosts["recency"] = 1.0 + settings.recency_weight * math.pow(2.0, -age_days / half_life)
     return boosts
+
+
+def retention_score(memory: Memory, settings: RankSettings, now: datetime) -> float:
+    """How much a record is worth keeping: the importance and recency boosts ranking gives it, recency counted
+    from its last use (written or read), so retention evicts what ranking would put last.
+
+    Scope boosts are left out: they depend on the query's project, not on the record's worth.
+    """
+    last = max(memory.updated_at, memory.last_accessed or memory.updated_at)
+    boosts = boosts_for(replace(memory, updated_at=last), settings, now)
+    return boosts["importance"] * boosts["recency"]
 
 
 def _contributions(

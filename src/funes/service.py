@@ -21,8 +21,10 @@ The parts, innermost first (each may use only those before it):
 * ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
 * ``curation`` (:class:`funes.curation.Curation`): version history and restore;
 * ``entities`` (:class:`funes.entities.Entities`): entity reconciliation;
+* ``insights`` (:class:`funes.insights.Insights`): chat insights, one merged memory per topic;
+* ``learning`` (:class:`funes.learn.Learning`): facts, preferences and decisions learned from conversations;
+* ``upkeep`` (:class:`funes.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
 * ``keys`` (:class:`funes.keys.Keys`): the team server's API keys;
-* ``projects`` (:class:`funes.projects.Projects`): per-file settings;
 * ``generation`` (:class:`funes.generation.Generation`): generate/regenerate as cooled-down jobs;
 * ``uploads`` (:class:`funes.uploads.Uploads`): uploaded documents indexed by jobs.
 
@@ -46,16 +48,18 @@ from .entities import Entities
 from .folders import Folders
 from .generation import Generation
 from .hooks import Hooks
+from .insights import Insights
 from .jobs import Jobs
 from .keys import Keys
+from .learn import Learning
 from .maintenance import Maintenance
 from .memory_tool import MemoryTool
-from .projects import Projects
 from .sessions import Conversations
 from .store import Store, open_store
 from .tasks import Tasks
 from .tools import AgentTools
 from .transfer import Transfer
+from .upkeep import Upkeep
 from .uploads import Uploads
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -100,10 +104,16 @@ class Funes:
         self.transfer = Transfer(self.core)
         self.curation = Curation(self.core)
         self.entities = Entities(self.core, self.jobs)
+        self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
+        self.jobs.register("insights", self.insights.job)
+        self.learning = Learning(self.core, self.conversations, llm=lambda: self.entities.llm)
+        self.jobs.register("learn", self.learning.job)
+        self.upkeep = Upkeep(self.core, self.jobs, self.docs, self.conversations.prune_sessions)
         self.keys = Keys(self.core)
-        self.projects = Projects(self.core)
-        self.generation = Generation(self.core, self.jobs, self.entities, self.projects)
+        self.generation = Generation(self.core, self.jobs, self.entities)
         self.uploads = Uploads(self.core, self.docs, self.jobs)
+        if worker == "on":
+            self.jobs.start()  # after every service registered its job kinds and schedules
 
     # -- the parts' shared state -----------------------------------------------------
     @property
@@ -153,13 +163,13 @@ class Funes:
 
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)
+    process_chat = _delegate("insights", Insights.process_chat)
+    learn = _delegate("learning", Learning.learn)
 
     # -- the team server: generation, uploads, project settings, keys ----------------------------
     generate = _delegate("generation", Generation.generate)
     regenerate = _delegate("generation", Generation.regenerate)
     upload = _delegate("uploads", Uploads.upload)
-    project_settings = _delegate("projects", Projects.settings)
-    save_project_settings = _delegate("projects", Projects.save_settings)
 
     # -- store-wide care -------------------------------------------------------------------
     stats = _delegate("maintenance", Maintenance.stats)
@@ -170,6 +180,12 @@ class Funes:
     reindex = _delegate("maintenance", Maintenance.reindex)
     clear = _delegate("maintenance", Maintenance.clear)
     cleanup_log = _delegate("maintenance", Maintenance.cleanup_log)
+    maintain = _delegate("upkeep", Upkeep.maintain)
+    find_duplicates = _delegate("upkeep", Upkeep.find_duplicates)
+    find_stale = _delegate("upkeep", Upkeep.find_stale)
+    find_related = _delegate("upkeep", Upkeep.find_related)
+    project_settings = _delegate("upkeep", Upkeep.project_settings)
+    configure_project = _delegate("upkeep", Upkeep.configure_project)
 
     # -- embedding ------------------------------------------------------------------------
     embed = _delegate("embedding", Embedding.embed)
@@ -216,6 +232,7 @@ class Funes:
     build_context = _delegate("conversations", Conversations.build_context)
     prune_sessions = _delegate("conversations", Conversations.prune_sessions)
     clear_session = _delegate("conversations", Conversations.clear_session)
+    pop_message = _delegate("conversations", Conversations.pop_message)
     promote = _delegate("conversations", Conversations.promote)
 
     # -- agent tools ------------------------------------------------------------------------
@@ -243,6 +260,9 @@ def open(
 ) -> Funes:
     """Open (or create) a Funes store. ``path`` defaults to ``$FUNES_HOME/funes.db``.
 
+    ``path`` may be a ``postgresql://`` URL (or set ``FUNES_DB_URL``) for a
+    PostgreSQL store with pgvector; see docs/postgres.md.
+
     ``embedder`` is an :class:`Embedder` instance, or the name of a backend
     (the ``embedder`` setting: ``local``, ``openai``, ``hash``). A backend
     named by the settings is created on first use, so commands that do not
@@ -259,13 +279,19 @@ def open(
         # The CLI's --embedder names a backend; it is the setting, not an instance.
         settings["embedder"], embedder = embedder, None
     config = config_mod.load(db_path=path, **settings)
-    store = open_store(
-        config.db_file,
-        busy_timeout_ms=config.busy_timeout_ms,
-        vector_cache_min=config.vector_cache_min,
-        vector_cache_mb=config.vector_cache_mb,
-        ann_min=config.ann_min,
-    )
+    location = config.db_location
+    if isinstance(location, str):
+        store = open_store(
+            location, pool_min=config.pg_pool_min, pool_max=config.pg_pool_max, exact_max=config.pg_exact_max
+        )
+    else:
+        store = open_store(
+            location,
+            busy_timeout_ms=config.busy_timeout_ms,
+            vector_cache_min=config.vector_cache_min,
+            vector_cache_mb=config.vector_cache_mb,
+            ann_min=config.ann_min,
+        )
     try:
         # The store's recorded identity spares an OpenAI-compatible server a size probe.
         factory = functools.partial(create_embedder, config, store.identity())

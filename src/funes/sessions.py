@@ -13,7 +13,7 @@ retrieved memories — and hands them to the pure :func:`funes.context.assemble`
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -102,6 +102,8 @@ class Conversations:
         self.docs = docs
         self.store = core.store
         self.config = core.config
+        # Called inside the transaction that stores messages, with (session, messages); see funes.insights.
+        self.message_observers: list[Callable[[Session, Sequence[Message]], None]] = []
 
     # -- sessions --------------------------------------------------------------------
     def session(
@@ -311,6 +313,8 @@ class Conversations:
                 )
             if vectors is None and every:
                 self.core.defer_vectors([m.id for m in every], sess.tenant)
+            for observer in self.message_observers:
+                observer(sess, out)
         return out
 
     def history(
@@ -381,8 +385,13 @@ class Conversations:
 
         return load_prompt("memory", prompts_dir=self.config.prompts_dir)
 
-    def context_budget(self, model_window: int | None = None) -> Budget:
-        """The configured caps (for 128k) scaled to a model window."""
+    def context_budget(
+        self, model_window: int | None = None, *, project: str | None = None, tenant: str | None = None
+    ) -> Budget:
+        """The configured caps (for 128k) scaled to a model window; a project's ``retrieval_k`` sets its chunk count."""
+        retrieved_chunks = self.config.context_retrieved_chunks
+        if project:
+            retrieved_chunks = self.core.projects.effective(self.core.tenant_of(tenant), project)["retrieval_k"]
         base = Budget(
             window=128_000,
             system=self.config.context_system_tokens,
@@ -390,7 +399,7 @@ class Conversations:
             conversation=self.config.context_conversation_tokens,
             retrieved=self.config.context_retrieved_tokens,
             response=self.config.context_response_tokens,
-            retrieved_chunks=self.config.context_retrieved_chunks,
+            retrieved_chunks=retrieved_chunks,
             chunk_tokens=self.config.context_chunk_tokens,
         )
         return Budget.for_window(self.config.context_window if model_window is None else model_window, base)
@@ -429,7 +438,7 @@ class Conversations:
         # user showed u1's private memories to u2 (issue 9). A caller without a user
         # reads as the session's owner, so nobody else's private records reach this prompt.
         viewer = self.core.user_of(user) or sess.user_id
-        caps = self.context_budget(model_window)
+        caps = self.context_budget(model_window, project=sess.project_id, tenant=sess.tenant)
         if isinstance(budget, Budget):
             caps = budget
         elif budget is not None:
@@ -579,10 +588,12 @@ class Conversations:
         now: datetime | None = None,
         tenant: str | None = None,
         dry_run: bool = False,
+        all_tenants: bool = False,
     ) -> dict[str, Any]:
         """Clear sessions idle longer than the retention setting: their records (pinned survive), messages and usage.
 
-        Each cleared session gets a cleanup-log row.
+        Each cleared session gets a cleanup-log row. ``all_tenants`` covers
+        every tenant (the scheduled retention job), not just the caller's.
         """
         days = self.config.session_retention_days if older_than_days is None else older_than_days
         if (
@@ -598,7 +609,7 @@ class Conversations:
         if days == 0 and older_than_days is None:
             return {"retention_days": 0, "cutoff": None, "sessions": [], "dry_run": dry_run, "disabled": True}
         cutoff = now - timedelta(days=days)
-        stale = self.store.stale_sessions(cutoff, self.core.tenant_of(tenant))
+        stale = self.store.stale_sessions(cutoff, None if all_tenants else self.core.tenant_of(tenant))
         cleared: list[dict[str, Any]] = []
         if stale and not dry_run:
             with self.store.transaction():
@@ -617,6 +628,17 @@ class Conversations:
         """Clear one session now: its unpinned records, messages and usage (logged)."""
         sess = self.resolve(session, tenant, user)
         return self.store.clear_session(sess.tenant, sess.id, utcnow(), "cleared by request")
+
+    def pop_message(
+        self, session: Session | str, *, tenant: str | None = None, user: str | None = None
+    ) -> Message | None:
+        """Remove the session's newest message with its indexed records and usage; returns it (None if empty).
+
+        For frameworks whose session protocol can undo the last turn (the OpenAI Agents SDK's ``pop_item``).
+        """
+        sess = self.resolve(session, tenant, user)
+        with self.store.transaction():
+            return self.store.delete_last_message(sess.tenant, sess.id)
 
     def promote(
         self,

@@ -38,7 +38,7 @@ def _pypdf() -> Any:
         import pypdf
     except ImportError as exc:
         raise DependencyMissing(
-            "Reading PDFs needs the pypdf package.", hint="Run `pip install 'funes[pdf]'`."
+            "Reading PDFs needs the pypdf package.", hint="Run `pip install 'funes-memory[pdf]'`."
         ) from exc
     return pypdf
 

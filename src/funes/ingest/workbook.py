@@ -50,7 +50,7 @@ def _openpyxl() -> Any:
         import openpyxl
     except ImportError as exc:
         raise DependencyMissing(
-            "Reading Excel workbooks needs the openpyxl package.", hint="Run `pip install 'funes[sheets]'`."
+            "Reading Excel workbooks needs the openpyxl package.", hint="Run `pip install 'funes-memory[sheets]'`."
         ) from exc
     return openpyxl
 

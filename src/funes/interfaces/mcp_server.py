@@ -75,9 +75,11 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("funes")
+        return version("funes-memory")  # the distribution name (the import name is funes)
     except PackageNotFoundError:
-        return "0"
+        from .. import __version__
+
+        return __version__
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:

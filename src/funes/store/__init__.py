@@ -16,15 +16,12 @@ from .base import AccessEvent, Store, Visibility, vis_key
 
 
 def open_store(url: str | Path, **options: Any) -> Store:
-    """Open a store from a file path or a ``sqlite:///path`` URL."""
+    """Open a store from a file path, a ``sqlite:///path`` URL or a ``postgresql://`` URL."""
     text = str(url)
-    if text.startswith(("postgres://", "postgresql://")):
-        from ..errors import InvalidInput
+    if is_postgres_url(text):
+        from .postgres import PostgresStore
 
-        raise InvalidInput(
-            "PostgreSQL stores are not available in this version of Funes.",
-            hint="Use a SQLite file path (the default) for now.",
-        )
+        return PostgresStore(text, **options)
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///") :]
     from .sqlite import SqliteStore
@@ -32,4 +29,9 @@ def open_store(url: str | Path, **options: Any) -> Store:
     return SqliteStore(text, **options)
 
 
-__all__ = ["AccessEvent", "Store", "Visibility", "open_store", "vis_key"]
+def is_postgres_url(url: str | Path) -> bool:
+    """Whether a store location names a PostgreSQL database."""
+    return str(url).startswith(("postgres://", "postgresql://"))
+
+
+__all__ = ["AccessEvent", "Store", "Visibility", "is_postgres_url", "open_store", "vis_key"]

@@ -336,6 +336,10 @@ class Store(Protocol):
         """Remove a session's unpinned records, messages, usage and row; logged."""
         ...
 
+    def delete_last_message(self, tenant: str, session_id: str) -> Any | None:
+        """Delete a session's newest message with its records and usage; returns the message (None if empty)."""
+        ...
+
     def clear(
         self,
         tenant: str,
@@ -362,6 +366,64 @@ class Store(Protocol):
         """Newest cleanup-log rows."""
         ...
 
+    # -- maintenance (see funes.upkeep) ------------------------------------------------
+    def bump_counter(self, tenant: str, name: str, by: int = 1) -> int:
+        """Add to a tenant's counter (in the caller's transaction if any); returns the new value."""
+        ...
+
+    def expired_ids(self, tenant: str, now: datetime, *, limit: int) -> list[str]:
+        """Unpinned records whose expiry has passed, oldest expiry first."""
+        ...
+
+    def prune_candidates(self, tenant: str, before: datetime, kinds: Sequence[str], *, limit: int) -> list[str]:
+        """Unpinned version-1 records of these kinds neither written nor read since ``before``."""
+        ...
+
+    def tenant_ids(self, tenant: str, kinds: Sequence[str], *, limit: int, since: datetime | None = None) -> list[str]:
+        """Ids of the tenant's records of these kinds (written after ``since``), newest first."""
+        ...
+
+    def log_cleanup(
+        self,
+        tenant: str,
+        *,
+        at: datetime,
+        reason: str,
+        scope: str | None,
+        records_deleted: int,
+        project_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Write a cleanup-log row (in the caller's transaction if any); returns its id."""
+        ...
+
+    def storage_breakdown(self, tenant: str | None) -> list[dict[str, Any]]:
+        """Records and bytes per (tier, kind, source)."""
+        ...
+
+    def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
+        """A project's stored settings (only those set), or None."""
+        ...
+
+    def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
+        """Replace a project's stored settings."""
+        ...
+
+    def list_project_settings(self, tenant: str) -> dict[str, dict[str, Any]]:
+        """Every project of the tenant with stored settings."""
+        ...
+
+    def record_counts(self, tenant: str, exclude_kinds: Sequence[str]) -> dict[str | None, int]:
+        """Records per project (None: outside any project), leaving out some kinds."""
+        ...
+
+    def eviction_candidates(self, tenant: str, project_id: str | None, kinds: Sequence[str]) -> list[Memory]:
+        """Unpinned records of these kinds that retention may evict (one project's, or the tenant's)."""
+        ...
+
+    def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
+        """Optimize the keyword index; reclaim space when free pages exceed the ratio."""
+
     # -- team server: API keys and project settings (not tenant-filtered: a key is how a tenant is found) ----
     def save_api_key(self, row: dict[str, Any]) -> None:
         """Insert an API key row (id, team, user_id, role, name, prefix, key_hash, created_at)."""
@@ -381,14 +443,6 @@ class Store(Protocol):
 
     def touch_api_key(self, key_id: str, at: datetime) -> None:
         """Record a key's last use."""
-        ...
-
-    def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
-        """A file's stored settings, or None."""
-        ...
-
-    def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
-        """Insert or replace a file's settings."""
         ...
 
     def close(self) -> None:

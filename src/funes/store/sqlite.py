@@ -69,6 +69,7 @@ from .sqlite_rows import (
 )
 from .sqlite_server import ServerTables
 from .sqlite_sessions import SessionTables
+from .sqlite_upkeep import UpkeepTables
 from .vector_cache import VectorCache
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
@@ -82,6 +83,7 @@ class SqliteStore(
     EntityTables,
     CjkTables,
     FolderTables,
+    UpkeepTables,
     HealthChecks,
     ServerTables,
 ):
@@ -804,6 +806,7 @@ class SqliteStore(
             "by_kind": grouped("kind"),
             "by_type": grouped("memory_type"),
             "by_scope": grouped("scope"),
+            "by_source": grouped("CASE WHEN source_type = '' THEN 'none' ELSE source_type END"),
             "pinned": int(
                 conn.execute(
                     f"SELECT COUNT(*) FROM memories {cond} {'AND' if cond else 'WHERE'} pinned = 1", params

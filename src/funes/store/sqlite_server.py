@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -83,23 +82,3 @@ class ServerTables:
         """Record a key's last use."""
         with self.db.write() as conn:
             conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (to_epoch(at), key_id))
-
-    # -- project settings ---------------------------------------------------------------
-    def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
-        """A file's stored settings, or None."""
-        row = (
-            self.db.reader()
-            .execute("SELECT settings FROM project_settings WHERE tenant = ? AND project_id = ?", (tenant, project_id))
-            .fetchone()
-        )
-        return None if row is None else dict(json.loads(row[0]))
-
-    def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
-        """Insert or replace a file's settings."""
-        with self.db.write() as conn:
-            conn.execute(
-                "INSERT INTO project_settings (tenant, project_id, settings, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (tenant, project_id) DO UPDATE SET settings = excluded.settings, "
-                "updated_at = excluded.updated_at",
-                (tenant, project_id, json.dumps(settings, sort_keys=True), to_epoch(at)),
-            )

@@ -326,6 +326,29 @@ class SessionTables:
         rows = self.db.reader().execute(sql, [*params, *params, stamp]).fetchall()
         return [(str(t), str(s)) for t, s, _ in rows]
 
+    def delete_last_message(self, tenant: str, session_id: str) -> Message | None:
+        """Delete a session's newest message with its records and usage (in the caller's transaction if any)."""
+        with self.db.write() as conn:
+            row = conn.execute(
+                f"SELECT {_MESSAGE_COLS} FROM messages WHERE tenant = ? AND session_id = ? ORDER BY seq DESC LIMIT 1",
+                (tenant, session_id),
+            ).fetchone()
+            if row is None:
+                return None
+            message = _message(row)
+            if message.record_ids:
+                self._delete(conn, list(message.record_ids))
+            conn.execute("DELETE FROM usage WHERE tenant = ? AND message_id = ?", (tenant, message.id))
+            conn.execute(
+                "DELETE FROM messages WHERE tenant = ? AND session_id = ? AND id = ?", (tenant, session_id, message.id)
+            )
+            conn.execute(
+                "UPDATE sessions SET message_count = CASE WHEN message_count > 0 THEN message_count - 1 ELSE 0 END "
+                "WHERE tenant = ? AND id = ?",
+                (tenant, session_id),
+            )
+        return message
+
     def clear_session(self, tenant: str, session_id: str, at: datetime, reason: str) -> dict[str, Any]:
         """Remove a session's unpinned records, messages, usage and row, and log it (in the caller's transaction if any)."""
         with self.db.write() as conn:

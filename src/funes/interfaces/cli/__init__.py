@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import click
 
-from . import admin, chat, cleanup, curation, docs, folders, jobs, records, server, tools
+from ... import __version__
+from . import admin, chat, cleanup, curation, docs, folders, jobs, records, server, tools, upkeep
 from .common import FunesGroup, State
 
 
@@ -23,7 +24,7 @@ from .common import FunesGroup, State
 @click.option("--user", help="User id within the tenant.")
 @click.option("--project", help="Current project id.")
 @click.option("--embedder", help="Embedding backend: local or openai.")
-@click.version_option(package_name="funes")
+@click.version_option(version=__version__, prog_name="funes")
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -39,7 +40,7 @@ def main(
     ctx.call_on_close(state.close)
 
 
-for _module in (records, admin, docs, folders, chat, tools, jobs, cleanup, curation, server):
+for _module in (records, admin, docs, folders, chat, tools, jobs, cleanup, curation, upkeep, server):
     _module.register(main)
 
 

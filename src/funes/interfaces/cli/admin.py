@@ -29,11 +29,12 @@ def register(group: click.Group) -> None:
 
 
 @click.command()
+@click.option("--storage", is_flag=True, help="Break records and bytes down per tier, kind and source.")
 @json_option
 @pass_state
-def stats(state: State, as_json: bool) -> None:
+def stats(state: State, storage: bool, as_json: bool) -> None:
     """Counts, sizes and the embedder of the store."""
-    data = state.reader().stats(tenant=state.tenant)
+    data = state.reader().stats(tenant=state.tenant, storage=storage)
 
     def text_out() -> str:
         lines = [
@@ -41,7 +42,7 @@ def stats(state: State, as_json: bool) -> None:
             f"records:    {data['records']}",
             f"size:       {data['size_bytes']:,} bytes",
         ]
-        for key in ("by_kind", "by_type", "by_scope"):
+        for key in ("by_kind", "by_type", "by_scope", "by_source"):
             if data.get(key):
                 lines.append(f"{key[3:]:<11} " + ", ".join(f"{k}={v}" for k, v in sorted(data[key].items())))
         emb = data.get("embedder") or {}
@@ -54,10 +55,25 @@ def stats(state: State, as_json: bool) -> None:
                 "by_kind",
                 "by_type",
                 "by_scope",
+                "by_source",
+                "storage",
                 "embedder",
                 "embedder_configured",
             ):
                 lines.append(f"{key + ':':<11} {value}")
+        if "storage" in data:
+            lines.append("storage:    tier      kind            source        records    text bytes  vector bytes")
+            for row in data["storage"]["rows"]:
+                lines.append(
+                    f"            {row['tier']:<9} {row['kind']:<15} {row['source']:<10} {row['records']:>10,} "
+                    f"{row['text_bytes']:>13,} {row['vector_bytes']:>13,}"
+                )
+            for tier, totals in sorted(data["storage"]["tiers"].items()):
+                lines.append(
+                    f"  {tier} total: {totals['records']:,} records, "
+                    f"{totals['text_bytes'] + totals['vector_bytes']:,} bytes"
+                )
+            lines.append(f"  database file: {data['storage']['database_bytes']:,} bytes")
         return "\n".join(lines)
 
     emit(as_json, data, text_out)
@@ -182,8 +198,15 @@ def _repair(state: State, as_json: bool) -> None:
     from pathlib import Path
 
     from ... import config as cfg
+    from ...errors import InvalidInput
+    from ...store import is_postgres_url
     from ...store.sqlite import salvage_path
 
+    if is_postgres_url(state.db or cfg.load().db_location):
+        raise InvalidInput(
+            "`funes doctor --repair` salvages a SQLite file; this store is a PostgreSQL database.",
+            hint="Restore from `pg_dump` or a replica, or `funes export FILE` what is readable.",
+        )
     source = Path(state.db).expanduser() if state.db else cfg.load().db_file
     target = _default_copy(state, "repaired")
     report = salvage_path(source, Path(target))
@@ -240,10 +263,26 @@ def doctor(state: State, repair: bool, as_json: bool) -> None:
 @click.argument("action", required=False, type=click.Choice(["show", "get", "set", "path"]), default="show")
 @click.argument("name", required=False)
 @click.argument("value", required=False)
+@click.option(
+    "--project",
+    "project_id",
+    help="A project's own settings (enabled, max_records, chunk_size, chunk_overlap, retrieval_k), kept in the store.",
+)
 @json_option
-def config(action: str, name: str | None, value: str | None, as_json: bool) -> None:
-    """Show settings with their origin; `config get NAME`, `config set NAME VALUE`, `config path`."""
+@click.pass_context
+def config(
+    ctx: click.Context, action: str, name: str | None, value: str | None, project_id: str | None, as_json: bool
+) -> None:
+    """Show settings with their origin; `config get NAME`, `config set NAME VALUE`, `config path`.
+
+    With --project P: that project's settings, stored in the store
+    (`funes config --project P`, `funes config set --project P enabled false`).
+    """
     from ... import config as cfg
+
+    if project_id is not None:
+        _project_config(ctx.find_object(State), action, project_id, name, value, as_json)
+        return
 
     if action == "path":
         emit(as_json, {"path": str(cfg.config_path()), "home": str(cfg.home())}, str(cfg.config_path()))
@@ -278,6 +317,40 @@ def config(action: str, name: str | None, value: str | None, as_json: bool) -> N
         lambda: "\n".join(
             [f"# home: {cfg.home()}", f"# config file: {cfg.config_path()}"]
             + [f"{r['name']} = {r['value']!r}  ({r['origin']})  # {r['help']}" for r in rows]
+        ),
+    )
+
+
+def _project_config(
+    state: State, action: str, project: str, name: str | None, value: str | None, as_json: bool
+) -> None:
+    if action == "path":
+        raise click.UsageError("Project settings live in the store; `funes config --project P` shows them.")
+    f = state.funes()
+    if action == "set":
+        if not name or value is None:
+            raise click.UsageError("Usage: funes config set --project P NAME VALUE")
+        data = f.configure_project(project, {name: None if value == "default" else value}, tenant=state.tenant)
+        emit(as_json, data, f"Set {name} of project {project}.")
+        return
+    data = f.project_settings(project, tenant=state.tenant)
+    if action == "get":
+        if not name:
+            raise click.UsageError("Usage: funes config get --project P NAME")
+        if name not in data["settings"]:
+            from ...errors import InvalidInput
+
+            raise InvalidInput(
+                f"Unknown project setting {name!r}.", hint=f"Project settings are: {', '.join(data['settings'])}."
+            )
+        emit(as_json, {"name": name, "value": data["settings"][name]}, str(data["settings"][name]))
+        return
+    emit(
+        as_json,
+        data,
+        lambda: "\n".join(
+            [f"# project {project}: {data['records']:,} records"]
+            + [f"{k} = {v!r}  ({'project' if k in data['own'] else 'store-wide'})" for k, v in data["settings"].items()]
         ),
     )
 

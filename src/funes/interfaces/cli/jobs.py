@@ -93,8 +93,12 @@ def jobs_retry(state: State, job_ids: tuple[str, ...], as_json: bool) -> None:
 def jobs_run(
     state: State, max_jobs: int | None, max_seconds: float | None, kinds: tuple[str, ...], as_json: bool
 ) -> None:
-    """Run the ready jobs now and exit (for cron); jobs that fail again wait for their backoff."""
+    """Run the ready jobs now and exit (for cron); jobs that fail again wait for their backoff.
+
+    Also queues the scheduled jobs (session retention) that are due and have none queued.
+    """
     f = state.funes()
+    f.jobs.ensure_scheduled()
     counts = f.run_jobs(max_jobs=max_jobs, max_seconds=max_seconds, kinds=list(kinds) or None)
     left = f.jobs.counts()
     data = {**counts, "queued": left.get("queued", 0), "failed_total": left.get("failed", 0)}

@@ -64,7 +64,7 @@ def mcp(
 
         raise DependencyMissing(
             f"The MCP server needs the official MCP SDK ({exc.name or 'mcp'} is not installed).",
-            hint="pip install 'funes[mcp]'",
+            hint="pip install 'funes-memory[mcp]'",
         ) from exc
     loaded = cfg.load(project=state.project)
     resolved = mcp_server.resolve_project(project, loaded.project or None)

@@ -135,7 +135,7 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting."""
         p = _principal(request, team)
         if limit is None:
-            limit = int(funes.project_settings(file_id, tenant=p.team)["retrieval_k"]) if file_id else 10
+            limit = int(funes.project_settings(file_id, tenant=p.team)["settings"]["retrieval_k"]) if file_id else 10
         hits = funes.search(
             q,
             tenant=p.team,
@@ -354,21 +354,27 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
 
     @app.get(_TEAM + "/stats", tags=["maintenance"])
     def stats(team: str, request: Request) -> dict[str, Any]:
-        """Counts per source type and tier, storage bytes, database size."""
+        """Counts per source type and tier, storage bytes, database size (the breakdown rows in ``storage``)."""
         p = _principal(request, team)
-        return funes.stats(tenant=p.team)
+        data = funes.stats(tenant=p.team, storage=True)
+        storage = data["storage"]
+        data["by_source_type"] = data.pop("by_source", {})
+        data["by_tier"] = {tier: totals["records"] for tier, totals in storage["tiers"].items()}
+        data["storage_bytes"] = sum(t["text_bytes"] + t["vector_bytes"] for t in storage["tiers"].values())
+        data["db_size_bytes"] = storage["database_bytes"]
+        return data
 
     @app.get(_TEAM + "/projects/{file}/settings", tags=["projects"])
     def get_settings(team: str, file: str, request: Request) -> dict[str, Any]:
         """A file's settings."""
         p = _principal(request, team)
-        return funes.project_settings(file, tenant=p.team)
+        return dict(funes.project_settings(file, tenant=p.team)["settings"])
 
     @app.put(_TEAM + "/projects/{file}/settings", tags=["projects"])
     def put_settings(team: str, file: str, body: SettingsIn, request: Request) -> dict[str, Any]:
         """Change a file's settings."""
         p = _principal(request, team, "admin")
-        return funes.save_project_settings(file, body.model_dump(exclude_none=True), tenant=p.team)
+        return dict(funes.configure_project(file, body.model_dump(exclude_none=True), tenant=p.team)["settings"])
 
     # -- jobs ---------------------------------------------------------------------------------
     @app.get(_TEAM + "/jobs", tags=["jobs"])

@@ -109,4 +109,6 @@ class SettingsIn(_Body):
 
     enabled: bool | None = None
     chunk_size: int | None = None
+    chunk_overlap: int | None = None
     retrieval_k: int | None = None
+    max_records: int | None = None

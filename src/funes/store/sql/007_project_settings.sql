@@ -1,5 +1,4 @@
--- Per-file (project) settings of the team server: whether memory generation
--- is on for the file, its chunk size and its retrieval depth (funes.projects).
+-- Per-project settings (funes.project_settings): enabled, max_records, chunk_size, chunk_overlap, retrieval_k.
 CREATE TABLE project_settings (
     tenant TEXT NOT NULL,
     project_id TEXT NOT NULL,

@@ -1,0 +1,382 @@
+"""A LangGraph ``BaseStore`` over Funes: agent memories in the same index recall searches.
+
+Each item is one Funes record, written as an entity (``entity_type`` ``langgraph``,
+``entity_id`` the JSON of namespace and key), so a second ``put`` of the same key
+updates the record as a new version. The record keeps:
+
+* ``content``: the text of the item's indexed fields (the whole value by default),
+  which is what Funes embeds and keyword-indexes; ``index=False`` stores the key
+  alone as text, so the value stays out of search;
+* ``metadata["langgraph"]``: the namespace, key, value (returned verbatim), the
+  index setting and the ttl;
+* one reference ``(langgraph-ns, <JSON of a namespace prefix>)`` per prefix of the
+  namespace, so a namespace-prefix search is a filter inside the index;
+* ``expires_at``: now plus ``ttl`` minutes (an expired record is never returned,
+  and a read with ``refresh_ttl`` pushes the expiry out again).
+
+Namespaces map to Funes identities through ``namespace_fields``: the i-th entry
+names what the i-th namespace element is (``"tenant"``, ``"user"``,
+``"project"``, ``"session"``, or ``None`` for a plain label). LangMem's
+``("memories", "{langgraph_user_id}")`` becomes ``namespace_fields=(None, "user")``:
+each user's memories are Funes records of that user. The scope follows: a
+session element gives session scope, a project element project scope, else team.
+
+``query`` is Funes hybrid search (BM25 and vectors fused, boosted); a hit's
+``SearchItem.score`` is its calibrated relevance (0 to 1) when the embedder has a
+calibration, else the fused score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput, NotFound
+from ..models import Memory, SourceRef, utcnow
+from . import require
+
+require("langgraph.store.base", "langgraph", "LangGraph")
+
+from langgraph.store.base import (  # noqa: E402
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+from langgraph.store.base.embed import get_text_at_path  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..service import Funes
+
+ENTITY_TYPE = "langgraph"
+PREFIX_REF = "langgraph-ns"
+ROLES = ("tenant", "user", "project", "session")
+_PAGE = 1000
+
+
+def _path(parts: Sequence[str]) -> str:
+    return json.dumps(list(parts), ensure_ascii=False, separators=(",", ":"))
+
+
+def _lookup(value: Any, dotted: str) -> Any:
+    """``value[a][b]`` for ``"a.b"`` (a key that itself holds a dot wins)."""
+    if isinstance(value, Mapping) and dotted in value:
+        return value[dotted]
+    current = value
+    for part in dotted.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return None
+        current = current[part]
+    return current
+
+
+def _compare(actual: Any, op: str, expected: Any) -> bool:
+    if op == "$eq":
+        return bool(actual == expected)
+    if op == "$ne":
+        return bool(actual != expected)
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            a, b = float(actual), float(expected)
+        except (TypeError, ValueError):
+            return False
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+    raise InvalidInput(f"Unknown filter operator {op!r}.", hint="Use $eq, $ne, $gt, $gte, $lt or $lte.")
+
+
+def _matches_value(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, Mapping):
+        if any(str(k).startswith("$") for k in expected):
+            return all(_compare(actual, str(op), v) for op, v in expected.items())
+        return isinstance(actual, Mapping) and all(_matches_value(actual.get(k), v) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(expected)
+            and all(_matches_value(a, e) for a, e in zip(actual, expected, strict=True))
+        )
+    return bool(actual == expected)
+
+
+def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether an item's value passes a LangGraph JSON filter (equality, or $eq/$ne/$gt/$gte/$lt/$lte)."""
+    return all(_matches_value(_lookup(value, str(k)), v) for k, v in (filter or {}).items())
+
+
+def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = zip(namespace, path, strict=False)
+    if condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    elif condition.match_type != "prefix":
+        raise InvalidInput(f"Unknown match type {condition.match_type!r}.", hint="Use 'prefix' or 'suffix'.")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+class FunesStore(BaseStore):
+    """LangGraph's ``BaseStore`` backed by a Funes store (get, search, put, delete, list namespaces, ttl)."""
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        funes: Funes,
+        *,
+        namespace_fields: Sequence[str | None] = (),
+        index_fields: Sequence[str] | None = None,
+        memory_type: str = "fact",
+    ) -> None:
+        """``namespace_fields`` maps namespace positions to tenant/user/project/session (None: a label).
+
+        ``index_fields`` are the value's paths embedded and keyword-indexed by
+        default (LangGraph path syntax, e.g. ``"content"`` or ``"chapters[*].text"``);
+        None indexes every top-level field. A ``put`` with ``index=[...]``
+        overrides them for that item.
+        """
+        roles = tuple(namespace_fields)
+        for role in roles:
+            if role is not None and role not in ROLES:
+                raise InvalidInput(
+                    f"Unknown namespace field {role!r}.", hint=f"Use None or one of: {', '.join(ROLES)}."
+                )
+        named = [r for r in roles if r is not None]
+        if len(named) != len(set(named)):
+            raise InvalidInput("A namespace field is named twice.", hint="Name each of tenant/user/project once.")
+        self.funes = funes
+        self.namespace_fields = roles
+        self.index_fields = list(index_fields) if index_fields is not None else None
+        self.memory_type = memory_type
+
+    # -- mapping -------------------------------------------------------------------------
+    def identity(self, namespace: Sequence[str]) -> dict[str, Any]:
+        """The Funes identity (tenant, user, project, session, scope) a namespace maps to."""
+        found = {role: namespace[i] for i, role in enumerate(self.namespace_fields) if role and i < len(namespace)}
+        scope = "session" if "session" in found else ("project" if "project" in found else "team")
+        return {
+            "tenant": found.get("tenant"),
+            "user": found.get("user"),
+            "project": found.get("project"),
+            "session": found.get("session"),
+            "scope": scope,
+        }
+
+    def _partition(self, prefix: Sequence[str]) -> dict[str, Any]:
+        """The tenant and user a search under ``prefix`` is confined to (None: the configured default)."""
+        ident = self.identity([p for p in prefix])
+        for role in ("tenant", "user"):
+            if ident[role] == "*":
+                ident[role] = None
+        return {"tenant": ident["tenant"], "user": ident["user"]}
+
+    def _text(self, key: str, value: Mapping[str, Any], index: Any) -> str:
+        if index is False:
+            return key
+        fields = index if isinstance(index, list) else self.index_fields
+        if fields is None:
+            pieces = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value.values()]
+        else:
+            pieces = [t for f in fields for t in get_text_at_path(dict(value), f)]
+        text = "\n".join(p for p in pieces if p and p.strip())
+        return text if text.strip() else key
+
+    @staticmethod
+    def _entity_id(namespace: Sequence[str], key: str) -> str:
+        return _path([*namespace, key])
+
+    @staticmethod
+    def _item_of(memory: Memory, score: float | None = None, *, search: bool = False) -> Item:
+        data = memory.metadata["langgraph"]
+        fields = {
+            "namespace": tuple(data["namespace"]),
+            "key": data["key"],
+            "value": data["value"],
+            "created_at": memory.created_at,
+            "updated_at": memory.updated_at,
+        }
+        return SearchItem(**fields, score=score) if search else Item(**fields)
+
+    def _find(self, namespace: Sequence[str], key: str) -> Memory | None:
+        ident = self.identity(namespace)
+        page = self.funes.list(
+            tenant=ident["tenant"],
+            user=ident["user"],
+            entity_types=[ENTITY_TYPE],
+            entity_ids=[self._entity_id(namespace, key)],
+            limit=10,
+        )
+        for memory in page.items:
+            data = memory.metadata.get("langgraph") or {}
+            if tuple(data.get("namespace") or ()) == tuple(namespace) and data.get("key") == key:
+                return memory
+        return None
+
+    def _refresh(self, memory: Memory) -> Memory:
+        ttl = (memory.metadata.get("langgraph") or {}).get("ttl")
+        if ttl is None:
+            return memory
+        return self.funes.update(
+            memory.id, expires_at=utcnow() + timedelta(minutes=float(ttl)), tenant=memory.tenant, user=memory.user_id
+        )
+
+    # -- operations ----------------------------------------------------------------------
+    def _get(self, op: GetOp) -> Item | None:
+        memory = self._find(op.namespace, op.key)
+        if memory is None:
+            return None
+        if op.refresh_ttl:
+            memory = self._refresh(memory)
+        return self._item_of(memory)
+
+    def _put(self, op: PutOp) -> None:
+        namespace, key = tuple(op.namespace), str(op.key)
+        if op.value is None:
+            existing = self._find(namespace, key)
+            if existing is not None:
+                try:
+                    self.funes.forget(existing.id, tenant=existing.tenant, user=existing.user_id)
+                except NotFound:
+                    pass  # deleted meanwhile: the outcome is the same
+            return
+        if not namespace:
+            raise InvalidInput("A LangGraph namespace cannot be empty.", hint='Use e.g. ("memories", user_id).')
+        value = dict(op.value)
+        ident = self.identity(namespace)
+        ttl = op.ttl if isinstance(op.ttl, (int, float)) else None
+        index = op.index if op.index is False or isinstance(op.index, list) else None
+        self.funes.remember(
+            self._text(key, value, index),
+            type=self.memory_type,
+            scope=ident["scope"],
+            project=ident["project"],
+            session=ident["session"],
+            tenant=ident["tenant"],
+            user=ident["user"],
+            title=key,
+            entity_type=ENTITY_TYPE,
+            entity_id=self._entity_id(namespace, key),
+            source=SourceRef(type="agent", uri=f"langgraph:{'/'.join(namespace)}/{key}"),
+            expires_at=utcnow() + timedelta(minutes=float(ttl)) if ttl is not None else None,
+            metadata={
+                "langgraph": {"namespace": list(namespace), "key": key, "value": value, "index": index, "ttl": ttl}
+            },
+            references=[(PREFIX_REF, _path(namespace[:i])) for i in range(1, len(namespace) + 1)],
+        )
+
+    def _prefix_refs(self, prefix: Sequence[str]) -> list[tuple[str, str]]:
+        """The reference that confines a search to a namespace prefix (its literal part before any '*')."""
+        literal: list[str] = []
+        for part in prefix:
+            if part == "*":
+                break
+            literal.append(part)
+        return [(PREFIX_REF, _path(literal))] if literal else []
+
+    def _records(self, prefix: Sequence[str]) -> Iterator[Memory]:
+        """Every live LangGraph record under a namespace prefix, newest first."""
+        cursor: str | None = None
+        condition = MatchCondition(match_type="prefix", path=tuple(prefix))
+        while True:
+            page = self.funes.list(
+                **self._partition(prefix),
+                entity_types=[ENTITY_TYPE],
+                refs=self._prefix_refs(prefix) or None,
+                cursor=cursor,
+                limit=_PAGE,
+            )
+            for memory in page.items:
+                data = memory.metadata.get("langgraph")
+                if data and _namespace_matches(condition, tuple(data["namespace"])):
+                    yield memory
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        wanted = op.offset + op.limit
+        out: list[tuple[Memory, float | None]] = []
+        if op.query:
+            condition = MatchCondition(match_type="prefix", path=prefix)
+            hits = self.funes.search(
+                op.query,
+                **self._partition(prefix),
+                entity_types=[ENTITY_TYPE],
+                refs=self._prefix_refs(prefix) or None,
+                # A filter is applied after ranking, so rank more to fill the page.
+                limit=min(1000, wanted if not op.filter else max(wanted * 10, 100)),
+                min_relevance=0.0,
+            )
+            for hit in hits:
+                data = hit.memory.metadata.get("langgraph")
+                if not data or not _namespace_matches(condition, tuple(data["namespace"])):
+                    continue
+                if not matches_filter(data["value"], op.filter):
+                    continue
+                relevance = hit.explanation.relevance
+                score = None if data.get("index") is False else (relevance if relevance is not None else hit.score)
+                out.append((hit.memory, score))
+        else:
+            for memory in self._records(prefix):
+                if matches_filter(memory.metadata["langgraph"]["value"], op.filter):
+                    out.append((memory, None))
+                    if len(out) >= wanted:
+                        break
+        page = out[op.offset : wanted]
+        if op.refresh_ttl:
+            page = [(self._refresh(m), s) for m, s in page]
+        return [self._item_of(m, s, search=True) for m, s in page]  # type: ignore[misc]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = tuple(op.match_conditions or ())
+        prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), ())
+        found: set[tuple[str, ...]] = set()
+        for memory in self._records(prefix):
+            namespace = tuple(memory.metadata["langgraph"]["namespace"])
+            if all(_namespace_matches(c, namespace) for c in conditions):
+                found.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+    # -- BaseStore -----------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run a batch as LangGraph's stores do: reads see the state before the batch, then the writes.
+
+        Gets, searches and namespace listings are answered first; the puts
+        (deletes when the value is None) follow, the last one per (namespace,
+        key) winning. Results come back in the order of ``ops``.
+        """
+        ops = list(ops)
+        results: list[Result] = [None] * len(ops)
+        writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for position, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                results[position] = self._get(op)
+            elif isinstance(op, SearchOp):
+                results[position] = self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                results[position] = self._list_namespaces(op)
+            elif isinstance(op, PutOp):
+                writes.pop((tuple(op.namespace), str(op.key)), None)
+                writes[(tuple(op.namespace), str(op.key))] = op
+            else:
+                raise InvalidInput(
+                    f"Unknown store operation {type(op).__name__}.",
+                    hint="Pass GetOp, SearchOp, PutOp or ListNamespacesOp.",
+                )
+        for put in writes.values():
+            self._put(put)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (the Funes core is synchronous)."""
+        return await asyncio.to_thread(self.batch, list(ops))

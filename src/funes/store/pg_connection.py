@@ -1,0 +1,413 @@
+"""PostgreSQL connections for the Postgres store: a psycopg 3 pool, per-thread connections, tenant-scoped transactions.
+
+The store's SQL is written once with ``?`` placeholders and shared, where it is
+portable, with the SQLite store's mixins. :class:`PgConnection` gives a
+connection the surface those mixins use (``execute`` returning a cursor with
+``fetchone``/``fetchall``/iteration/``rowcount``/``lastrowid``) and rewrites
+the few SQLite spellings they use (``?``, ``INSERT OR IGNORE``, two-argument
+``MAX``) into PostgreSQL.
+
+:class:`PgDatabase` mirrors :class:`funes.store.connection.Database`: a read
+outside a transaction borrows a pooled connection for one statement (its rows
+are read in full, so the connection goes back at once, and a server with 40
+worker threads needs no 40 connections); ``write()`` holds one connection for
+its transaction, with nested calls as savepoints, behind one writer lock per
+process (the SQLite store's semantics, which the feature services rely on:
+read-then-write sequences are serialised within a process; across processes,
+row locks, ``SKIP LOCKED`` claims and advisory locks do it). Reads inside a
+transaction run on its connection, so they see its writes. Every statement runs with
+``funes.tenant`` set from :data:`funes.tenancy.current_tenant`, which the
+row-level-security policies read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
+from ..tenancy import current_tenant
+
+log = logging.getLogger("funes.store.postgres")
+
+# Tables whose inserts report a generated key as ``cursor.lastrowid``.
+_SERIAL_KEYS = {"cleanup_log": "id", "access_log": "id", "usage": "id", "memory_vectors": "vector_id"}
+_INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re.IGNORECASE)
+# SQLite's scalar two-argument MAX in the shared mixins, spelled as PostgreSQL's GREATEST.
+_REWRITES = (
+    ("MAX(last_activity, ?)", "GREATEST(last_activity, ?)"),
+    ("MAX(updated_at, COALESCE(last_accessed, 0))", "GREATEST(updated_at, COALESCE(last_accessed, 0))"),
+    ("LENGTH(CAST(content AS BLOB))", "octet_length(content)"),
+    (" IS ?", " IS NOT DISTINCT FROM ?"),
+)
+# Conflict targets of the tables the shared mixins write with INSERT OR REPLACE.
+_REPLACE_KEYS = {"messages": "id"}
+
+
+def placeholders(sql: str) -> str:
+    """``?`` placeholders as ``%s`` (and literal ``%`` doubled), outside quoted strings and identifiers."""
+    out: list[str] = []
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+            out.append("%%" if ch == "%" else ch)
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+            out.append(ch)
+        elif ch == "?":
+            out.append("%s")
+        elif ch == "%":
+            out.append("%%")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=2048)
+def translate(sql: str) -> tuple[str, str | None]:
+    """SQLite-flavoured shared SQL as PostgreSQL, and the key to return as ``lastrowid`` (or None)."""
+    for old, new in _REWRITES:
+        if old in sql:
+            sql = sql.replace(old, new)
+    key = None
+    match = _INSERT.match(sql)
+    if match is not None:
+        table = match.group(3)
+        if match.group(2):
+            sql = _INSERT.sub(f"INSERT INTO {table}", sql, count=1)
+            if match.group(2).upper() == "IGNORE":
+                sql += " ON CONFLICT DO NOTHING"
+            else:
+                columns = re.search(r"\(([^)]*)\)", sql)
+                names = [c.strip() for c in columns.group(1).split(",")] if columns else []
+                target = _REPLACE_KEYS.get(table, "id")
+                sets = ", ".join(f"{c} = excluded.{c}" for c in names if c != target)
+                sql += f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
+        if table in _SERIAL_KEYS and "RETURNING" not in sql.upper():
+            key = _SERIAL_KEYS[table]
+            sql += f" RETURNING {key}"
+    return placeholders(sql), key
+
+
+class PgCursor:
+    """A statement's result, read in full (so its connection can go back to the pool at once)."""
+
+    def __init__(self, cursor: Any, lastrowid: int | None = None) -> None:
+        self.rowcount = int(cursor.rowcount)
+        self._rows: list[Any] = list(cursor.fetchall()) if cursor.description is not None else []
+        self._next = 0
+        self.lastrowid = lastrowid
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchall(self) -> list[Any]:
+        """Every remaining row."""
+        rows, self._next = self._rows[self._next :], len(self._rows)
+        return rows
+
+    def fetchmany(self, size: int) -> list[Any]:
+        """Up to ``size`` more rows."""
+        rows = self._rows[self._next : self._next + size]
+        self._next += len(rows)
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+class PgConnection:
+    """A pooled connection with the shared-SQL surface, its ``funes.tenant`` kept in step with the caller's."""
+
+    def __init__(self, db: PgDatabase, raw: Any) -> None:
+        self.db = db
+        self.raw = raw
+        self.depth = 0
+
+    def _sync_tenant(self) -> None:
+        wanted = current_tenant.get() or ""
+        # Remembered on the connection itself: pooled connections move between threads.
+        if getattr(self.raw, "_funes_tenant", None) != wanted:
+            # Session-level (is_local false): it holds for the statements that follow, in or out of
+            # a transaction; a rollback may undo it, so rollbacks forget the remembered value.
+            self.raw.execute("SELECT set_config('funes.tenant', %s, false)", (wanted,))
+            self.raw._funes_tenant = wanted
+
+    def register_vector(self) -> None:
+        """Teach this connection pgvector's type (numpy arrays in, pgvector values out), once."""
+        if getattr(self.raw, "_funes_vector", False):
+            return
+        from pgvector.psycopg import register_vector
+
+        register_vector(self.raw)
+        self.raw._funes_vector = True
+
+    def forget_tenant(self) -> None:
+        """The session's tenant setting is unknown (after a rollback): set it again before the next statement."""
+        self.raw._funes_tenant = None
+
+    def _run(self, sql: str, params: Sequence[Any] | None, key: str | None) -> PgCursor:
+        self._sync_tenant()
+        try:
+            cur = self.raw.execute(sql, tuple(params) if params is not None else None)
+        except self.db.error as exc:
+            self.forget_tenant()
+            raise self.db.translate_error(exc) from exc
+        if key is not None:
+            row = cur.fetchone()
+            return PgCursor(cur, int(row[0]) if row is not None else None)
+        return PgCursor(cur)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        """Run one statement of the shared SQL (``?`` placeholders)."""
+        text, key = translate(sql)
+        return self._run(text, params, key)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each parameter row."""
+        text, key = translate(sql)
+        if key is not None:
+            text = text[: text.rindex(" RETURNING ")]
+        self._sync_tenant()
+        with self.raw.cursor() as cur:
+            try:
+                cur.executemany(text, [tuple(r) for r in rows])
+            except self.db.error as exc:
+                self.forget_tenant()
+                raise self.db.translate_error(exc) from exc
+
+    def native(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        """Run PostgreSQL SQL as written (``%s`` placeholders), with the tenant set."""
+        return self._run(sql, params, None)
+
+
+class PgReader:
+    """Statements outside a transaction: each borrows a pooled connection for just its own run."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self.db = db
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        """Run one statement of the shared SQL (``?`` placeholders)."""
+        with self.db.borrow() as conn:
+            return conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each parameter row (each commits on its own)."""
+        with self.db.borrow() as conn:
+            conn.executemany(sql, rows)
+
+    def native(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        """Run PostgreSQL SQL as written (``%s`` placeholders)."""
+        with self.db.borrow() as conn:
+            return conn.native(sql, params)
+
+
+class PgDatabase:
+    """A PostgreSQL database behind a psycopg pool: a connection is borrowed per statement, or per transaction."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise DependencyMissing(
+                "PostgreSQL stores need psycopg 3 with its pool and the pgvector adapter.",
+                hint="Run `pip install 'funes-memory[postgres]'`.",
+            ) from exc
+        self.url = url
+        self._psycopg = psycopg
+        self.error: type[Exception] = psycopg.Error
+        self.read_only = False
+        self.refuse_writes: str | None = None
+        self.timeout = timeout
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._closed = False
+        self._vector_ready = False
+        try:
+            # One direct connection first: a wrong URL or a stopped server fails at once with the
+            # server's own reason, not after the pool's timeout of retries.
+            psycopg.connect(url, connect_timeout=10).close()
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"Cannot connect to PostgreSQL at {redact(url)} ({str(exc).strip()}).",
+                hint="Check that the server runs and the URL (host, port, database, user, password) is right; "
+                "see docs/postgres.md.",
+            ) from exc
+        self.pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max(min_size, max_size),
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            open=False,
+        )
+        try:
+            self.pool.open(wait=True, timeout=timeout)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                self.pool.close()
+            raise BackendUnavailable(
+                f"Cannot open a pool of connections to PostgreSQL at {redact(url)} ({exc}).",
+                hint="Check the server's max_connections and the pg_pool_min setting.",
+            ) from exc
+
+    def vector_ready(self) -> None:
+        """Register the pgvector adapter on every connection from now on (the extension exists)."""
+        self._vector_ready = True
+
+    def translate_error(self, exc: Exception) -> Exception:
+        """A driver error as a Funes error where one fits (else the error itself)."""
+        errors = self._psycopg.errors
+        if isinstance(exc, errors.DiskFull):
+            from ..errors import StoreFull
+
+            return StoreFull(
+                "The PostgreSQL server's disk is full; the write was rolled back and nothing was lost.",
+                hint="Free space on the database server, then retry.",
+            )
+        if isinstance(exc, self._psycopg.DataError) and "NUL" in str(exc):
+            from ..errors import InvalidInput
+
+            return InvalidInput(
+                "The text contains NUL (0x00) characters, which PostgreSQL cannot store; nothing was written.",
+                hint="Remove the NUL characters (they are never meaningful in text) and try again.",
+            )
+        if isinstance(exc, errors.UniqueViolation):
+            from ..errors import Conflict
+
+            return Conflict(
+                f"That write collides with a row that already exists ({str(exc).strip().splitlines()[0]}); "
+                "nothing was written.",
+                hint="Another writer got there first: read the current row and retry.",
+            )
+        if isinstance(exc, errors.DataCorrupted):
+            return StoreCorrupt(f"PostgreSQL reports damage: {exc}", hint="Restore from pg_dump or a replica.")
+        if isinstance(exc, self._psycopg.OperationalError):
+            return BackendUnavailable(
+                f"Lost the connection to PostgreSQL ({exc}).", hint="Check the server, then retry."
+            )
+        return exc
+
+    @contextlib.contextmanager
+    def borrow(self) -> Iterator[PgConnection]:
+        """A connection for one statement: this thread's transaction's when it is in one, else one from the pool."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        if self._closed:
+            raise BackendUnavailable("This store is closed.", hint="Open it again with funes.open().")
+        try:
+            raw = self.pool.getconn()
+        except Exception as exc:
+            raise BackendUnavailable(
+                f"No PostgreSQL connection came free within {self.timeout:.0f} s ({exc}).",
+                hint="Raise pg_pool_max (and the server's max_connections), or lower the concurrency.",
+            ) from exc
+        try:
+            conn = PgConnection(self, raw)
+            if self._vector_ready:
+                conn.register_vector()
+            yield conn
+        finally:
+            self.pool.putconn(raw)
+
+    def reader(self) -> PgConnection | PgReader:
+        """Where reads go: this thread's transaction when it is in one, else a statement-at-a-time reader."""
+        current = getattr(self._local, "conn", None)
+        return current if current is not None else PgReader(self)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PgConnection]:
+        """A read-only transaction (for ``SET LOCAL`` planner settings), without the writer lock."""
+        if getattr(self._local, "conn", None) is not None:
+            with self.write() as conn:  # inside a write: a savepoint of it
+                yield conn
+            return
+        with self.borrow() as conn:
+            conn.raw.execute("BEGIN READ ONLY")
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+                with contextlib.suppress(Exception):
+                    conn.raw.execute("ROLLBACK")
+                conn.forget_tenant()
+
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside a write transaction."""
+        return getattr(self._local, "conn", None) is not None
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[PgConnection]:
+        """A transaction on one pooled connection, held by this thread until it ends; nested calls use savepoints.
+
+        Writes in one process are serialised (as the SQLite store's writer lock does), which the
+        feature services' read-then-write sequences rely on.
+        """
+        if self.refuse_writes is not None:
+            raise StoreCorrupt(f"Writes are refused: {self.refuse_writes}", hint="Check the server, then reopen.")
+        with self._lock:
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:
+                name = f"sp{conn.depth}"
+                conn.raw.execute(f"SAVEPOINT {name}")
+                conn.depth += 1
+                try:
+                    yield conn
+                except BaseException:
+                    conn.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                    conn.forget_tenant()
+                    raise
+                else:
+                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                finally:
+                    conn.depth -= 1
+                return
+            with self.borrow() as conn:
+                conn.raw.execute("BEGIN")
+                conn.depth = 1
+                self._local.conn = conn
+                try:
+                    yield conn
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        conn.raw.execute("ROLLBACK")
+                    conn.forget_tenant()
+                    raise
+                else:
+                    try:
+                        conn.raw.execute("COMMIT")
+                    except self.error as exc:
+                        conn.forget_tenant()
+                        raise self.translate_error(exc) from exc
+                finally:
+                    conn.depth = 0
+                    self._local.conn = None
+
+    def close(self) -> None:
+        """Close the pool and its connections."""
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self.pool.close()
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)

@@ -1,0 +1,368 @@
+"""The PostgreSQL store: pgvector HNSW, tsvector/GIN, row-level security, a psycopg 3 pool.
+
+Layout (see ``pg_sql/``): the same tables and columns as the SQLite store
+(times as epoch seconds, JSON as text), so the row mapping
+(:mod:`funes.store.sqlite_rows`) and the portable parts of the SQLite
+mixins (documents, sessions, cleanup, folders, entities, jobs) are shared
+through the connection adapter of :mod:`funes.store.pg_connection`.
+What differs is here and in the ``postgres_*`` modules:
+
+* ``memories.fts`` is a generated ``tsvector`` ('simple' configuration) with
+  a GIN index; queries are built from terms with ``plainto_tsquery``, so user
+  text is never parsed as query syntax (postgres_search.py).
+* ``memory_vectors.embedding`` is a typed ``vector(N)`` column, created with
+  its HNSW (``vector_cosine_ops``) index when the embedder's dimension is
+  known (:meth:`PostgresStore.set_identity`). The KNN plan is chosen per
+  pgvector version and tenant size (postgres_search.py).
+* Every tenant table has a row-level-security policy reading
+  ``funes.tenant`` (006_rls.sql), set from :mod:`funes.tenancy` on every
+  statement.
+* Jobs are claimed with ``FOR UPDATE SKIP LOCKED``; a record's dedup check
+  takes a transaction-scoped advisory lock, so two processes remembering the
+  same text store it once.
+
+Migrations are the numbered files in ``pg_sql/``, recorded in ``migrations``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ..errors import EmbedderMismatch, InvalidInput
+from ..models import EmbedderIdentity, Memory
+from .base import vector_problem, vis_key
+from .pg_connection import PgDatabase, redact
+from .postgres_extras import PostgresExtras
+from .postgres_search import PostgresSearch, fold_words
+from .postgres_upkeep import PostgresUpkeep
+from .sqlite import SqliteStore
+from .sqlite_cleanup import CleanupTables
+from .sqlite_documents import DocumentTables
+from .sqlite_entities import EntityTables
+from .sqlite_folders import FolderTables
+from .sqlite_jobs import JobTables
+from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
+from .sqlite_sessions import SessionTables
+from .sqlite_upkeep import UpkeepTables
+
+log = logging.getLogger("funes.store.postgres")
+_ANALYZE_AFTER = 1000  # records written by one put_many that refresh the planner's statistics
+
+
+class PostgresStore(
+    PostgresSearch,
+    PostgresExtras,
+    PostgresUpkeep,
+    DocumentTables,
+    SessionTables,
+    JobTables,
+    CleanupTables,
+    EntityTables,
+    FolderTables,
+    UpkeepTables,
+):
+    """Funes storage in a PostgreSQL database with pgvector."""
+
+    # The dialect-neutral parts of the SQLite store, shared as they are (they
+    # only run `?`-placeholder SQL through ``self.db``, which the adapter
+    # translates): reads by id, listing, access counters, the embedding cache.
+    get = SqliteStore.get
+    get_many = SqliteStore.get_many
+    rank_fields = SqliteStore.rank_fields
+    find_by_hash = SqliteStore.find_by_hash
+    _find_by_hash = SqliteStore._find_by_hash
+    list = SqliteStore.list
+    put = SqliteStore.put
+    transaction = SqliteStore.transaction
+    delete = SqliteStore.delete
+    _delete = SqliteStore._delete
+    record_access = SqliteStore.record_access
+    access_log = SqliteStore.access_log
+    cache_get = SqliteStore.cache_get
+    cache_put = SqliteStore.cache_put
+    iter_records = SqliteStore.iter_records
+    _planning_stat = SqliteStore._planning_stat
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        exact_max: int = 4000,
+        **_ignored: Any,
+    ) -> None:
+        self.url = url
+        self.path = redact(url)
+        self.read_only = False
+        #: Tenants with at most this many vectors are searched exactly (tenant btree, then a distance sort).
+        self.exact_max = exact_max
+        self._fts_stats: dict[str, tuple[int, float]] = {}
+        self._dims: int | None = None
+        self.db = PgDatabase(url, min_size=pool_min, max_size=pool_max)
+        try:
+            self._migrate()
+            self._warn_if_rls_bypassed()
+            ident = self.identity()
+        except BaseException:
+            self.db.close()
+            raise
+        if ident is not None:
+            self._dims = ident.dimensions
+        self.pgvector_version = self._pgvector_version()
+
+    # -- schema ------------------------------------------------------------
+    def _migrate(self) -> None:
+        files = sorted(
+            (p for p in resources.files("funes.store").joinpath("pg_sql").iterdir() if p.name.endswith(".sql")),
+            key=lambda p: p.name,
+        )
+        with self.db.write() as conn:
+            # One migrator at a time across processes (two first opens of an empty database).
+            conn.native("SELECT pg_advisory_xact_lock(hashtext('funes.migrations'))")
+            conn.native(
+                "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            done = {row[0] for row in conn.native("SELECT version FROM migrations").fetchall()}
+            for file in files:
+                match = re.match(r"(\d+)_", file.name)
+                if not match or int(match.group(1)) in done:
+                    continue
+                try:
+                    conn.native(file.read_text(encoding="utf-8"))
+                except self.db.error as exc:
+                    raise _migration_error(file.name, exc) from exc
+                conn.native("INSERT INTO migrations (version, name) VALUES (%s, %s)", (int(match.group(1)), file.name))
+        self.db.vector_ready()
+
+    def _warn_if_rls_bypassed(self) -> None:
+        row = (
+            self.db.reader()
+            .native("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+            .fetchone()
+        )
+        if row is not None and row[0]:
+            log.warning(
+                "Funes connects to PostgreSQL as a superuser or a BYPASSRLS role, so row-level security "
+                "cannot protect one tenant's rows from another's; connect as an ordinary role (docs/postgres.md)."
+            )
+
+    def _pgvector_version(self) -> tuple[int, ...]:
+        row = self.db.reader().native("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        return tuple(int(p) for p in re.findall(r"\d+", str(row[0]))[:3]) if row else (0,)
+
+    def migrations(self) -> list[tuple[int, str]]:
+        """Applied migrations, in order."""
+        rows = self.db.reader().native("SELECT version, name FROM migrations ORDER BY version").fetchall()
+        return [(int(v), str(n)) for v, n in rows]
+
+    def identity(self) -> EmbedderIdentity | None:
+        """The embedder identity recorded in the store, if any."""
+        rows = dict(
+            self.db.reader()
+            .execute("SELECT key, value FROM meta WHERE key IN ('embedder_model', 'embedder_dimensions')")
+            .fetchall()
+        )
+        if "embedder_model" not in rows:
+            return None
+        return EmbedderIdentity(rows["embedder_model"], int(rows["embedder_dimensions"]))
+
+    def set_identity(self, identity: EmbedderIdentity, *, reset: bool = False) -> None:
+        """Record the embedder identity, creating (or with ``reset``, recreating) the typed vector column and its HNSW index."""
+        current = self.identity()
+        if current is not None and current != identity and not reset:
+            raise EmbedderMismatch(
+                f"This store's vectors were made by {current.model_id} ({current.dimensions} dims), "
+                f"not {identity.model_id} ({identity.dimensions} dims).",
+                hint="Run `funes reindex` to re-embed everything with the configured model.",
+            )
+        dims = int(identity.dimensions)
+        if not 0 < dims <= 2000:
+            raise InvalidInput(
+                f"pgvector's HNSW index takes at most 2,000 dimensions, not {dims}.",
+                hint="Use an embedding model of at most 2,000 dimensions with a PostgreSQL store.",
+            )
+        with self.db.write() as conn:
+            if reset:
+                conn.native("DELETE FROM memory_vectors")
+                conn.native("ALTER TABLE memory_vectors DROP COLUMN IF EXISTS embedding")
+            conn.native(f"ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS embedding vector({dims}) NOT NULL")
+            conn.native(
+                "CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors "
+                "USING hnsw (embedding vector_cosine_ops)"
+            )
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('embedder_model', ?), ('embedder_dimensions', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (identity.model_id, str(dims)),
+            )
+        self._dims = dims
+
+    # -- writes ------------------------------------------------------------
+    def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
+        """Write the record unless a live one with the same content, scope, kind and owner exists.
+
+        An advisory lock on the content's identity, held to the end of the
+        transaction, makes the check and the write one step across processes.
+        """
+        vis = vis_key(memory.scope, memory.project_id, memory.session_id)
+        with self.db.write() as conn:
+            key = "\x1f".join((memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id or ""))
+            conn.native("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+            existing = self._find_by_hash(conn, memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id)
+            if existing is not None and not existing.is_expired():
+                return existing
+            if existing is not None:
+                memory = memory.evolve(id=existing.id, created_at=existing.created_at)
+            self._put(conn, memory, vectors)
+        return memory
+
+    def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
+        """Insert or replace many records in one transaction (a large batch refreshes the planner's statistics)."""
+        count = SqliteStore.put_many(self, items)  # type: ignore[arg-type]
+        if count >= _ANALYZE_AFTER and not self.db.in_transaction():
+            # Autovacuum analyses later; until then a bulk load leaves row estimates of 1, and
+            # the planner chose nested loops that took 400 ms per search at 4k records.
+            self.db.reader().native("ANALYZE memories, memory_vectors")
+        return count
+
+    def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None:
+        row = conn.execute("SELECT rowid FROM memories WHERE id = ?", (m.id,)).fetchone()
+        values = row_values(m)
+        if row is None:
+            rowid = conn.execute(
+                f"INSERT INTO memories ({COLUMNS}) VALUES ({PLACEHOLDERS}) RETURNING rowid", values
+            ).fetchone()[0]
+        else:
+            rowid = row[0]
+            sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
+            conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
+        conn.execute(
+            "UPDATE memories SET fts = setweight(to_tsvector('simple', ?), 'A') || to_tsvector('simple', ?) "
+            "|| setweight(to_tsvector('simple', ?), 'C') WHERE rowid = ?",
+            (fold_words(m.title), fold_words(m.content), fold_words(m.topic), rowid),
+        )
+        if vectors is None:
+            # The tenant is copied onto the vectors (the exact KNN's btree): keep it in step.
+            conn.execute(
+                "UPDATE memory_vectors SET tenant = ? WHERE memory_rowid = ? AND tenant != ?",
+                (m.tenant, rowid, m.tenant),
+            )
+            return
+        conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
+        if not vectors:
+            return
+        if self._dims is None:
+            raise InvalidInput(
+                "The store has no embedder identity yet, so it cannot take vectors.",
+                hint="Open it through funes.open(), which records the embedder.",
+            )
+        rows = []
+        for part, vector in enumerate(vectors):
+            if len(vector) != self._dims:
+                raise EmbedderMismatch(
+                    f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
+                    hint="Run `funes reindex` after changing the embedding model.",
+                )
+            problem = vector_problem(vector)
+            if problem is not None:
+                raise InvalidInput(
+                    f"The vector of record {m.id} (part {part + 1}) {problem}; nothing was written.",
+                    hint="Check the embedding server or the import file; `funes reindex` re-embeds from the text.",
+                )
+            rows.append((rowid, part, m.tenant, np.asarray(vector, dtype=np.float32)))
+        conn.executemany("INSERT INTO memory_vectors (memory_rowid, part, tenant, embedding) VALUES (?, ?, ?, ?)", rows)
+
+    def _delete_vectors(self, conn: Any, rowids: Sequence[int]) -> None:
+        # Vectors go with their record (ON DELETE CASCADE); this serves callers that keep the row.
+        for start in range(0, len(rowids), 500):
+            chunk = list(rowids[start : start + 500])
+            conn.execute(f"DELETE FROM memory_vectors WHERE memory_rowid IN ({', '.join('?' for _ in chunk)})", chunk)
+
+    def replace_index(
+        self, identity: EmbedderIdentity, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]
+    ) -> int:
+        """Swap in a new embedder identity, every record's vectors and keyword vector, in one transaction."""
+        dims = self._dims
+        try:
+            with self.db.write():
+                self.set_identity(identity, reset=True)
+                count = self.put_many(items)  # each put rewrites the record's keyword vector too
+        except BaseException:
+            self._dims = dims
+            raise
+        return count
+
+    def rebuild_keyword_index(self) -> None:
+        """Recompute every record's keyword vector (``funes reindex`` after a change of folding)."""
+        with self.db.write() as conn:
+            for rowid, title, content, topic in conn.execute(
+                "SELECT rowid, title, content, topic FROM memories"
+            ).fetchall():
+                conn.execute(
+                    "UPDATE memories SET fts = setweight(to_tsvector('simple', ?), 'A') || to_tsvector('simple', ?) "
+                    "|| setweight(to_tsvector('simple', ?), 'C') WHERE rowid = ?",
+                    (fold_words(title), fold_words(content), fold_words(topic), rowid),
+                )
+
+    def index_work(self) -> list[str]:
+        """Nothing to build in the background: the HNSW index is maintained by PostgreSQL on every write."""
+        return []
+
+    def maintain_index(self, tenant: str) -> str:
+        """PostgreSQL keeps the HNSW index current itself; nothing to do."""
+        return "PostgreSQL maintains the HNSW index on every write; nothing to do"
+
+    def close(self) -> None:
+        """Close every connection and the pool."""
+        self.db.close()
+
+    # -- file-only operations ------------------------------------------------
+    def reclaim_space(self) -> tuple[int, int]:
+        """VACUUM the store's tables so PostgreSQL reuses the freed space; (database bytes before, after)."""
+        conn = self.db.reader()
+        before = int(conn.native("SELECT pg_database_size(current_database())").fetchone()[0])
+        for table in ("memories", "memory_vectors", "messages", "documents", "access_log"):
+            conn.native(f"VACUUM {table}")
+        after = int(conn.native("SELECT pg_database_size(current_database())").fetchone()[0])
+        return before, after
+
+    def backup(self, dest: Any) -> dict[str, Any]:
+        """File backups are a SQLite feature; PostgreSQL has its own tools."""
+        raise InvalidInput(
+            "`funes backup` copies a SQLite file; this store is a PostgreSQL database.",
+            hint=f"Use `pg_dump` (e.g. `pg_dump -Fc -f funes.dump '{self.path}'`), or `funes export FILE`.",
+        )
+
+    def salvage(self, dest: Any) -> dict[str, Any]:
+        """Salvage reads a damaged SQLite file; PostgreSQL repairs itself from its WAL."""
+        raise InvalidInput(
+            "`funes doctor --repair` salvages a SQLite file; this store is a PostgreSQL database.",
+            hint="Restore from `pg_dump` or a replica, or `funes export FILE` what is readable.",
+        )
+
+    @property
+    def corrupt_marker(self) -> None:
+        """PostgreSQL stores keep no damage marker file."""
+        return None
+
+
+def _migration_error(name: str, exc: Exception) -> Exception:
+    text = str(exc)
+    if "vector" in text and ("extension" in text or "permission" in text):
+        return InvalidInput(
+            f"The pgvector extension is missing or cannot be created ({text.strip()}).",
+            hint="As a superuser run `CREATE EXTENSION vector;` in this database (pgvector 0.5 or newer), "
+            "then open the store again; see docs/postgres.md.",
+        )
+    return InvalidInput(
+        f"Migration {name} failed: {text.strip()}",
+        hint="Check that the role owns the database schema (CREATE privilege); see docs/postgres.md.",
+    )

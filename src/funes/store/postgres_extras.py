@@ -1,0 +1,288 @@
+"""PostgreSQL spellings of the store's jobs claim, retention, statistics, health, API keys and project settings.
+
+Jobs keep every semantic of :mod:`funes.store.sqlite_jobs` (shared through
+the mixin); only the claim differs: ``SELECT ... FOR UPDATE SKIP LOCKED``
+inside one transaction, so workers in several processes never take the
+same job and never wait on each other's claimed rows. A dedupe key is taken
+with ``ON CONFLICT DO NOTHING`` against the partial unique index.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ..models import Job, from_epoch, new_id, to_epoch
+from .sqlite_jobs import _COLUMNS as _JOB_COLUMNS
+from .sqlite_jobs import _job
+
+# Ids of records a live `vectors` job will embed (see Core.defer_vectors).
+_AWAITED = (
+    "SELECT jsonb_array_elements_text(payload::jsonb -> 'ids') FROM jobs "
+    "WHERE kind = 'vectors' AND status IN ('queued', 'running') AND jsonb_typeof(payload::jsonb -> 'ids') = 'array'"
+)
+_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
+_KEY_COLUMNS = ("id", "team", "user_id", "role", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+_KEY_TIMES = ("created_at", "last_used_at", "revoked_at")
+
+
+def _key_row(row: Sequence[Any], columns: Sequence[str]) -> dict[str, Any]:
+    item = dict(zip(columns, row, strict=True))
+    for name in _KEY_TIMES:
+        item[name] = from_epoch(item[name])
+    return item
+
+
+class PostgresExtras:
+    """Mixin of PostgresStore: the parts whose SQL is PostgreSQL's own."""
+
+    db: Any
+    path: str
+    _dims: int | None
+
+    # -- jobs ----------------------------------------------------------------------
+    def enqueue_job(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        tenant: str,
+        now: datetime,
+        run_after: datetime | None = None,
+        max_attempts: int = 5,
+        dedupe_key: str | None = None,
+    ) -> str:
+        """Queue a job (in the caller's transaction when there is one); a queued job with the same key absorbs it."""
+        stamp = to_epoch(now)
+        job_id = new_id("job")
+        with self.db.write() as conn:
+            row = conn.execute(
+                "INSERT INTO jobs (id, tenant, kind, payload, status, max_attempts, run_after, dedupe_key, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) "
+                "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'queued' DO NOTHING "
+                "RETURNING id",
+                (
+                    job_id,
+                    tenant,
+                    kind,
+                    json.dumps(payload, sort_keys=True, ensure_ascii=False),
+                    max_attempts,
+                    to_epoch(run_after) if run_after is not None else stamp,
+                    dedupe_key,
+                    stamp,
+                    stamp,
+                ),
+            ).fetchone()
+            if row is not None:
+                return str(row[0])
+            existing = conn.execute(
+                "SELECT id FROM jobs WHERE dedupe_key = ? AND status = 'queued'", (dedupe_key,)
+            ).fetchone()
+        return str(existing[0])
+
+    def claim_job(
+        self,
+        worker: str,
+        *,
+        now: datetime,
+        lease_seconds: float,
+        kinds: Sequence[str] | None = None,
+        dead_workers: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+    ) -> Job | None:
+        """Take the next ready job with ``FOR UPDATE SKIP LOCKED``: queued and due, or running under a lapsed lease."""
+        stamp = to_epoch(now)
+        assert stamp is not None
+        where = "(status = 'queued' AND run_after <= ?) OR (status = 'running' AND lease_until < ?)"
+        params: list[Any] = [stamp, stamp]
+        if dead_workers:
+            where += f" OR (status = 'running' AND locked_by IN ({', '.join('?' for _ in dead_workers)}))"
+            params.extend(dead_workers)
+        extra = ""
+        if exclude:
+            extra += f" AND id NOT IN ({', '.join('?' for _ in exclude)})"
+            params.extend(exclude)
+        if kinds:
+            extra += f" AND kind IN ({', '.join('?' for _ in kinds)})"
+            params.extend(kinds)
+        with self.db.write() as conn:
+            row = conn.execute(
+                f"SELECT id FROM jobs WHERE ({where}){extra} ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                params,
+            ).fetchone()
+            if row is None:
+                return None
+            claimed = conn.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_by = ?, lease_until = ?, "
+                f"updated_at = ? WHERE id = ? RETURNING {_JOB_COLUMNS}",
+                (worker, stamp + lease_seconds, stamp, row[0]),
+            ).fetchone()
+        return _job(claimed)
+
+    # -- documents -----------------------------------------------------------------------
+    def move_document(self, doc_id: str, uri: str, name: str, updated_at: float) -> int:
+        """Point a document and its chunks at a new uri (a renamed file); returns the chunks moved (no re-embedding)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE documents SET uri = ?, name = ?, updated_at = ? WHERE id = ?", (uri, name, updated_at, doc_id)
+            )
+            moved = conn.execute(
+                "UPDATE memories SET source_uri = ?, "
+                "locator = jsonb_set(locator::jsonb, '{display_name}', to_jsonb(?::text))::text WHERE source_id = ?",
+                (uri, name, doc_id),
+            ).rowcount
+        return int(moved)
+
+    # -- retention ---------------------------------------------------------------------
+    def stale_sessions(self, cutoff: datetime, tenant: str | None = None) -> list[tuple[str, str]]:
+        """(tenant, session id) of sessions whose last activity (row, records' updates and accesses) is before ``cutoff``."""
+        cond, params = ("AND tenant = ?", [tenant]) if tenant is not None else ("", [])
+        sql = f"""
+            SELECT tenant, sid, MAX(activity) AS last FROM (
+                SELECT tenant, id AS sid, last_activity AS activity FROM sessions WHERE 1 = 1 {cond}
+                UNION ALL
+                SELECT tenant, session_id AS sid, GREATEST(updated_at, COALESCE(last_accessed, 0)) AS activity
+                FROM memories WHERE scope = 'session' AND session_id IS NOT NULL AND pinned = 0 {cond}
+            ) a GROUP BY tenant, sid HAVING MAX(activity) < ? ORDER BY last"""
+        rows = self.db.reader().execute(sql, [*params, *params, to_epoch(cutoff)]).fetchall()
+        return [(str(t), str(s)) for t, s, _ in rows]
+
+    # -- statistics and health --------------------------------------------------------------
+    def pending_vectors(self, tenant: str | None = None) -> int:
+        """Records without vectors that a queued or running ``vectors`` job will embed."""
+        sql = f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id IN ({_AWAITED})"
+        params: tuple[Any, ...] = ()
+        if tenant is not None:
+            sql += " AND m.tenant = ?"
+            params = (tenant,)
+        return int(self.db.reader().execute(sql, params).fetchone()[0])
+
+    def stats(self, tenant: str | None = None) -> dict[str, Any]:
+        """Counts by kind, type and scope, plus the database's size."""
+        conn = self.db.reader()
+        cond, params = ("WHERE tenant = ?", [tenant]) if tenant is not None else ("", [])
+
+        def grouped(column: str) -> dict[str, int]:
+            rows = conn.execute(f"SELECT {column}, COUNT(*) FROM memories {cond} GROUP BY {column}", params)
+            return {str(k): int(n) for k, n in rows}
+
+        def count(sql: str, args: Sequence[Any] = ()) -> int:
+            return int(conn.execute(sql, args).fetchone()[0])
+
+        ident = self.identity()  # type: ignore[attr-defined]
+        return {
+            "path": self.path,
+            "backend": "postgres",
+            "records": count(f"SELECT COUNT(*) FROM memories {cond}", params),
+            "by_kind": grouped("kind"),
+            "by_type": grouped("memory_type"),
+            "by_scope": grouped("scope"),
+            "pinned": count(f"SELECT COUNT(*) FROM memories {cond} {'AND' if cond else 'WHERE'} pinned = 1", params),
+            "vectors": count(f"SELECT COUNT(*) FROM memory_vectors {cond}", params),
+            "cached_embeddings": count("SELECT COUNT(*) FROM embedding_cache"),
+            "access_log_rows": count("SELECT COUNT(*) FROM access_log"),
+            "pending_vectors": self.pending_vectors(tenant),
+            "jobs": self.job_counts(tenant),  # type: ignore[attr-defined]
+            "size_bytes": count("SELECT pg_database_size(current_database())"),
+            "embedder": None if ident is None else {"model_id": ident.model_id, "dimensions": ident.dimensions},
+        }
+
+    def check(self) -> list[str]:
+        """Integrity problems: records without vectors or a job to make them, vectors of the wrong size."""
+        conn = self.db.reader()
+        problems: list[str] = []
+        without = int(
+            conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id NOT IN ({_AWAITED})").fetchone()[
+                0
+            ]
+        )
+        if without and self._dims is not None:
+            problems.append(f"{without} records have no vector and no job to make one; run `funes reindex`.")
+        if self._dims is not None:
+            bad = int(
+                conn.execute(
+                    "SELECT COUNT(*) FROM memory_vectors WHERE vector_dims(embedding) != ?", (self._dims,)
+                ).fetchone()[0]
+            )
+            if bad:
+                problems.append(f"{bad} vectors do not have {self._dims} dimensions; run `funes reindex`.")
+        return problems
+
+    # -- API keys (not under row-level security: they are how a tenant is found) ---------
+    def save_api_key(self, row: dict[str, Any]) -> None:
+        """Insert an API key row (its hash, never the key)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO api_keys (id, team, user_id, role, name, prefix, key_hash, created_at, last_used_at, "
+                "revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row["id"],
+                    row["team"],
+                    row.get("user_id"),
+                    row["role"],
+                    row.get("name"),
+                    row["prefix"],
+                    row["key_hash"],
+                    to_epoch(row["created_at"]),
+                    to_epoch(row.get("last_used_at")),
+                    to_epoch(row.get("revoked_at")),
+                ),
+            )
+
+    def find_api_key(self, key_hash: str) -> dict[str, Any] | None:
+        """The key with this hash, revoked or not (the caller checks ``revoked_at``)."""
+        columns = (*_KEY_COLUMNS, "key_hash")
+        row = (
+            self.db.reader()
+            .execute(f"SELECT {', '.join(columns)} FROM api_keys WHERE key_hash = ?", (key_hash,))
+            .fetchone()
+        )
+        return None if row is None else _key_row(row, columns)
+
+    def list_api_keys(self, team: str | None = None) -> list[dict[str, Any]]:
+        """Keys newest first (of one team, or all), without their hashes."""
+        sql = f"SELECT {', '.join(_KEY_COLUMNS)} FROM api_keys"
+        params: list[Any] = []
+        if team is not None:
+            sql += " WHERE team = ?"
+            params.append(team)
+        rows = self.db.reader().execute(sql + " ORDER BY created_at DESC, id DESC", params).fetchall()
+        return [_key_row(r, _KEY_COLUMNS) for r in rows]
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        """Revoke a key; False when there is no such live key."""
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (to_epoch(at), key_id)
+            )
+            return cur.rowcount > 0
+
+    def touch_api_key(self, key_id: str, at: datetime) -> None:
+        """Record a key's last use."""
+        with self.db.write() as conn:
+            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (to_epoch(at), key_id))
+
+    # -- project settings ------------------------------------------------------------------
+    def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
+        """A project's saved settings, or None."""
+        row = (
+            self.db.reader()
+            .execute("SELECT settings FROM project_settings WHERE tenant = ? AND project_id = ?", (tenant, project_id))
+            .fetchone()
+        )
+        if row is None:
+            return None
+        value = row[0]
+        return dict(json.loads(value) if isinstance(value, str) else value)
+
+    def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
+        """Insert or replace a project's settings."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO project_settings (tenant, project_id, settings, updated_at) VALUES (?, ?, ?::jsonb, ?) "
+                "ON CONFLICT (tenant, project_id) DO UPDATE SET settings = excluded.settings, "
+                "updated_at = excluded.updated_at",
+                (tenant, project_id, json.dumps(settings, sort_keys=True, ensure_ascii=False), to_epoch(at)),
+            )

@@ -1,0 +1,88 @@
+"""Distribution metadata: the funes-memory name in every hint, the extras, and the MCP registry entry."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import funes
+
+REPO = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+SERVER = json.loads((REPO / "server.json").read_text(encoding="utf-8"))
+
+
+def _texts() -> list[Path]:
+    files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "src").rglob("*.py"))]
+    return [f for f in files if f.is_file()]
+
+
+def test_no_hint_installs_the_unrelated_funes_package() -> None:
+    # `funes` on PyPI is an unrelated 2019 package: every hint names the distribution funes-memory.
+    wrong = re.compile(r"(pip|uv pip|pipx) install\s+['\"]?funes(\[|['\"]?\s|['\"]?$|==)")
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+        for path in _texts()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if wrong.search(line) or "pip install 'funes[" in line or 'pip install "funes[' in line
+    ]
+    assert not offenders, offenders
+    assert "pip install 'funes-memory[pdf]'" in (REPO / "src/funes/ingest/pdf.py").read_text(encoding="utf-8")
+
+
+def test_the_distribution_is_funes_memory_with_one_extra_per_adapter() -> None:
+    project = PYPROJECT["project"]
+    assert project["name"] == "funes-memory" and project["version"] == funes.__version__
+    assert project["scripts"]["funes"] == "funes.interfaces.cli:main"
+    extras = project["optional-dependencies"]
+    for extra, framework in [
+        ("langgraph", "langgraph"),
+        ("langchain", "langchain-core"),
+        ("llamaindex", "llama-index-core"),
+        ("openai-agents", "openai-agents"),
+    ]:
+        assert any(req.startswith(framework) for req in extras[extra]), extra
+    self_refs = [r for reqs in extras.values() for r in reqs if r.startswith("funes")]
+    assert self_refs and all(r.startswith("funes-memory[") for r in self_refs)
+    assert "funes-memory[all,integrations]" in extras["test"]
+
+
+def test_server_json_describes_the_pypi_package_over_stdio() -> None:
+    assert SERVER["$schema"].startswith("https://static.modelcontextprotocol.io/schemas/")
+    assert re.fullmatch(r"io\.github\.[A-Za-z0-9-]+/[A-Za-z0-9._-]+", SERVER["name"])
+    assert 1 <= len(SERVER["description"]) <= 100
+    assert SERVER["version"] == funes.__version__
+    [package] = SERVER["packages"]
+    assert package["registryType"] == "pypi" and package["identifier"] == PYPROJECT["project"]["name"]
+    assert package["version"] == funes.__version__ and package["transport"] == {"type": "stdio"}
+    assert package["runtimeHint"] == "uvx"
+    assert [a["value"] for a in package["packageArguments"]] == ["mcp"]
+    # uvx runs the command named like the package: the distribution provides one.
+    assert PYPROJECT["project"]["scripts"][package["identifier"]] == "funes.interfaces.cli:main"
+    [extras] = package["runtimeArguments"]
+    assert extras["name"] == "--with" and extras["value"] == f"funes-memory[local,mcp]=={funes.__version__}"
+    for var in package["environmentVariables"]:
+        assert var["name"].startswith("FUNES_") and var["description"]
+
+
+def test_readme_carries_the_registry_name_marker() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"<!-- mcp-name: {SERVER['name']} -->" in readme
+    assert "uvx --from 'funes-memory[local,mcp]' funes mcp" in readme
+
+
+def test_the_local_embedder_without_tokenizers_names_the_extra() -> None:
+    import sys
+
+    import pytest
+
+    from funes.embed.local import LocalEmbedder
+    from funes.errors import DependencyMissing
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "tokenizers", None)  # importing it raises ImportError
+        with pytest.raises(DependencyMissing) as info:
+            LocalEmbedder().tokenizer()
+    assert "pip install 'funes-memory[local]'" in str(info.value)

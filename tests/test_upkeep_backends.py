@@ -1,0 +1,71 @@
+"""Maintenance, retention, project settings and learning on both backends (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import funes
+from funes.embed import HashEmbedder
+from funes.models import utcnow
+
+
+def _open(url: str, **settings) -> funes.Funes:  # type: ignore[no-untyped-def]
+    return funes.open(url, embedder=HashEmbedder(64), worker="off", **settings)
+
+
+def _age(mem: funes.Funes, memory_id: str, days: float, **changes) -> None:  # type: ignore[no-untyped-def]
+    old = utcnow() - timedelta(days=days)
+    m = mem.store.get(memory_id)
+    assert m is not None
+    mem.store.put(m.evolve(created_at=old, updated_at=old, **changes), None)
+
+
+def test_counter_maintenance_purge_prune_and_log(store_url: str) -> None:
+    mem = _open(store_url, maintain_every_writes=4)
+    try:
+        expired = mem.remember("expiring note", expires_at=utcnow() + timedelta(seconds=5))
+        stale = mem.remember("forgotten note")
+        pinned = mem.remember("pinned note", pinned=True)
+        fresh = mem.remember("fresh note")
+        assert len(mem.jobs.list(kind="maintain")) == 1
+        _age(mem, expired.id, 0, expires_at=utcnow() - timedelta(minutes=1))
+        _age(mem, stale.id, 200)
+        _age(mem, pinned.id, 200)
+        assert mem.run_jobs(kinds=["maintain", "optimize"])["done"] == 2
+        assert mem.store.get(expired.id) is None and mem.store.get(stale.id) is None
+        assert mem.store.get(pinned.id) is not None and mem.store.get(fresh.id) is not None
+        assert mem.cleanup_log()[0]["records_deleted"] == 2
+        assert mem.store.bump_counter("default", "writes", 0) >= 4
+        rows = mem.stats(storage=True)["storage"]["rows"]
+        assert sum(r["records"] for r in rows) == 2 and all(r["vector_bytes"] == r["vectors"] * 256 for r in rows)
+    finally:
+        mem.close()
+
+
+def test_project_settings_and_retention(store_url: str) -> None:
+    mem = _open(store_url, maintain_every_writes=0)
+    try:
+        mem.configure_project("acme", {"max_records": 5, "retrieval_k": 2})
+        assert mem.project_settings("acme")["settings"]["retrieval_k"] == 2
+        kept = mem.remember("acme keeper", scope="project", project="acme", pinned=True, importance=0.1)
+        for i in range(6):
+            mem.remember(f"acme fact {i}", scope="project", project="acme", importance=0.2 + 0.1 * i)
+        report = mem.maintain()
+        assert report["removed"]["evicted"] == 7 - 4
+        assert mem.project_settings("acme")["records"] == 4 and mem.store.get(kept.id) is not None
+        mem.configure_project("acme", {"enabled": False})
+        assert mem.search("acme fact", project="acme", min_relevance=0) == []
+    finally:
+        mem.close()
+
+
+def test_learn_supersedes_an_exclusive_fact(store_url: str) -> None:
+    mem = _open(store_url)
+    try:
+        first = mem.learn([{"role": "user", "content": "I live in Lyon near the river."}], user="ana")
+        home = first["added"][0]["memory"]
+        second = mem.learn([{"role": "user", "content": "I moved to Berlin last spring."}], user="ana")
+        assert [i["memory"].id for i in second["updated"]] == [home.id]
+        assert mem.get(home.id, user="ana").previous_versions[0].content == "I live in Lyon near the river."
+    finally:
+        mem.close()
