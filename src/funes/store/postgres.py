@@ -259,6 +259,8 @@ class PostgresStore(
         conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
         if not vectors:
             return
+        if self._dims is None and (known := self.identity()) is not None:
+            self._dims = known.dimensions  # another process recorded the embedder after this one opened the store
         if self._dims is None:
             raise InvalidInput(
                 "The store has no embedder identity yet, so it cannot take vectors.",
