@@ -13,6 +13,18 @@ import numpy as np
 from ..models import EmbedderIdentity, Job, Memory, Page, RankFields, SearchFilters
 
 
+def refuse_other_embedder(current: EmbedderIdentity | None, identity: EmbedderIdentity, reset: bool) -> None:
+    """Raise EmbedderMismatch when a store's vectors came from another model and no reset was asked for."""
+    if current is not None and current != identity and not reset:
+        from ..errors import EmbedderMismatch
+
+        raise EmbedderMismatch(
+            f"This store's vectors were made by {current.model_id} ({current.dimensions} dims), "
+            f"not {identity.model_id} ({identity.dimensions} dims).",
+            hint="Run `funes reindex` to re-embed everything with the configured model.",
+        )
+
+
 def vector_problem(vector: np.ndarray) -> str | None:
     """Why a vector cannot be stored (NaN or infinite values, all zeros), or None when it can.
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import EmbedderMismatch, InvalidInput
 from ..models import EmbedderIdentity, Memory
-from .base import vector_problem, vis_key
+from .base import refuse_other_embedder, vector_problem, vis_key
 from .pg_connection import PgDatabase, redact
 from .postgres_extras import PostgresExtras
 from .postgres_search import PostgresSearch, fold_words
@@ -87,6 +87,7 @@ class PostgresStore(
     cache_get = SqliteStore.cache_get
     cache_put = SqliteStore.cache_put
     iter_records = SqliteStore.iter_records
+    identity = SqliteStore.identity
     _planning_stat = SqliteStore._planning_stat
 
     def __init__(
@@ -163,26 +164,9 @@ class PostgresStore(
         rows = self.db.reader().native("SELECT version, name FROM migrations ORDER BY version").fetchall()
         return [(int(v), str(n)) for v, n in rows]
 
-    def identity(self) -> EmbedderIdentity | None:
-        """The embedder identity recorded in the store, if any."""
-        rows = dict(
-            self.db.reader()
-            .execute("SELECT key, value FROM meta WHERE key IN ('embedder_model', 'embedder_dimensions')")
-            .fetchall()
-        )
-        if "embedder_model" not in rows:
-            return None
-        return EmbedderIdentity(rows["embedder_model"], int(rows["embedder_dimensions"]))
-
     def set_identity(self, identity: EmbedderIdentity, *, reset: bool = False) -> None:
         """Record the embedder identity, creating (or with ``reset``, recreating) the typed vector column and its HNSW index."""
-        current = self.identity()
-        if current is not None and current != identity and not reset:
-            raise EmbedderMismatch(
-                f"This store's vectors were made by {current.model_id} ({current.dimensions} dims), "
-                f"not {identity.model_id} ({identity.dimensions} dims).",
-                hint="Run `funes reindex` to re-embed everything with the configured model.",
-            )
+        refuse_other_embedder(self.identity(), identity, reset)
         dims = int(identity.dimensions)
         if not 0 < dims <= 2000:
             raise InvalidInput(

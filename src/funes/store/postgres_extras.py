@@ -14,9 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import Job, from_epoch, new_id, to_epoch
-from .sqlite_jobs import _COLUMNS as _JOB_COLUMNS
-from .sqlite_jobs import _job
+from ..models import from_epoch, new_id, to_epoch
 
 # Ids of records a live `vectors` job will embed (see Core.defer_vectors).
 _AWAITED = (
@@ -41,6 +39,8 @@ class PostgresExtras:
     db: Any
     path: str
     _dims: int | None
+    #: The shared claim (sqlite_jobs.JobTables.claim_job) skips rows other workers hold.
+    claim_lock = " FOR UPDATE SKIP LOCKED"
 
     # -- jobs ----------------------------------------------------------------------
     def enqueue_job(
@@ -81,45 +81,6 @@ class PostgresExtras:
                 "SELECT id FROM jobs WHERE dedupe_key = ? AND status = 'queued'", (dedupe_key,)
             ).fetchone()
         return str(existing[0])
-
-    def claim_job(
-        self,
-        worker: str,
-        *,
-        now: datetime,
-        lease_seconds: float,
-        kinds: Sequence[str] | None = None,
-        dead_workers: Sequence[str] = (),
-        exclude: Sequence[str] = (),
-    ) -> Job | None:
-        """Take the next ready job with ``FOR UPDATE SKIP LOCKED``: queued and due, or running under a lapsed lease."""
-        stamp = to_epoch(now)
-        assert stamp is not None
-        where = "(status = 'queued' AND run_after <= ?) OR (status = 'running' AND lease_until < ?)"
-        params: list[Any] = [stamp, stamp]
-        if dead_workers:
-            where += f" OR (status = 'running' AND locked_by IN ({', '.join('?' for _ in dead_workers)}))"
-            params.extend(dead_workers)
-        extra = ""
-        if exclude:
-            extra += f" AND id NOT IN ({', '.join('?' for _ in exclude)})"
-            params.extend(exclude)
-        if kinds:
-            extra += f" AND kind IN ({', '.join('?' for _ in kinds)})"
-            params.extend(kinds)
-        with self.db.write() as conn:
-            row = conn.execute(
-                f"SELECT id FROM jobs WHERE ({where}){extra} ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-                params,
-            ).fetchone()
-            if row is None:
-                return None
-            claimed = conn.execute(
-                "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_by = ?, lease_until = ?, "
-                f"updated_at = ? WHERE id = ? RETURNING {_JOB_COLUMNS}",
-                (worker, stamp + lease_seconds, stamp, row[0]),
-            ).fetchone()
-        return _job(claimed)
 
     # -- documents -----------------------------------------------------------------------
     def move_document(self, doc_id: str, uri: str, name: str, updated_at: float) -> int:

@@ -44,7 +44,7 @@ from ..models import (
     to_epoch,
 )
 from .ann_index import AnnIndexes
-from .base import AccessEvent, Visibility, vector_problem, vis_key
+from .base import AccessEvent, Visibility, refuse_other_embedder, vector_problem, vis_key
 from .connection import Database
 from .sqlite_cjk import CjkTables, cjk_runs
 from .sqlite_cleanup import CleanupTables
@@ -184,13 +184,7 @@ class SqliteStore(
 
     def set_identity(self, identity: EmbedderIdentity, *, reset: bool = False) -> None:
         """Record the embedder identity, creating (or with ``reset``, recreating) the vector table."""
-        current = self.identity()
-        if current is not None and current != identity and not reset:
-            raise EmbedderMismatch(
-                f"This store's vectors were made by {current.model_id} ({current.dimensions} dims), "
-                f"not {identity.model_id} ({identity.dimensions} dims).",
-                hint="Run `funes reindex` to re-embed everything with the configured model.",
-            )
+        refuse_other_embedder(self.identity(), identity, reset)
         with self.db.write() as conn:
             if reset:
                 conn.execute("DROP TABLE IF EXISTS vec_memories")

@@ -50,6 +50,9 @@ class JobTables:
     """Job rows of the SQLite store (mixed into :class:`funes.store.sqlite.SqliteStore`)."""
 
     db: Any
+    #: Appended to the claim's SELECT: SQLite's write lock already serialises claims;
+    #: PostgreSQL sets ``FOR UPDATE SKIP LOCKED`` so concurrent claimers pass each other.
+    claim_lock: str = ""
 
     def enqueue_job(
         self,
@@ -123,7 +126,7 @@ class JobTables:
             params.extend(kinds)
         with self.db.write() as conn:
             row = conn.execute(
-                f"SELECT id FROM jobs WHERE ({where}){kind_sql} ORDER BY run_after, id LIMIT 1", params
+                f"SELECT id FROM jobs WHERE ({where}){kind_sql} ORDER BY run_after, id LIMIT 1{self.claim_lock}", params
             ).fetchone()
             if row is None:
                 return None
