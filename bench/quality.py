@@ -56,9 +56,20 @@ from quality_data import (  # same directory: run as bench/quality.py
     load_locomo,
     require,
 )
-from quality_metrics import all_hit_at, fit_logistic, mrr, ndcg_at, percentile, recall_at, reliability
+from quality_metrics import (
+    dedup,
+    fit_logistic,
+    ndcg_at,
+    percentile,
+    recall_at,
+    reliability,
+    window_all_hit_at,
+    window_mrr,
+    window_ndcg_at,
+    window_recall_at,
+)
 
-FLOORS = (0.0, 0.005, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.05, 0.1, 0.2, 0.4, 0.7)
+FLOORS = (0.0, 0.01, 0.02, 0.03, 0.035, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.7)
 TRAIN_CONVERSATIONS = 5  # conversations 1-5 fit the relevance model, 6-10 validate it
 
 
@@ -71,6 +82,8 @@ class Ranked:
     relevant: set[str] | dict[str, int]
     units: list[str]
     relevance: list[float] = field(default_factory=list)
+    # What each hit shows: its unit plus the units of the turns it carries (hit.context).
+    windows: list[frozenset[str]] = field(default_factory=list)
     signals: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -80,11 +93,16 @@ def search(mem: Any, query: str, tenant: str, unit_of: dict[str, str], limit: in
     start = time.perf_counter()
     hits = mem.search(query, tenant=tenant, limit=limit, track=False, min_relevance=0)
     seconds = time.perf_counter() - start
+    units = [unit_of.get(h.memory.id, "?") for h in hits]
     return Ranked(
         group=tenant,
         category=0,
         relevant=set(),
-        units=[unit_of.get(h.memory.id, "?") for h in hits],
+        units=units,
+        windows=[
+            frozenset({u, *(unit_of.get(t.record_ids[0], "?") for t in h.context if t.record_ids)})
+            for u, h in zip(units, hits, strict=True)
+        ],
         relevance=[h.relevance for h in hits],
         signals=[h.explanation.signals or {} for h in hits],
         seconds=seconds,
@@ -142,8 +160,9 @@ def run_locomo(mem: Any, embedder: CachingEmbedder, samples: list[dict[str, Any]
             r = search(mem, q.text, conv.tenant, conv.record_to_dia, 50)
             r.category, r.relevant = q.category, q.evidence
             methods["funes"].append(r)
-            methods["bm25s"].append(Ranked(conv.tenant, q.category, q.evidence, base.bm25_rank(q.text, 50)))
-            methods["dense"].append(Ranked(conv.tenant, q.category, q.evidence, base.dense_rank(q.text, 50)))
+            for name, ranked in (("bm25s", base.bm25_rank(q.text, 50)), ("dense", base.dense_rank(q.text, 50))):
+                windows = [turn_window(u, conv.dia_text) for u in ranked]
+                methods[name].append(Ranked(conv.tenant, q.category, q.evidence, ranked, windows=windows))
         print(f"{conv.tenant}: {len(conv.dia_text)} turns, {len(conv.questions)} questions", file=sys.stderr)
     # Off-topic: the next conversation's questions asked in this tenant (nothing here answers them).
     for i, conv in enumerate(conversations):
@@ -156,6 +175,22 @@ def run_locomo(mem: Any, embedder: CachingEmbedder, samples: list[dict[str, Any]
     return {"methods": methods, "noise": noise, "conversations": conversations, "ingest_s": ingest_s}
 
 
+def turn_window(unit: str, known: dict[str, str], width: int = 1) -> frozenset[str]:
+    """A turn and its ``width`` neighbours in its session (what a Funes hit shows with context_turns=1)."""
+    session, _, number = unit.partition(":")
+    if not number.isdigit():
+        return frozenset({unit})
+    near = (f"{session}:{int(number) + d}" for d in range(-width, width + 1))
+    return frozenset(u for u in near if u in known or u == unit)
+
+
+def shown(r: Ranked, alone: bool = False) -> list[frozenset[str]]:
+    """What each hit shows: its unit and its context turns, or (``alone``) its unit only."""
+    if alone or not r.windows:
+        return [frozenset({u}) for u in dedup(r.units)]
+    return r.windows
+
+
 def _next_questions(sample: dict[str, Any]) -> list[Any]:
     """With one conversation loaded, off-topic questions come from the next one in the file."""
     from quality_data import questions_of
@@ -166,30 +201,40 @@ def _next_questions(sample: dict[str, Any]) -> list[Any]:
 
 
 def locomo_table(methods: dict[str, list[Ranked]]) -> dict[str, dict[str, dict[str, float]]]:
-    """Recall@5/@10, all-evidence hit@10, NDCG@10 and MRR per method, overall and per category."""
+    """Recall@5/@10, all-evidence hit@10, NDCG@10 and MRR per method, overall and per category.
+
+    A hit counts what it shows: its turn and the turns it carries (Funes'
+    ``hit.context``; the baselines get the same ±1 turns). The ``/alone`` rows
+    count the hit's own turn only.
+    """
     out: dict[str, dict[str, dict[str, float]]] = {}
-    print("\n## LoCoMo: evidence turns (categories 1-4)")
-    print(f"{'method':<8} {'category':<12} {'n':>5} {'R@5':>6} {'R@10':>6} {'all@10':>7} {'NDCG@10':>8} {'MRR':>6}")
+    print("\n## LoCoMo: evidence turns (categories 1-4); a hit shows its turn and the turns beside it")
+    print(f"{'method':<14} {'category':<12} {'n':>5} {'R@5':>6} {'R@10':>6} {'all@10':>7} {'NDCG@10':>8} {'MRR':>6}")
     for method, results in methods.items():
-        groups: dict[str, list[Ranked]] = defaultdict(list)
-        for r in results:
-            groups[CATEGORIES[r.category]].append(r)
-        groups = {"all": results, **dict(sorted(groups.items()))}
-        out[method] = {}
-        for name, items in groups.items():
-            row = {
-                "n": len(items),
-                "recall@5": statistics.mean(recall_at(r.units, r.relevant, 5) for r in items),  # type: ignore[arg-type]
-                "recall@10": statistics.mean(recall_at(r.units, r.relevant, 10) for r in items),  # type: ignore[arg-type]
-                "all@10": statistics.mean(all_hit_at(r.units, r.relevant, 10) for r in items),  # type: ignore[arg-type]
-                "ndcg@10": statistics.mean(ndcg_at(r.units, r.relevant, 10) for r in items),
-                "mrr": statistics.mean(mrr(r.units, r.relevant) for r in items),  # type: ignore[arg-type]
-            }
-            out[method][name] = row
-            print(
-                f"{method:<8} {name:<12} {row['n']:>5} {row['recall@5']:>6.3f} {row['recall@10']:>6.3f} "
-                f"{row['all@10']:>7.3f} {row['ndcg@10']:>8.3f} {row['mrr']:>6.3f}"
-            )
+        for alone in (False, True):
+            name_m = method + ("/alone" if alone else "")
+            groups: dict[str, list[Ranked]] = defaultdict(list)
+            for r in results:
+                groups[CATEGORIES[r.category]].append(r)
+            groups = {"all": results, **dict(sorted(groups.items()))}
+            out[name_m] = {}
+            for name, items in groups.items():
+                if alone and name != "all":
+                    continue
+                views = [(shown(r, alone), set(r.relevant)) for r in items]
+                row = {
+                    "n": len(items),
+                    "recall@5": statistics.mean(window_recall_at(w, rel, 5) for w, rel in views),
+                    "recall@10": statistics.mean(window_recall_at(w, rel, 10) for w, rel in views),
+                    "all@10": statistics.mean(window_all_hit_at(w, rel, 10) for w, rel in views),
+                    "ndcg@10": statistics.mean(window_ndcg_at(w, rel, 10) for w, rel in views),
+                    "mrr": statistics.mean(window_mrr(w, rel) for w, rel in views),
+                }
+                out[name_m][name] = row
+                print(
+                    f"{name_m:<14} {name:<12} {row['n']:>5} {row['recall@5']:>6.3f} {row['recall@10']:>6.3f} "
+                    f"{row['all@10']:>7.3f} {row['ndcg@10']:>8.3f} {row['mrr']:>6.3f}"
+                )
     return out
 
 
@@ -201,11 +246,11 @@ def floor_table(on_topic: list[Ranked], noise: list[Ranked], label: str) -> dict
     base = None
     for floor in FLOORS:
 
-        def kept(r: Ranked, floor: float = floor) -> list[str]:
+        def kept(r: Ranked, floor: float = floor) -> list[frozenset[str]]:
             # Search cuts to the limit, then drops hits under the floor: nothing below rank 10 moves up.
-            return [u for u, p in list(zip(r.units, r.relevance, strict=True))[:10] if p >= floor]
+            return [w for w, p in list(zip(shown(r), r.relevance, strict=True))[:10] if p >= floor]
 
-        recall = statistics.mean(recall_at(kept(r), r.relevant, 10) for r in on_topic)  # type: ignore[arg-type]
+        recall = statistics.mean(window_recall_at(kept(r), set(r.relevant), 10) for r in on_topic)
         base = recall if base is None else base
         empty_off = sum(not kept(r)[:10] for r in noise) / max(1, len(noise))
         empty_on = sum(not kept(r)[:10] for r in on_topic) / max(1, len(on_topic))
@@ -252,21 +297,28 @@ def tenant_isolation(
     return out
 
 
-def evidence_in_context(mem: Any, conversations: list[Conversation], limit: int | None) -> dict[str, float]:
+def evidence_in_context(
+    mem: Any, conversations: list[Conversation], limit: int | None, searched: list[Ranked]
+) -> dict[str, float]:
     """Share of evidence turns present in the system message ``build_context`` assembles (128k and 32k windows).
 
     Each question is asked in a new session of the conversation's tenant, as
-    an app would on the user's next visit.
+    an app would on the user's next visit. Printed beside search's recall@10
+    and recall@5 on the same questions (the targets: at least those).
     """
     shares: dict[int, list[float]] = {128_000: [], 32_000: []}
+    same: list[Ranked] = []
     for conv in conversations:
         session = mem.session(f"{conv.tenant}-ask", tenant=conv.tenant, title="questions")
+        same += [r for r in searched if r.group == conv.tenant][:limit]
         for q in conv.questions[:limit]:
             for window, out in shares.items():
                 system = mem.build_context(session, q.text, model_window=window).system
                 out.append(sum(conv.dia_text[d] in system for d in q.evidence if d in conv.dia_text) / len(q.evidence))
     result = {f"{w // 1000}k": statistics.mean(v) for w, v in shares.items() if v}
-    print(f"\n## Evidence in context (build_context, new session per conversation): {result}")
+    for k in (10, 5):
+        result[f"search_recall@{k}"] = statistics.mean(window_recall_at(shown(r), set(r.relevant), k) for r in same)
+    print(f"\n## Evidence in context (build_context, new session per conversation, {len(same)} questions): {result}")
     return result
 
 
@@ -276,10 +328,10 @@ def examples(results: list[Ranked], top: int = 10) -> tuple[list[dict[str, Any]]
     signals, predicted, labels = [], [], []
     for r in results:
         relevant = set(r.relevant)
-        for unit, p, s in list(zip(r.units, r.relevance, r.signals, strict=True))[:top]:
+        for window, p, s in list(zip(shown(r), r.relevance, r.signals, strict=True))[:top]:
             signals.append(s)
             predicted.append(p)
-            labels.append(float(unit in relevant))
+            labels.append(float(bool(window & relevant)))
     return signals, np.asarray(predicted), np.asarray(labels)
 
 
@@ -289,7 +341,14 @@ def matrix(signals: list[dict[str, Any]], keyword_only: bool = False) -> np.ndar
 
     rows = []
     for s in signals:
-        sig = Signals(s.get("cosine"), s.get("keyword", 0.0), s.get("coverage", 0.0), s.get("agreement", 0.0))
+        sig = Signals(
+            s.get("cosine"),
+            s.get("keyword", 0.0),
+            s.get("coverage", 0.0),
+            s.get("agreement", 0.0),
+            s.get("absent", 0.0),
+            s.get("absent_name", 0.0),
+        )
         rows.append(keyword_feature_vector(sig) if keyword_only else feature_vector(sig))
     return np.asarray(rows, dtype=float)
 
@@ -405,7 +464,9 @@ def main(argv: list[str] | None = None) -> int:
                     lo = run_locomo(mem, embedder, samples, args.off_topic)
                     embedder.save()
                     if args.context:
-                        report["evidence_in_context"] = evidence_in_context(mem, lo["conversations"], args.context)
+                        report["evidence_in_context"] = evidence_in_context(
+                            mem, lo["conversations"], args.context, lo["methods"]["funes"]
+                        )
                 if len(samples) > 1:
                     report["tenant_isolation"] = tenant_isolation(
                         embedder, samples[0], lo["methods"]["funes"], Path(tmp) / "alone.db"

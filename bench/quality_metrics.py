@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 import numpy as np
 
@@ -77,3 +77,40 @@ def reliability(p: np.ndarray, y: np.ndarray, bins: int = 10) -> tuple[float, li
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100) by linear interpolation."""
     return float(np.percentile(np.asarray(values, dtype=float), q)) if values else 0.0
+
+
+# -- hits that carry context: each hit is the set of units it shows (a turn and its neighbours) --
+def covered(windows: Sequence[Set[str]], k: int) -> set[str]:
+    """The units the top ``k`` hits show."""
+    return set().union(*windows[:k]) if windows[:k] else set()
+
+
+def window_recall_at(windows: Sequence[Set[str]], relevant: Set[str], k: int) -> float:
+    """Share of the relevant units shown by the top ``k`` hits."""
+    return len(covered(windows, k) & relevant) / len(relevant) if relevant else 0.0
+
+
+def window_all_hit_at(windows: Sequence[Set[str]], relevant: Set[str], k: int) -> float:
+    """1 when the top ``k`` hits show every relevant unit."""
+    return float(bool(relevant) and relevant <= covered(windows, k))
+
+
+def window_ndcg_at(windows: Sequence[Set[str]], relevant: Set[str], k: int = 10) -> float:
+    """Binary NDCG@k where a hit gains when it shows a relevant unit no better hit showed (ideal: one per hit)."""
+    credited: set[str] = set()
+    dcg = 0.0
+    for i, window in enumerate(windows[:k]):
+        new = (window & relevant) - credited
+        if new:
+            dcg += 1.0 / math.log2(i + 2)
+            credited |= new
+    idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), k)))
+    return dcg / idcg if idcg else 0.0
+
+
+def window_mrr(windows: Sequence[Set[str]], relevant: Set[str]) -> float:
+    """Reciprocal rank of the first hit showing a relevant unit."""
+    for i, window in enumerate(windows, start=1):
+        if window & relevant:
+            return 1.0 / i
+    return 0.0

@@ -44,7 +44,7 @@ def test_turn_one_fact_answers_turn_three_from_history_then_from_recall(real_mem
     assert "earlier turn(s) of this conversation were left out" in relevant
     recalled = {i["id"]: i for i in tight.sections["relevant_history"].included}
     item = recalled[first.record_ids[0]]
-    assert item["similarity"] >= real_mem.config.auto_min_similarity
+    assert item["relevance"] >= real_mem.config.context_min_relevance
     assert 'provenance="user-stated"' in relevant
     report = tight.report()
     assert report["conversation_tokens"] <= 400 and report["total_tokens"] <= report["prompt_limit"]

@@ -55,7 +55,14 @@ def test_every_hit_carries_relevance_in_its_explanation(mem: funes.Funes) -> Non
     hit = mem.search("quarterly report", min_relevance=0)[0]
     assert hit.relevance == hit.explanation.relevance
     assert hit.to_dict()["relevance"] == hit.relevance
-    assert set(hit.explanation.to_dict()["signals"]) == {"cosine", "keyword", "coverage", "agreement"}
+    assert set(hit.explanation.to_dict()["signals"]) == {
+        "cosine",
+        "keyword",
+        "coverage",
+        "agreement",
+        "absent",
+        "absent_name",
+    }
 
 
 def test_min_relevance_out_of_range_is_rejected(mem: funes.Funes) -> None:

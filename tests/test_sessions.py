@@ -179,11 +179,20 @@ def test_poisoned_memories_are_flagged_and_warned(mem: funes.Funes) -> None:
     assert "warning=" not in section.split(f'id="{fine.id}"')[1].split(">")[0]
 
 
-def test_recall_respects_the_threshold_and_the_session(mem: funes.Funes) -> None:
-    mem.session("other").add_message("user", "The wifi password is tulip42")
+def test_recall_reaches_earlier_sessions_of_the_caller_only(mem: funes.Funes) -> None:
+    mem.session("other", user="ana").add_message("user", "The wifi password is tulip42")
+    mem.session("private", user="bob").add_message("user", "The wifi password is orchid77")
+    session = mem.session("s1", user="ana")
+    built = session.build_context("what is the wifi password?", min_similarity=0.0)
+    assert "tulip42" in built.system  # the caller's earlier session is recalled
+    assert "orchid77" not in built.system  # another user's session never is
+    with funes.open(mem.store.path, embedder=mem.embedder, context_all_sessions=False) as only_this:
+        built = only_this.session("s1", user="ana").build_context("what is the wifi password?", min_similarity=0.0)
+        assert "tulip42" not in built.system
+
+
+def test_recall_respects_the_threshold(mem: funes.Funes) -> None:
     session = mem.session("s1")
-    built = session.build_context("what is the wifi password?")
-    assert "tulip42" not in built.system  # another session's turns are not visible
     mem.remember("Quarterly reports are due on the 5th", type="fact")
     strict = session.build_context("completely unrelated words here", min_similarity=0.99)
     assert not strict.sections["retrieved_context"].included

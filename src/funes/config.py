@@ -142,6 +142,13 @@ register(
 # -- retrieval ---------------------------------------------------------------
 register("search_limit", 10, int, "Hits returned by a search when no limit is given.", minimum=1)
 register(
+    "context_turns",
+    1,
+    int,
+    "Turns before and after a chat message that a search hit carries with it (0: the message alone; at most 10).",
+    minimum=0,
+)
+register(
     "max_query_chars",
     4000,
     int,
@@ -179,12 +186,30 @@ register("recency_weight", 0.2, float, "How much recency moves the score: multip
 register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.", minimum=0.001)
 register(
     "search_min_relevance",
-    0.02,
+    0.035,
     float,
     "Calibrated relevance (0-1) a search hit needs to be returned by default; 0 keeps every ranked hit "
-    "(docs/benchmarks.md: the held-out trade-off behind 0.02).",
+    "(docs/benchmarks.md: the held-out trade-off behind 0.035).",
 )
-register("auto_min_similarity", 0.4, float, "Minimum cosine similarity for automatic context retrieval.")
+register(
+    "context_min_relevance",
+    0.035,
+    float,
+    "Calibrated relevance a memory needs to be put into an assembled context (build_context) automatically.",
+)
+register(
+    "context_all_sessions",
+    True,
+    bool,
+    "Whether build_context recalls messages of the caller's earlier sessions (False: only the current session).",
+)
+register(
+    "auto_min_similarity",
+    0.4,
+    float,
+    "Cosine similarity automatic context needs when the embedder has no calibrated relevance "
+    "(or when build_context is given min_similarity).",
+)
 register(
     "strong_keyword_rank",
     3,
@@ -430,7 +455,7 @@ register(
 )
 register(
     "tool_min_relevance",
-    0.008,
+    0.035,
     float,
     "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit. "
     "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import InvalidInput
-from .models import Memory, format_time
+from .models import Memory, Turn, format_time
 from .safety import FENCE_NOTE, WARNING, fence, flag_instruction_like, instruction_flags, is_flagged, provenance
 from .tokens import MESSAGE_OVERHEAD, REPLY_OVERHEAD, TokenCounter, truncate
 
@@ -194,6 +194,22 @@ class Recalled:
     memory: Memory
     similarity: float | None = None
     reason: str = "retrieved"
+    # A recalled chat message's neighbouring turns (SearchHit.context), shown around it.
+    context: tuple[Turn, ...] = ()
+    # The calibrated relevance of the search hit (None when the embedder is not calibrated).
+    relevance: float | None = None
+
+    def body(self) -> str:
+        """The text shown: the record, or a recalled message within its turns (``role: text`` lines)."""
+        if not self.context:
+            return self.memory.content
+        src = self.memory.source
+        seq = src.locator.get("seq") if src else None
+        role = (src.locator.get("role") if src else None) or "message"
+        here = f"{role}: {self.memory.content}"
+        before = [f"{t.role}: {t.content}" for t in self.context if isinstance(seq, int) and t.seq < seq]
+        after = [f"{t.role}: {t.content}" for t in self.context if isinstance(seq, int) and t.seq > seq]
+        return "\n".join([*before, here, *after])
 
 
 @dataclass(frozen=True)
@@ -400,11 +416,12 @@ def render_memory(item: Recalled, text: str) -> str:
     attrs = [f'id="{_attr(m.id)}"', f'source="{_attr(m.attribution)}"', f'provenance="{provenance(m)}"']
     if m.kind == "message" and m.source and m.source.locator.get("timestamp"):
         attrs.append(f'at="{_attr(str(m.source.locator["timestamp"])[:19])}"')
-    if item.similarity is not None:
-        attrs.append(f'relevance="{item.similarity:.2f}"')
+    shown = item.relevance if item.relevance is not None else item.similarity
+    if shown is not None:
+        attrs.append(f'relevance="{shown:.2f}"')
     if m.pinned:
         attrs.append('pinned="true"')
-    if is_flagged(m):
+    if is_flagged(m) or any(instruction_flags(t.content) for t in item.context):
         attrs.append(f'warning="{WARNING}"')
     return f"<memory {' '.join(attrs)}>\n{fence(text)}\n</memory>"
 
@@ -441,11 +458,16 @@ def _fill_memories(
     section = Section(name, cap)
     parts: list[str] = [note] if note else []
     for item in items:
-        entry = {"id": item.memory.id, "reason": item.reason, "similarity": item.similarity}
+        entry = {
+            "id": item.memory.id,
+            "reason": item.reason,
+            "similarity": item.similarity,
+            "relevance": item.relevance,
+        }
         if len(section.included) >= max_items:
             section.dropped.append({**entry, "why": "item limit"})
             continue
-        body = item.memory.content
+        body = item.body()
         truncated = counter.count(body) > chunk_tokens
         if truncated:
             body = truncate(counter, body, chunk_tokens) + " …"
@@ -599,7 +621,14 @@ def assemble(inputs: ContextInputs, budget: Budget, counter: TokenCounter, fmt: 
     rest = retrieved_room - facts.tokens
     rel_cap = rest // 3 if inputs.retrieved else rest
     relevant = _fill_memories(
-        counter, "relevant_history", recalled, rel_cap if (recalled or note) else 0, n, chunk, note
+        # Recalled turns are short and come with their neighbours: up to three times as many as retrieved chunks.
+        counter,
+        "relevant_history",
+        recalled,
+        rel_cap if (recalled or note) else 0,
+        n * 3,
+        chunk,
+        note,
     )
     fact_ids = {f["id"] for f in facts.included}
     retrieved_items = [r for r in inputs.retrieved if r.memory.id not in fact_ids]

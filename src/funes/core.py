@@ -48,6 +48,7 @@ from .models import (
     new_id,
     utcnow,
 )
+from .neighbours import with_turns
 from .project_settings import ProjectSettings
 from .record_input import (
     RecordFields,
@@ -59,7 +60,7 @@ from .record_input import (
     remember_fields,
     with_entity_filters,
 )
-from .relevance import CALIBRATED_MODELS, relevance_judge
+from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
 from .retrieval import RankSettings, query_terms, rank_scored
 from .safety import flag_instruction_like
 from .store import AccessEvent, Store, vis_key
@@ -719,6 +720,7 @@ class Core:
         entity_ids: Sequence[str] | None = None,
         refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
         as_of: datetime | str | None = None,
+        context_turns: int | None = None,
     ) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
@@ -736,6 +738,9 @@ class Core:
         ``as_of`` searches as of that time, not the wall clock: records created
         later are left out, and recency and expiry are measured from it (so
         imported history from 2023 is not all "old").
+
+        A hit that is a chat message carries the ``context_turns`` turns
+        before and after it (default: the setting, 1) as ``hit.context``.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
@@ -786,6 +791,10 @@ class Core:
         floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
         if floor > 0:
             hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
+        width = self.config.context_turns if context_turns is None else int(context_turns)
+        if not 0 <= width <= 10:
+            raise InvalidInput(f"context_turns {width} is out of range.", hint="Use 0 (the message alone) to 10.")
+        hits = with_turns(self.store, filters.tenant, hits, width, when)
         if track:
             self.track(
                 [
@@ -850,7 +859,13 @@ class Core:
         # records are decoded a batch at a time until the limit is filled.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
         terms = query_terms(query)
-        judge = relevance_judge(terms, *self.store.term_stats(terms), has_vector=vector is not None)
+        judge = relevance_judge(
+            terms,
+            *self.store.term_stats(terms),
+            has_vector=vector is not None,
+            present=self.store.term_presence(terms, filters, now),
+            names=named_terms(query),
+        )
         hits: list[SearchHit] = []
         seen: set[str] = set()
         for start in range(0, len(scored), limit):

@@ -477,12 +477,42 @@ class Explanation:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """A chat message beside a hit: the conversation around a recalled message."""
+
+    message_id: str
+    session_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+    record_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "message_id": self.message_id,
+            "session_id": self.session_id,
+            "seq": self.seq,
+            "role": self.role,
+            "content": self.content,
+            "created_at": format_time(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
 class SearchHit:
-    """A record found by search, with its score and why."""
+    """A record found by search, with its score and why.
+
+    ``context`` holds, for a chat message, the turns just before and after it
+    in its session (oldest first; ``context_turns`` setting): a reply such as
+    "Yes, last Tuesday" means little without the question it answers.
+    """
 
     memory: Memory
     score: float
     explanation: Explanation
+    context: tuple[Turn, ...] = ()
 
     @property
     def attribution(self) -> str:
@@ -509,6 +539,7 @@ class SearchHit:
             "attribution": self.attribution,
             "explanation": self.explanation.to_dict(),
             "memory": self.memory.to_dict(),
+            "context": [t.to_dict() for t in self.context],
         }
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 from .models import Explanation, Memory
@@ -47,6 +47,7 @@ from .models import Explanation, Memory
 # FTS5's bm25() constants (fixed in SQLite).
 BM25_K1 = 1.2
 _TERM = re.compile(r"\w+", re.UNICODE)
+_WORD_OR_STOP = re.compile(r"\w+|[.?!]", re.UNICODE)
 # Cheap English suffix folding for term matching in Python, close enough to
 # the FTS index's porter stemmer to tell whether a query term is present.
 _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s")
@@ -55,13 +56,13 @@ _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "
 CALIBRATED_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2"})
 
 # Fitted by `bench/quality.py --calibrate` (LoCoMo 1-5 + off-topic questions, all-MiniLM-L6-v2).
-FEATURES = ("cosine", "cosine_sq", "keyword", "coverage", "agreement")
-INTERCEPT = -5.1248
-COEFFICIENTS = (1.1841, 6.3086, -0.6350, 1.5219, -0.1734)
+FEATURES = ("cosine", "cosine_sq", "keyword", "coverage", "agreement", "absent", "absent_name")
+INTERCEPT = -3.7435
+COEFFICIENTS = (2.2673, 2.8120, 0.0765, 0.5795, -0.2164, -0.0477, -1.7241)
 # The same fit without the cosine, for keyword-only (degraded) search.
-KEYWORD_FEATURES = ("keyword", "coverage")
-KEYWORD_INTERCEPT = -4.3911
-KEYWORD_COEFFICIENTS = (1.1756, 3.5726)
+KEYWORD_FEATURES = ("keyword", "coverage", "absent", "absent_name")
+KEYWORD_INTERCEPT = -2.7873
+KEYWORD_COEFFICIENTS = (1.2801, 1.9538, -0.5946, -5.4824)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Signals:
     keyword: float
     coverage: float
     agreement: float
+    absent: float = 0.0
+    absent_name: float = 0.0
 
     def to_dict(self) -> dict[str, float | None]:
         """A JSON-ready dict."""
@@ -80,6 +83,8 @@ class Signals:
             "keyword": self.keyword,
             "coverage": self.coverage,
             "agreement": self.agreement,
+            "absent": self.absent,
+            "absent_name": self.absent_name,
         }
 
 
@@ -152,26 +157,59 @@ def _sigmoid(x: float) -> float:
 def feature_vector(signals: Signals) -> list[float]:
     """The model's inputs, in :data:`FEATURES` order."""
     cos = max(0.0, signals.cosine or 0.0)
-    return [cos, cos * cos, signals.keyword, signals.coverage, signals.agreement]
+    return [cos, cos * cos, signals.keyword, signals.coverage, signals.agreement, signals.absent, signals.absent_name]
 
 
 def keyword_feature_vector(signals: Signals) -> list[float]:
     """The keyword-only model's inputs, in :data:`KEYWORD_FEATURES` order."""
-    return [signals.keyword, signals.coverage]
+    return [signals.keyword, signals.coverage, signals.absent, signals.absent_name]
+
+
+def named_terms(query: str) -> set[str]:
+    """Query words written as names: capitalised (not all capitals), not first in a sentence; lowercased."""
+    out: set[str] = set()
+    initial = True
+    for match in _WORD_OR_STOP.finditer(query):
+        token = match.group(0)
+        if token in ".?!":
+            initial = True
+            continue
+        # All-capitals words are left out: acronyms ("RFP") often name what memory says in words.
+        if not initial and token[:1].isupper() and not token.isupper():
+            out.add(token.lower())
+        initial = False
+    return out
+
+
+def absent_share(terms: Sequence[str], present: Set[str], weights: Mapping[str, float]) -> float:
+    """The ``weights``-weighted share of ``terms`` that no record the search may see contains."""
+    total = sum(weights.get(t, 1.0) for t in terms)
+    missing = sum(weights.get(t, 1.0) for t in terms if t not in present)
+    return 0.0 if total <= 0 else missing / total
 
 
 def relevance_judge(
-    terms: Sequence[str], total: int, counts: Mapping[str, int], *, has_vector: bool
+    terms: Sequence[str],
+    total: int,
+    counts: Mapping[str, int],
+    *,
+    has_vector: bool,
+    present: Set[str] | None = None,
+    names: Set[str] = frozenset(),
 ) -> Callable[[Explanation, Memory], Explanation]:
     """A function adding relevance and its signals to a hit's explanation, for one query.
 
     ``terms`` are the query's keyword terms; ``total`` and ``counts`` the
-    keyword index's row count and each term's row count (``Store.term_stats``).
+    keyword index's row count and each term's row count (``Store.term_stats``);
+    ``present`` the terms some visible record contains (``Store.term_presence``;
+    None: all of them).
     Without a query vector (keyword-only search) the keyword model is used.
     """
     weights = {t: idf(total, counts.get(t, 0)) for t in terms}
     idfs = list(weights.values())
     pattern = term_pattern(terms)
+    absent = 0.0 if present is None else absent_share(terms, present, weights)
+    absent_name = float(present is not None and any(t in names and t not in present for t in terms))
 
     def judge(explanation: Explanation, memory: Memory) -> Explanation:
         signals = Signals(
@@ -179,6 +217,8 @@ def relevance_judge(
             keyword=keyword_signal(explanation.keyword_score, idfs),
             coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights, pattern),
             agreement=float(explanation.keyword_rank is not None and explanation.vector_rank is not None),
+            absent=absent,
+            absent_name=absent_name,
         )
         return replace(explanation, relevance=relevance(signals), signals=signals.to_dict())
 

@@ -31,6 +31,7 @@ from .context import (
 from .errors import EmbedderUnavailable, InvalidInput, NotFound
 from .message_input import PendingMessage, check_message, read_messages, usage_numbers
 from .models import Memory, SourceRef, format_time, new_id, utcnow
+from .neighbours import merge_windows
 from .store import AccessEvent, vis_key
 from .tokens import TokenCounter, default_counter
 
@@ -450,37 +451,49 @@ class Conversations:
                 )
             caps = replace(caps, **dict(budget))
         caps.check()
-        threshold = self.config.auto_min_similarity if min_similarity is None else float(min_similarity)
-        limit = max(caps.retrieved_chunks * 2, 10)
+        limit = max(caps.retrieved_chunks * 4, 20)
         query = query.strip()
         # A long user message is still answered: its search uses the first max_query_chars characters.
         cap = int(self.config.max_query_chars)
         probe = query[:cap] if cap > 0 else query
+        # With the calibrated model, what reaches the prompt is held to a relevance floor
+        # (context_min_relevance); with another embedder, or when the caller passes
+        # min_similarity, to a cosine threshold (auto_min_similarity).
+        calibrated = self.core.relevance_calibrated()
+        threshold: float | None = float(min_similarity) if min_similarity is not None else None
+        if threshold is None and not calibrated:
+            threshold = float(self.config.auto_min_similarity)
         hits = self.core.search(
             probe,
             tenant=sess.tenant,
             user=viewer,
             project=sess.project_id,
-            session=sess.id,
+            # Earlier sessions are what an assistant forgets: recall across every session
+            # the caller may see, not only this one (the current one is in the history).
+            session=None if self.config.context_all_sessions else sess.id,
             min_similarity=threshold,
-            # Automatic context keeps its own cosine threshold (auto_min_similarity, below);
-            # the explicit-search relevance floor does not apply twice (docs/benchmarks.md).
-            min_relevance=0,
+            min_relevance=float(self.config.context_min_relevance) if calibrated else 0,
             limit=limit,
             track=False,
         )
-        # Auto-injection holds every hit to the cosine threshold, strong keyword matches
-        # included: on LoCoMo (bench/locomo_bench.py) the keyword exception added ~2 noise
-        # items per off-topic question for no measurable recall.
-        hits = [h for h in hits if (h.explanation.vector_similarity or -1.0) >= threshold]
+        if threshold is not None:
+            # Held to the cosine threshold, strong keyword matches included: on LoCoMo the
+            # keyword exception added ~2 noise items per off-topic question.
+            hits = [h for h in hits if (h.explanation.vector_similarity or -1.0) >= threshold]
         # The message being answered is not its own "relevant history": apps often
         # store it before building context, and it then matched itself at relevance 1.
         hits = [h for h in hits if not (h.memory.session_id == sess.id and _part_of(h.memory.content, query))]
+        rel = {h.memory.id: h.relevance if calibrated else None for h in hits}
         recalled = [
-            Recalled(h.memory, h.explanation.vector_similarity, "recalled") for h in hits if h.memory.kind == "message"
+            Recalled(h.memory, h.explanation.vector_similarity, "recalled", h.context, rel[h.memory.id])
+            for h in hits
+            if h.memory.kind == "message"
         ]
+        recalled = merge_windows(recalled)
         retrieved = [
-            Recalled(h.memory, h.explanation.vector_similarity, "retrieved") for h in hits if h.memory.kind != "message"
+            Recalled(h.memory, h.explanation.vector_similarity, "retrieved", relevance=rel[h.memory.id])
+            for h in hits
+            if h.memory.kind != "message"
         ]
         named = self._named_document_hits(probe, sess, caps.retrieved_chunks, viewer)
         seen = {r.memory.id for r in named}

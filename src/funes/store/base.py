@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..models import EmbedderIdentity, Job, Memory, Page, RankFields, SearchFilters
+from ..models import EmbedderIdentity, Job, Memory, Page, RankFields, SearchFilters, Turn
 
 
 def refuse_other_embedder(current: EmbedderIdentity | None, identity: EmbedderIdentity, reset: bool) -> None:
@@ -198,6 +198,10 @@ class Store(Protocol):
         """Rows in the keyword index and how many contain each term (the IDF inputs of BM25)."""
         ...
 
+    def term_presence(self, terms: Sequence[str], filters: SearchFilters, now: datetime | None = None) -> set[str]:
+        """The terms found in at least one record the filters admit (a relevance signal; unknown counts as found)."""
+        ...
+
     def index_work(self) -> list[str]:
         """Tenants whose vector index wants a build or a catch-up (a store without one returns [])."""
         ...
@@ -328,6 +332,10 @@ class Store(Protocol):
         record_ids: Sequence[str],
     ) -> int:
         """Append a message to a session; returns its sequence number."""
+        ...
+
+    def turns_near(self, tenant: str, anchors: Sequence[tuple[str, int]], width: int) -> list[Turn]:
+        """The messages with content within ``width`` places of each (session id, seq) anchor (anchors too), oldest first."""
         ...
 
     def add_usage(

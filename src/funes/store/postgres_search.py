@@ -204,6 +204,26 @@ class PostgresSearch:
         }
         return total, counts
 
+    def term_presence(self, terms: Sequence[str], filters: SearchFilters, now: datetime | None = None) -> set[str]:
+        """The query terms found in at least one record the filters admit (CJK terms always count as present)."""
+        conn = self.db.reader()
+        present: set[str] = set()
+        for term in dict.fromkeys(terms):
+            folded = fold_words(term)
+            if not term.isascii() or not folded.strip():
+                present.add(term)
+                continue
+            params: list[Any] = [folded]
+            where = self._where(filters, now, params)
+            sql = (
+                "SELECT 1 FROM memories m WHERE m.fts @@ plainto_tsquery('simple', ?) AND "
+                + " AND ".join(where)
+                + " LIMIT 1"
+            )
+            if conn.execute(sql, params).fetchone() is not None:
+                present.add(term)
+        return present
+
     def _cjk_search(
         self, terms: Sequence[str], filters: SearchFilters, limit: int, scan_cap: int, now: datetime | None
     ) -> list[tuple[str, float]]:

@@ -72,6 +72,7 @@ from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
 from .vector_cache import VectorCache
 
+PRESENCE_SCAN = 5000  # index matches looked at per term by term_presence
 _STATS_TTL = 120.0  # seconds a term count is trusted
 
 
@@ -558,6 +559,38 @@ class SqliteStore(
         """
         conn = self.db.reader()
         return self._record_estimate(conn), {t: self._term_count(conn, t, None) for t in terms}
+
+    def term_presence(self, terms: Sequence[str], filters: SearchFilters, now: datetime | None = None) -> set[str]:
+        """The query terms that occur in at least one record the filters admit (CJK terms always count as present).
+
+        A query about a name or subject the memory has never seen has no
+        answer here, whatever its nearest neighbours are: the calibrated
+        relevance reads this as ``absent`` (funes.relevance). Each term is one
+        early-exit lookup through the word index; a term whose first
+        ``PRESENCE_SCAN`` index matches are all outside the filters counts as
+        present (unknown is never read as absent).
+        """
+        conn = self.db.reader()
+        present: set[str] = set()
+        scoped = not self._tenant_dominates(conn, filters.tenant)
+        for term in dict.fromkeys(terms):
+            if not term.isascii():
+                present.add(term)
+                continue
+            phrase = '"' + term.replace('"', '""') + '"'
+            match = f'tags : "{tenant_token(filters.tenant)}" AND {phrase}' if scoped else phrase
+            params: list[Any] = []
+            where = self._where(filters, now, params)  # the select list comes first in the statement
+            params += [match, PRESENCE_SCAN]
+            sql = (
+                "SELECT count(*), max(m.id IS NOT NULL AND " + " AND ".join(where) + ") FROM "
+                "(SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
+                "LEFT JOIN memories m ON m.rowid = f.rowid"
+            )
+            scanned, found = conn.execute(sql, params).fetchone()
+            if found or scanned >= PRESENCE_SCAN:
+                present.add(term)
+        return present
 
     def _informative_terms(
         self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import Message, ToolCall
-from ..models import Memory, format_time, from_epoch, to_epoch
+from ..models import Memory, Turn, format_time, from_epoch, to_epoch
 
 if TYPE_CHECKING:
     from .connection import Database
@@ -277,6 +277,30 @@ class SessionTables:
             params.append(limit)
         rows = self.db.reader().execute(sql, params).fetchall()
         return [_message(r) for r in reversed(rows)]
+
+    def turns_near(self, tenant: str, anchors: Sequence[tuple[str, int]], width: int) -> list[Turn]:
+        """The messages within ``width`` places of each (session id, seq) anchor (anchors too), oldest first."""
+        if width <= 0 or not anchors:
+            return []
+        wanted: dict[str, set[int]] = {}
+        for session_id, seq in anchors:
+            wanted.setdefault(session_id, set()).update(range(seq - width, seq + width + 1))
+        out: list[Turn] = []
+        conn = self.db.reader()
+        for session_id, seqs in wanted.items():
+            ordered = sorted(seqs)
+            marks = ", ".join("?" for _ in ordered)
+            rows = conn.execute(
+                "SELECT id, session_id, seq, role, content, created_at, record_ids FROM messages "
+                f"WHERE tenant = ? AND session_id = ? AND seq IN ({marks}) ORDER BY seq",
+                [tenant, session_id, *ordered],
+            ).fetchall()
+            out += [
+                Turn(str(i), str(sid), int(seq), str(role), str(content), from_epoch(at), tuple(json.loads(rec)))
+                for i, sid, seq, role, content, at, rec in rows
+                if str(content).strip()
+            ]
+        return out
 
     def usage_summary(self, tenant: str, session_id: str) -> dict[str, Any]:
         """Totals over every recorded call, and the last call's row."""
