@@ -9,9 +9,9 @@ import pytest
 
 import funes
 from funes.context import Recalled
+from funes.models import SearchFilters
 from funes.neighbours import merge_windows
 from funes.relevance import named_terms
-from funes.models import SearchFilters
 
 STANDUP = [
     ("user", "What time is the standup tomorrow?"),
