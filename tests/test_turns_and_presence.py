@@ -111,3 +111,14 @@ def test_a_question_about_a_name_the_memory_never_saw_finds_nothing(tmp_path: Pa
         assert list(real.search("What did Gina make in the pottery class?")) == []
         built = real.session("next").build_context("What did Caroline make in the pottery class?")
         assert "A bowl with a sunflower" in built.system  # recalled from the earlier session
+
+
+def test_the_cli_and_the_tools_show_the_turns_around_a_message(mem: funes.Funes) -> None:
+    from funes.interfaces.cli.common import hit_line
+
+    _chat(mem, "s1")
+    hit = next(h for h in mem.search("retro", min_relevance=0) if "retro" in h.memory.content)
+    text = hit_line(1, hit)
+    assert f"(before) assistant: {STANDUP[1][1]}" in text and f"(after) assistant: {STANDUP[3][1]}" in text
+    result = mem.execute_tool("memory_search", {"query": "when is the retro"})
+    assert "(before) assistant: <memory>Standup is at nine" in result.text

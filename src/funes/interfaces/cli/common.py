@@ -172,10 +172,17 @@ def hit_line(n: int, hit: SearchHit) -> str:
     if ex.vector_rank is not None:
         why.append(f"vec#{ex.vector_rank}")
     sim = f"{hit.similarity:.2f}" if ex.vector_similarity is not None else "-"
-    return (
+    line = (
         f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
         f"score={hit.score:.4f} cos={sim} {' '.join(why)}"
     )
+    seq = hit.memory.source.locator.get("seq") if hit.memory.source else None
+    for turn in hit.context:  # the conversation around a message hit
+        said = " ".join(turn.content.split())
+        said = said if len(said) <= 120 else said[:119] + "…"
+        where = "before" if isinstance(seq, int) and turn.seq < seq else "after"
+        line += f"\n   ({where}) {turn.role}: {said}"
+    return line
 
 
 class FunesCommandError(click.ClickException):
