@@ -186,14 +186,14 @@ register("recency_weight", 0.2, float, "How much recency moves the score: multip
 register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.", minimum=0.001)
 register(
     "search_min_relevance",
-    0.035,
+    0.05,
     float,
     "Calibrated relevance (0-1) a search hit needs to be returned by default; 0 keeps every ranked hit "
-    "(docs/benchmarks.md: the held-out trade-off behind 0.035).",
+    "(docs/benchmarks.md: the trade-off behind 0.05).",
 )
 register(
     "context_min_relevance",
-    0.035,
+    0.05,
     float,
     "Calibrated relevance a memory needs to be put into an assembled context (build_context) automatically.",
 )
@@ -455,7 +455,7 @@ register(
 )
 register(
     "tool_min_relevance",
-    0.035,
+    0.04,
     float,
     "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit. "
     "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",
