@@ -122,3 +122,13 @@ def test_the_cli_and_the_tools_show_the_turns_around_a_message(mem: funes.Funes)
     assert f"(before) assistant: {STANDUP[1][1]}" in text and f"(after) assistant: {STANDUP[3][1]}" in text
     result = mem.execute_tool("memory_search", {"query": "when is the retro"})
     assert "(before) assistant: <memory>Standup is at nine" in result.text
+
+
+def test_grouped_hits_carry_their_turns_too(mem: funes.Funes) -> None:
+    _chat(mem, "s1")
+    _chat(mem, "s2")
+    hits = mem.search("retro", min_relevance=0, group_by="session", limit=2)
+    assert hits.groups and len(hits.groups) == 2
+    for group in hits.groups:
+        retro = next(h for h in group.hits if "retro" in h.memory.content)
+        assert [t.content for t in retro.context] == [STANDUP[1][1], STANDUP[3][1]]

@@ -31,6 +31,8 @@ from .models import (
     RememberResult,
     SearchFilters,
     SearchHit,
+    SearchResults,
+    SessionGroup,
     SourceRef,
 )
 
@@ -89,7 +91,9 @@ __all__ = [
     "RememberResult",
     "SearchFilters",
     "SearchHit",
+    "SearchResults",
     "Session",
+    "SessionGroup",
     "SourceRef",
     "StoreCorrupt",
     "ToolResult",

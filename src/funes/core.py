@@ -26,6 +26,7 @@ from . import config as config_mod
 from .embed import Embedder
 from .embedding import Embedding
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
+from .grouping import fetch_size, grouped
 from .models import (
     DEFAULT_IMPORTANCE,
     ENTITY_SCOPES,
@@ -57,6 +58,7 @@ from .record_input import (
     check_choice,
     check_importance,
     expand_source_types,
+    message_roles,
     remember_fields,
     with_entity_filters,
 )
@@ -674,6 +676,7 @@ class Core:
         source_ids: Sequence[str] | None = None,
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        roles: Sequence[str] | None = None,
     ) -> SearchFilters:
         for t in types or ():
             check_choice("memory type", t, MEMORY_TYPES)
@@ -693,6 +696,7 @@ class Core:
             source_ids=tuple(source_ids) if source_ids else None,
             created_after=as_time(since, "since"),
             created_before=as_time(until, "until"),
+            roles=message_roles(roles),
         )
 
     # -- search ----------------------------------------------------------------------
@@ -720,6 +724,8 @@ class Core:
         entity_ids: Sequence[str] | None = None,
         refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
         as_of: datetime | str | None = None,
+        roles: Sequence[str] | None = None,
+        group_by: str | None = None,
         context_turns: int | None = None,
     ) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
@@ -738,6 +744,10 @@ class Core:
         ``as_of`` searches as of that time, not the wall clock: records created
         later are left out, and recency and expiry are measured from it (so
         imported history from 2023 is not all "old").
+
+        ``roles`` keeps only chat messages said in those roles (inside both
+        legs). ``group_by="session"`` groups session messages by conversation
+        in ``.groups``, ``limit`` of them (see :mod:`funes.grouping`).
 
         A hit that is a chat message carries the ``context_turns`` turns
         before and after it (default: the setting, 1) as ``hit.context``.
@@ -770,9 +780,12 @@ class Core:
             raise InvalidInput(
                 f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
             )
+        width = self.config.context_turns if context_turns is None else int(context_turns)
+        if not 0 <= width <= 10:
+            raise InvalidInput(f"context_turns {width} is out of range.", hint="Use 0 (the message alone) to 10.")
         project = self.project_of(project)
         filters = self._filters(
-            tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until
+            tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until, roles
         )
         filters = with_entity_filters(filters, entity_types, entity_ids, refs)
         now = utcnow()
@@ -781,7 +794,7 @@ class Core:
             before = filters.created_before
             filters = replace(filters, created_before=when if before is None else min(before, when))
             now = when
-        hits = self._search(query, filters, now, limit, min_similarity, project)
+        hits = self._search(query, filters, now, fetch_size(group_by, limit), min_similarity, project)
         disabled = self.projects.disabled_projects(filters.tenant)
         if disabled:  # a disabled project recalls nothing
             hits = SearchResults(
@@ -791,10 +804,7 @@ class Core:
         floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
         if floor > 0:
             hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
-        width = self.config.context_turns if context_turns is None else int(context_turns)
-        if not 0 <= width <= 10:
-            raise InvalidInput(f"context_turns {width} is out of range.", hint="Use 0 (the message alone) to 10.")
-        hits = with_turns(self.store, filters.tenant, hits, width, when)
+        hits = with_turns(self.store, filters.tenant, grouped(hits, group_by, limit), width, when)
         if track:
             self.track(
                 [

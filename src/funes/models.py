@@ -40,6 +40,10 @@ KINDS: tuple[str, ...] = (
     "insight",
     "entity_summary",
 )
+# Who said a chat message (its record's ``locator.role``): what ``search(roles=...)`` accepts.
+MESSAGE_ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+# How search can group its hits: "session" answers "which conversation was that".
+GROUP_BY: tuple[str, ...] = ("session",)
 DEFAULT_IMPORTANCE: dict[str, float] = {
     "preference": 0.9,
     "decision": 0.7,
@@ -419,16 +423,18 @@ class SearchFilters:
     source_ids: tuple[str, ...] | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
-    # Entity and reference filters live only in the records table (not the vector index's
-    # metadata): a search with them ranks vectors among the matching records alone.
+    # Entity, reference and message-role filters live only in the records table (not the vector
+    # index's metadata): a search with them ranks vectors among the matching records alone.
     entity_types: tuple[str, ...] | None = None
     entity_ids: tuple[str, ...] | None = None
     references: tuple[Reference, ...] | None = None
+    # Only chat-message records (kind "message") whose ``locator.role`` is one of these.
+    roles: tuple[str, ...] | None = None
 
     @property
-    def by_entity(self) -> bool:
-        """Whether entity or reference filters are set."""
-        return bool(self.entity_types or self.entity_ids or self.references)
+    def records_only(self) -> bool:
+        """Whether a filter that only the records table can apply (entity, reference, role) is set."""
+        return bool(self.entity_types or self.entity_ids or self.references or self.roles)
 
 
 # Seed 001's default scope per entity type: CONNECTION is team-wide, the others
@@ -546,16 +552,56 @@ class SearchHit:
 KEYWORD_ONLY = "keyword-only"
 
 
+@dataclass(frozen=True)
+class SessionGroup:
+    """The hits of one conversation, for ``search(group_by="session")``: "which conversation was that".
+
+    ``score`` and ``relevance`` are those of its best hit; ``first_at`` and
+    ``last_at`` span the times of its hits' messages (not the whole session);
+    ``hits`` are best first, at most a few per group.
+    """
+
+    session_id: str
+    title: str | None
+    score: float
+    relevance: float
+    first_at: datetime
+    last_at: datetime
+    hits: tuple[SearchHit, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, hits included."""
+        return {
+            "session_id": self.session_id,
+            "title": self.title,
+            "score": self.score,
+            "relevance": self.relevance,
+            "first_at": format_time(self.first_at),
+            "last_at": format_time(self.last_at),
+            "hits": [h.to_dict() for h in self.hits],
+        }
+
+
 class SearchResults(list[SearchHit]):
     """Search hits, best first, and how the search ran.
 
     ``degraded`` is ``"keyword-only"`` when the embedder could not be reached
     and the hits come from the keyword leg alone; None for a full search.
+    ``groups`` is set by ``search(group_by="session")``: the conversations,
+    best first; the list itself then holds their hits, flattened in group
+    order. None for an ungrouped search.
     """
 
-    def __init__(self, hits: Iterable[SearchHit] = (), *, degraded: str | None = None) -> None:
+    def __init__(
+        self,
+        hits: Iterable[SearchHit] = (),
+        *,
+        degraded: str | None = None,
+        groups: tuple[SessionGroup, ...] | None = None,
+    ) -> None:
         super().__init__(hits)
         self.degraded = degraded
+        self.groups = groups
 
 
 @dataclass(frozen=True)

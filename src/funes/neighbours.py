@@ -32,7 +32,7 @@ def anchor_of(hit: SearchHit) -> tuple[str, int] | None:
 
 
 def with_turns(store: Store, tenant: str, hits: SearchResults, width: int, until: datetime | None) -> SearchResults:
-    """``hits`` with each chat message's ``width`` turns before and after it (none later than ``until``)."""
+    """``hits`` (and their groups) with each chat message's ``width`` turns before and after it (none after ``until``)."""
     anchors = {h.memory.id: anchor_of(h) for h in hits}
     wanted = sorted({a for a in anchors.values() if a is not None})
     if width <= 0 or not wanted:
@@ -41,16 +41,18 @@ def with_turns(store: Store, tenant: str, hits: SearchResults, width: int, until
     for turn in store.turns_near(tenant, wanted, width):
         if until is None or turn.created_at <= until:
             by_session.setdefault(turn.session_id, []).append(turn)
-    out: list[SearchHit] = []
-    for hit in hits:
-        anchor = anchors[hit.memory.id]
+
+    def around(hit: SearchHit) -> SearchHit:
+        anchor = anchors.get(hit.memory.id)
         if anchor is None:
-            out.append(hit)
-            continue
+            return hit
         session, seq = anchor
-        near = tuple(t for t in by_session.get(session, ()) if 0 < abs(t.seq - seq) <= width)
-        out.append(replace(hit, context=near))
-    return SearchResults(out, degraded=hits.degraded)
+        return replace(hit, context=tuple(t for t in by_session.get(session, ()) if 0 < abs(t.seq - seq) <= width))
+
+    groups = hits.groups
+    if groups is not None:  # grouped hits carry their turns too
+        groups = tuple(replace(g, hits=tuple(around(h) for h in g.hits)) for g in groups)
+    return SearchResults((around(h) for h in hits), degraded=hits.degraded, groups=groups)
 
 
 def turn_of(memory: Memory) -> Turn | None:

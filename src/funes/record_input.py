@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from .errors import InvalidInput
-from .models import Reference, SearchFilters, SourceRef, parse_time
+from .models import MESSAGE_ROLES, Reference, SearchFilters, SourceRef, parse_time
 
 
 def check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -20,6 +20,15 @@ def check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise InvalidInput(f"Invalid {name} {value!r}.", hint=f"Use one of: {', '.join(allowed)}.")
     return value
+
+
+def message_roles(roles: Sequence[str] | None) -> tuple[str, ...] | None:
+    """A search's message-role filter, checked (None: no filter)."""
+    if isinstance(roles, str):
+        raise InvalidInput("Roles take a list.", hint='Pass roles=["user"].')
+    for role in roles or ():
+        check_choice("message role", role, MESSAGE_ROLES)
+    return tuple(dict.fromkeys(roles)) if roles else None
 
 
 def check_importance(value: float) -> float:

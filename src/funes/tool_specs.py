@@ -31,6 +31,7 @@ from .ingest import describe_source_filters
 MemoryTypeArg = Literal["preference", "fact", "decision", "context", "conversation"]
 ScopeArg = Literal["team", "project", "session"]
 SourceFilter = Literal["all", "sheets", "documents", "chat", "markdown"]
+RoleArg = Literal["user", "assistant", "tool"]  # who said a chat message (system prompts are never stored)
 FORMATS: tuple[str, ...] = ("anthropic", "openai", "responses", "mcp")
 
 
@@ -171,6 +172,11 @@ class MemorySearchArgs(_Args):
         default="all",
         description=f"Only results from this kind of source: {describe_source_filters()}. "
         "Default: all, memories included.",
+    )
+    role: RoleArg | None = Field(
+        default=None,
+        description="Only chat messages said in this role: user = what the user wrote, assistant = earlier "
+        "answers, tool = tool results. Leave empty for everything.",
     )
 
 

@@ -657,6 +657,7 @@ class AgentTools:
             project=project,
             session=caller.session_id,
             source_types=_source_types(source_filter),
+            roles=[args.role] if args.role else None,
             limit=int(self.config.search_limit),
             min_similarity=self._tool_min_similarity(),
             min_relevance=self._tool_min_relevance(),
@@ -665,6 +666,7 @@ class AgentTools:
         data = {
             "query": args.query,
             "source_filter": source_filter,
+            "role": args.role,
             "result_count": len(hits),
             "sources": sorted({h.attribution for h in hits}),
             "results": self._hit_data(hits),
@@ -672,6 +674,7 @@ class AgentTools:
         }
         if not hits:
             where = "" if source_filter == "all" else f" in {source_filter}"
+            where += f" among {args.role} messages" if args.role else ""
             return ToolResult(
                 "memory_search",
                 _degraded_note(hits) + f"No relevant information found{where} for {args.query!r}.",

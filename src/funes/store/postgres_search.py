@@ -107,6 +107,10 @@ class PostgresSearch:
                 "EXISTS (SELECT 1 FROM jsonb_array_elements(m.refs::jsonb) r WHERE r ->> 'type' = ? AND r ->> 'id' = ?)"
             )
             params.extend((ref.type, ref.id))
+        if filters.roles:
+            # locator is JSON text here too; a role belongs to chat messages alone.
+            where.append("m.kind = 'message'")
+            where.append(sql_in("(m.locator::jsonb ->> 'role')", filters.roles, params))
         if not include_expired and now is not None:
             where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
             params.append(to_epoch(now))
@@ -264,7 +268,11 @@ class PostgresSearch:
             return []
         query = np.asarray(vector, dtype=np.float32)
         conn = self.db.reader()
-        if filters.by_entity or self._tenant_vectors(conn, filters.tenant) <= self.exact_max:
+        # Entity and reference filters are narrow: an HNSW scan would walk far for a few records, so they
+        # go exact. A role filter keeps a large share (half a chat, for "user"): the HNSW scan applies it
+        # inside, with every other filter of _where, and the exact search below answers when it falls short.
+        narrow = bool(filters.entity_types or filters.entity_ids or filters.references)
+        if narrow or self._tenant_vectors(conn, filters.tenant) <= self.exact_max:
             return self._exact_knn(query, filters, k, now)
         # ef_search 1000 (pgvector's maximum) whatever the tenant's share: at 12k x 384 dims, 100 for a
         # tenant holding 95% of the vectors measured recall@10 0.71; 1000 measured 0.99 (bench/pg_recall.py).

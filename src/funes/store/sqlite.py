@@ -53,13 +53,14 @@ from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
 from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
+from .sqlite_matching import MatchingVectors
 from .sqlite_rows import (
     COLUMNS,
     PLACEHOLDERS,
     deserialize,
-    entity_filters,
     knn_visibility,
     record_filters,
+    records_only_filters,
     row_values,
     serialize,
     split_sql,
@@ -87,6 +88,7 @@ class SqliteStore(
     UpkeepTables,
     HealthChecks,
     ServerTables,
+    MatchingVectors,
 ):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
@@ -439,7 +441,7 @@ class SqliteStore(
                 alt.append(sql_in("m." + clause[0], clause[1], params))
             where.append("(" + " OR ".join(alt) + ")")
             where += record_filters(filters, None, params, "m.")
-        where += entity_filters(filters, params, "m.")
+        where += records_only_filters(filters, params, "m.")
         if not include_expired and now is not None:
             where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
             params.append(to_epoch(now))
@@ -663,7 +665,7 @@ class SqliteStore(
         """Exact cosine KNN with the filters inside the scan (in memory for large tenants, else vec0)."""
         if self._dims is None or k <= 0:
             return []
-        if filters.by_entity:
+        if filters.records_only:
             return self._vector_search_matching(vector, filters, k=k, now=now)
         conn = self.db.reader()
         cached = self.ann.search(conn, vector, filters, k=k, now=now)
@@ -696,19 +698,6 @@ class SqliteStore(
             if sim > best.get(memory_id, -2.0):
                 best[memory_id] = sim
         return sorted(best.items(), key=lambda kv: kv[1], reverse=True)
-
-    def _vector_search_matching(
-        self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None
-    ) -> list[tuple[str, float]]:
-        """Exact cosine KNN among the records the filters select (entity filters are narrow: few records)."""
-        params: list[Any] = []
-        where = self._where(filters, now, params)
-        ids = [
-            r[0] for r in self.db.reader().execute(f"SELECT m.id FROM memories m WHERE {' AND '.join(where)}", params)
-        ]
-        query = np.asarray(vector, dtype=np.float32)
-        best = {mid: max(float(np.dot(v, query)) for v in vs) for mid, vs in self.vectors_for(ids).items()}
-        return sorted(best.items(), key=lambda kv: kv[1], reverse=True)[:k]
 
     def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
         """Stored vectors of the given records, by record id."""

@@ -239,9 +239,13 @@ def record_filters(
     return where
 
 
-def entity_filters(filters: SearchFilters, params: list[Any], prefix: str) -> list[str]:
-    """WHERE terms of the entity and reference filters (records table only: vec0 has no such columns)."""
+def records_only_filters(filters: SearchFilters, params: list[Any], prefix: str) -> list[str]:
+    """WHERE terms of the entity, reference and role filters (records table only: vec0 has no such columns)."""
     where: list[str] = []
+    if filters.roles:
+        # A role belongs to chat messages alone: any other record with a "role" in its locator never matches.
+        where.append(f"{prefix}kind = 'message'")
+        where.append(sql_in(f"json_extract({prefix}locator, '$.role')", filters.roles, params))
     if filters.entity_types:
         where.append(sql_in(prefix + "entity_type", filters.entity_types, params))
     if filters.entity_ids:

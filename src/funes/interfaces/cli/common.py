@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 MEMORY_TYPES = ("preference", "fact", "decision", "context", "conversation")
 SCOPES = ("session", "project", "team")
+MESSAGE_ROLES = ("user", "assistant", "system", "tool")
 
 
 @dataclass

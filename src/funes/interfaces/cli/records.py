@@ -11,6 +11,7 @@ import click
 from ...ingest import describe_source_filters
 from .common import (
     MEMORY_TYPES,
+    MESSAGE_ROLES,
     SCOPES,
     State,
     describe,
@@ -216,6 +217,19 @@ def _parse_items(text: str) -> list[Any]:
     type=click.FloatRange(0.0, 1.0),
     help="Drop hits under this calibrated relevance (default: the search_min_relevance setting; 0 keeps all).",
 )
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=click.Choice(MESSAGE_ROLES),
+    help="Only chat messages said in this role (repeatable).",
+)
+@click.option(
+    "--group-by",
+    "group_by",
+    type=click.Choice(["session"]),
+    help="Group chat messages by conversation; --limit then counts sessions, and other records are left out.",
+)
 @click.option("--explain", is_flag=True, help="Show the per-signal score breakdown.")
 @entity_filters
 @json_option
@@ -236,6 +250,8 @@ def search(
     as_of: str | None,
     min_similarity: float | None,
     min_relevance: float | None,
+    roles: tuple[str, ...],
+    group_by: str | None,
     explain: bool,
     entity_types: tuple[str, ...],
     entity_ids: tuple[str, ...],
@@ -246,6 +262,8 @@ def search(
 
     Hits under the relevance floor are left out; when none passes, it says
     "No relevant memories" and exits 0 (nothing relevant is an answer).
+    With --group-by session it lists the conversations the hits come from,
+    best first, each with its best messages (--json: a list of groups).
     """
     text = read_text_arg(query, "search query")
     hits = state.funes().search(
@@ -266,16 +284,28 @@ def search(
         refs=filter_refs or None,
         min_relevance=min_relevance,
         as_of=as_of,
+        roles=roles or None,
+        group_by=group_by,
     )
+
+    def hit_lines(n: int, hit: Any, indent: str) -> list[str]:
+        lines = [indent + line for line in hit_line(n, hit).splitlines()]
+        if explain:
+            lines.append(indent + "   " + json.dumps(hit.explanation.to_dict()))
+        return lines
 
     def text_out() -> str:
         if not hits:
             return "No relevant memories."
         lines = []
+        if hits.groups is not None:
+            for n, group in enumerate(hits.groups, 1):
+                lines.append(group_line(n, group))
+                for m, hit in enumerate(group.hits, 1):
+                    lines += hit_lines(m, hit, "   ")
+            return "\n".join(lines)
         for n, hit in enumerate(hits, 1):
-            lines.append(hit_line(n, hit))
-            if explain:
-                lines.append("   " + json.dumps(hit.explanation.to_dict()))
+            lines += hit_lines(n, hit, "")
         return "\n".join(lines)
 
     if hits.degraded:
@@ -284,7 +314,18 @@ def search(
             "keyword matches only. `funes doctor` checks the embedder.",
             err=True,
         )
-    emit(as_json, [{**h.to_dict(), **({"degraded": hits.degraded} if hits.degraded else {})} for h in hits], text_out)
+    extra = {"degraded": hits.degraded} if hits.degraded else {}
+    items = hits if hits.groups is None else hits.groups
+    emit(as_json, [{**item.to_dict(), **extra} for item in items], text_out)
+
+
+def group_line(n: int, group: Any) -> str:
+    """A numbered conversation of a grouped search: title, session id, when its hits were said, relevance."""
+    name = f'"{group.title}" ({group.session_id})' if group.title else group.session_id
+    first, last = (f"{t:%Y-%m-%d %H:%M}" for t in (group.first_at, group.last_at))
+    when = first if first == last else f"{first} to {last}"
+    count = f"{len(group.hits)} hit" + ("s" if len(group.hits) != 1 else "")
+    return f"{n}. Session {name} · {when} · {count} · relevance={group.relevance:.2f} score={group.score:.4f}"
 
 
 @click.command()

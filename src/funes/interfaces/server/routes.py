@@ -131,8 +131,16 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         source_type: str | None = None,
         kind: str | None = None,
         session_id: str | None = None,
+        role: str | None = Query(None, description="Only chat messages said in these roles (comma-separated)."),
+        group_by: str | None = Query(None, description="'session': group chat messages by conversation."),
     ) -> dict[str, Any]:
-        """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting."""
+        """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting.
+
+        ``role`` (user, assistant, system, tool) keeps only chat messages said in
+        those roles. ``group_by=session`` answers "which conversation was that":
+        ``groups`` lists the sessions, best first (``limit`` counts them), and
+        ``hits`` holds their messages in group order; other records are left out.
+        """
         p = _principal(request, team)
         if limit is None:
             limit = int(funes.project_settings(file_id, tenant=p.team)["settings"]["retrieval_k"]) if file_id else 10
@@ -147,9 +155,14 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
             kinds=_csv(kind),
             source_types=_csv(source_type),
             entity_types=_csv(entity_type),
+            roles=_csv(role),
+            group_by=group_by,
             limit=limit,
         )
-        return {"query": q, "hits": [h.to_dict() for h in hits], "degraded": getattr(hits, "degraded", None)}
+        out: dict[str, Any] = {"query": q, "hits": [h.to_dict() for h in hits], "degraded": hits.degraded}
+        if hits.groups is not None:
+            out["groups"] = [g.to_dict() for g in hits.groups]
+        return out
 
     @app.get(_TEAM + "/memories/has-file/{file}", tags=["memories"])
     def has_file(team: str, file: str, request: Request) -> dict[str, Any]:
