@@ -499,7 +499,15 @@ def main(argv: list[str] | None = None) -> int:
         help="Also measure evidence in context on the first N questions of each conversation.",
     )
     parser.add_argument("--dump", type=Path, help="Also pickle every query's ranked units and hit signals here.")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="A Funes setting for both stores (repeatable), e.g. --set vector_weight=0.6: what a changed default would do.",
+    )
     ARGS = args = parser.parse_args(argv)
+    settings = dict(item.split("=", 1) for item in args.set)
     require(args.data)
     import funes
     from funes.embed.local import LocalEmbedder
@@ -511,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="funes-quality-") as tmp:
             if args.dataset in ("locomo", "all"):
                 samples = load_locomo(args.data)[: args.limit or None]
-                with funes.open(str(Path(tmp) / "locomo.db"), embedder=embedder) as mem:
+                with funes.open(str(Path(tmp) / "locomo.db"), embedder=embedder, **settings) as mem:
                     foreign = scifact_claims(args.data)
                     lo = run_locomo(mem, embedder, samples, args.off_topic, foreign)
                     embedder.save()
@@ -555,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
                         [r for r in lo["noise"] if r.group in train_ids],
                     )
             if args.dataset in ("scifact", "all"):
-                with funes.open(str(Path(tmp) / "scifact.db"), embedder=embedder) as mem:
+                with funes.open(str(Path(tmp) / "scifact.db"), embedder=embedder, **settings) as mem:
                     sf = run_scifact(mem, embedder, args.data, args.limit)
                     embedder.save()
                 if args.dump:
