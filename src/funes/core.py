@@ -57,6 +57,7 @@ from .record_input import (
     as_time,
     check_choice,
     check_importance,
+    check_search,
     expand_source_types,
     message_roles,
     remember_fields,
@@ -752,34 +753,8 @@ class Core:
         A hit that is a chat message carries the ``context_turns`` turns
         before and after it (default: the setting, 1) as ``hit.context``.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
-        cap = int(self.config.max_query_chars)
-        if cap > 0 and len(query) > cap:
-            # A 1 MB query took 63 s and a 10 MB one never answered over stdio (issue 9).
-            raise InvalidInput(
-                f"The search query is {len(query):,} characters, over the {cap:,} limit (max_query_chars).",
-                hint="Search with the key words or a short question; raise the limit with "
-                "`funes config set max_query_chars N` if you really need longer queries.",
-            )
-        try:
-            query.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInput(
-                "The search query is not valid Unicode text (it has a lone surrogate).",
-                hint="Decode the text properly before searching.",
-            ) from exc
         limit = self.config.search_limit if limit is None else int(limit)
-        if not 1 <= limit <= 1000:
-            raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
-        if min_relevance is not None and not 0.0 <= float(min_relevance) <= 1.0:
-            raise InvalidInput(
-                f"min_relevance {min_relevance} is out of range.", hint="Use a probability from 0 to 1, e.g. 0.3."
-            )
-        if min_similarity is not None and not -1.0 <= float(min_similarity) <= 1.0:
-            raise InvalidInput(
-                f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
-            )
+        check_search(query, int(self.config.max_query_chars), limit, min_relevance, min_similarity)
         width = self.config.context_turns if context_turns is None else int(context_turns)
         if not 0 <= width <= 10:
             raise InvalidInput(f"context_turns {width} is out of range.", hint="Use 0 (the message alone) to 10.")

@@ -187,3 +187,35 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "source": (SourceRef,),
     "references": (list, tuple),
 }
+
+
+def check_search(
+    query: Any, max_chars: int, limit: int, min_relevance: float | None, min_similarity: float | None
+) -> None:
+    """The arguments of a search, each refused with what to do instead."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("The search query is empty.", hint="Pass the words or question to search for.")
+    if max_chars > 0 and len(query) > max_chars:
+        # A 1 MB query took 63 s and a 10 MB one never answered over stdio (issue 9).
+        raise InvalidInput(
+            f"The search query is {len(query):,} characters, over the {max_chars:,} limit (max_query_chars).",
+            hint="Search with the key words or a short question; raise the limit with "
+            "`funes config set max_query_chars N` if you really need longer queries.",
+        )
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            "The search query is not valid Unicode text (it has a lone surrogate).",
+            hint="Decode the text properly before searching.",
+        ) from exc
+    if not 1 <= limit <= 1000:
+        raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
+    if min_relevance is not None and not 0.0 <= float(min_relevance) <= 1.0:
+        raise InvalidInput(
+            f"min_relevance {min_relevance} is out of range.", hint="Use a probability from 0 to 1, e.g. 0.3."
+        )
+    if min_similarity is not None and not -1.0 <= float(min_similarity) <= 1.0:
+        raise InvalidInput(
+            f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
+        )
