@@ -513,7 +513,7 @@ class SqliteStore(
         if not terms:
             return []
         conn = self.db.reader()
-        terms, only_common = self._informative_terms(conn, terms, scan_cap, common_ratio)
+        terms, only_common, matches = self._informative_terms(conn, terms, scan_cap, common_ratio)
         if not terms:
             return []
         if only_common:
@@ -533,6 +533,12 @@ class SqliteStore(
             # so both forms return the same rows with the same scores (the
             # tags column has weight 0).
             match = f'tags : "{tenant_token(filters.tenant)}" AND {match}'
+        if matches < scan_cap:
+            # Likely all under the cap: score the matches in the index alone and
+            # join only the best with the records (the join cost as much as BM25).
+            found = self._best_passing(conn, match, filters, now, limit, scan_cap)
+            if found is not None:
+                return found
         params: list[Any] = [match]
         where = ["memories_fts MATCH ?", *self._where(filters, now, params)]
         sql = (
@@ -549,6 +555,39 @@ class SqliteStore(
         rows.sort(key=lambda r: r[1])
         return [(r[0], -float(r[1])) for r in rows[:limit]]
 
+    def _best_passing(
+        self, conn: Any, match: str, filters: SearchFilters, now: datetime | None, limit: int, scan_cap: int
+    ) -> list[tuple[str, float]] | None:
+        """The ``limit`` best-scored matches that pass the filters, or None when the matches exceed the cap.
+
+        Equal to the one-statement plan whenever every match fits under the
+        cap (same rows, same scores, ties newest first); the filters are then
+        checked in score order, a chunk of candidates at a time.
+        """
+        rows = conn.execute(
+            "SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (match, scan_cap),
+        ).fetchall()
+        if len(rows) >= scan_cap:
+            return None  # the cap counts passing rows: the one-statement plan must decide which
+        rows.sort(key=lambda r: r[1])  # stable: ties stay newest first
+        out: list[tuple[str, float]] = []
+        step = max(2 * limit, 64)
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            params: list[Any] = [r[0] for r in chunk]
+            where = [f"m.rowid IN ({', '.join('?' for _ in chunk)})", *self._where(filters, now, params)]
+            # NOT INDEXED: rowid lookups, never a walk of the tenant index (seconds at 100k).
+            sql = f"SELECT m.rowid, m.id FROM memories m NOT INDEXED WHERE {' AND '.join(where)}"
+            passing = dict(conn.execute(sql, params))
+            for rowid, score in chunk:
+                if rowid in passing:
+                    out.append((passing[rowid], -float(score)))
+                    if len(out) == limit:
+                        return out
+        return out
+
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """Rows in the keyword index and how many contain each term: BM25's IDF inputs (cached a while).
 
@@ -561,24 +600,26 @@ class SqliteStore(
 
     def _informative_terms(
         self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float
-    ) -> tuple[list[str], bool]:
-        """The terms worth a BM25 pass, and whether they are all common words.
+    ) -> tuple[list[str], bool, int]:
+        """The terms worth a BM25 pass, whether they are all common words, and a bound on their matches.
 
-        No term matching nothing, no common term beside rarer ones.
+        No term matching nothing, no common term beside rarer ones. The bound
+        comes from cached counts, so it only ever chooses a plan.
         """
         total = self._record_estimate(conn)
         if total <= scan_cap or ratio <= 0:
-            return list(terms), False  # everything fits under the cap: rank it exactly
+            return list(terms), False, total  # everything fits under the cap: rank it exactly
         limit = max(1, int(ratio * total))
         counts = {t: self._term_count(conn, t, limit + 1) for t in terms}
         kept = [t for t in terms if 0 < counts[t] <= limit]
         if kept:
-            return kept, False
+            return kept, False, sum(counts[t] for t in kept)
         common = [t for t in terms if counts[t] > 0]
         if not common:
-            return [], False
+            return [], False, 0
         # Only common words: keep the rarest one (a full count, cached).
-        return [min(common, key=lambda t: self._term_count(conn, t, None))], True
+        rarest = min(common, key=lambda t: self._term_count(conn, t, None))
+        return [rarest], True, self._term_count(conn, rarest, None)
 
     def _planning_stat(self, key: str, compute: Callable[[], int]) -> int:
         """A query-planning statistic, recomputed after _STATS_TTL (a stale value only changes a plan)."""
@@ -683,7 +724,9 @@ class SqliteStore(
         if self._dims is None or not memory_ids:
             return out
         conn = self.db.reader()
-        ids = list(dict.fromkeys(memory_ids))
+        # A large tenant's index holds the vectors: no vec0 point lookup per record.
+        out = self.ann.vectors_for(conn, list(dict.fromkeys(memory_ids)))
+        ids = [m for m in dict.fromkeys(memory_ids) if m not in out]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
