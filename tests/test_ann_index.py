@@ -344,3 +344,27 @@ def test_vectors_for_reads_unchanged_records_from_the_index(tmp_path: Path) -> N
     for memory_id in ids:
         assert [v.tolist() for v in got[memory_id]] == [v.tolist() for v in want[memory_id]]
     assert got[ids[0]][0].tolist() == [0.5] * DIMS
+
+
+def test_a_view_gains_key_lookups_and_follows_another_process_save(tmp_path: Path) -> None:
+    path = tmp_path / "w.db"
+    ann, exact = built(path)
+    ann.close()
+    first = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    second = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    probe = np.ones(DIMS, dtype=np.float32)
+    for store in (first, second):
+        store.vector_search(probe, SearchFilters(tenant="big"), k=1, now=NOW)
+        assert not store.ann._tenants["big"].lookups  # a one-shot process never builds them
+        store.vector_search(probe, SearchFilters(tenant="big"), k=1, now=NOW)
+        assert store.ann._tenants["big"].lookups
+    ids = [m.id for m in list(exact.iter_records("big"))[:20]]
+    assert first.vectors_for(ids).keys() == set(ids)
+    # The first process catches up and saves; the second's view now maps a replaced file.
+    first.ann.delta_min = 10
+    fill(exact, "big", 50, seed=31)
+    first.vector_search(probe, SearchFilters(tenant="big"), k=1, now=NOW)
+    assert first.maintain_index("big") == "caught up"
+    assert second.maintain_index("big") == "current"  # maps the newer save instead of redoing it
+    assert second.ann._tenants["big"].seq == first.ann._tenants["big"].seq
+    assert recall(second, exact, queries(32, 40, filtered=True)) >= 0.99

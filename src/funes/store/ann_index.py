@@ -76,6 +76,7 @@ BEAM = 2  # the graph search beam, in candidates asked for
 RESCORE = 2  # the scan re-scores this many times k rows per alternative with float32 vectors
 DELTA_MIN = 2000  # changed vectors tolerated before the index file is caught up
 BUILD_ON_SEARCH = 2  # like the vector cache: a one-shot process never asks for a build
+LOOKUPS_ON_SEARCH = 2  # a view gains key lookups on its second search (a one-shot process never pays)
 
 
 def _usearch() -> Any:
@@ -104,8 +105,10 @@ class _Tenant:
     columns: IndexColumns
     seq: int  # change-log position the index file (or this process's copy) reflects
     dims: int
-    view: bool  # memory-mapped read-only, without key lookups; loaded into memory before a catch-up
+    view: bool  # memory-mapped read-only; loaded into memory before a catch-up
     file: Path | None = None  # the index file a view maps
+    lookups: bool = True  # whether the index can find a key's vector (a view opens without: see _open)
+    searches: int = 0
     delta: list[int] = field(default_factory=list)  # vector ids changed after seq, each once
     changed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # the same, sorted
     live: TenantVectors | None = None  # the delta's current rows (exact; deleted ones absent)
@@ -188,6 +191,17 @@ class AnnIndexes:
             if not self._refresh(conn, filters.tenant, entry):
                 return None
             hits, scanned = _search_entry(conn, entry, query / norm, filters, k, now)
+            entry.searches += 1
+            if not entry.lookups and entry.searches >= LOOKUPS_ON_SEARCH and entry.file is not None:
+                # Map the file again with key lookups (~1 ms per 10k vectors, once): the vectors
+                # of keyword hits and of a scan's winners then come from the index, not from SQLite.
+                try:
+                    index = _usearch().restore(str(entry.file), view=True)
+                    if index is None or len(index) != len(entry.index):
+                        raise ValueError("not the same index")
+                    entry.index, entry.lookups = index, True
+                except (OSError, RuntimeError, ValueError):
+                    entry.file = None  # replaced by another process's save: stay without lookups
         self.searches += 1
         if scanned:
             self.scans += 1
@@ -203,8 +217,8 @@ class AnnIndexes:
             if not wanted:
                 break
             with entry.lock:
-                if entry.view or not self._refresh(conn, tenant, entry):
-                    continue  # a view has no key lookups (they cost ~80 ms to open at 1M): SQLite answers
+                if not entry.lookups or not self._refresh(conn, tenant, entry):
+                    continue  # a view opened without key lookups: SQLite answers
                 rows = entry.columns.rows_of_ids(wanted)
                 if not rows:
                     continue
@@ -270,7 +284,8 @@ class AnnIndexes:
                 return None
         except (OSError, ValueError, KeyError, TypeError, RuntimeError, json.JSONDecodeError):
             return None
-        return _Tenant(index, columns, int(manifest["seq"]), int(manifest["dims"]), view=True, file=path)
+        seq, dims = int(manifest["seq"]), int(manifest["dims"])
+        return _Tenant(index, columns, seq, dims, view=True, file=path, lookups=False)
 
     def _refresh(self, conn: Any, tenant: str, entry: _Tenant) -> bool:
         """Read the vectors changed since the index (False: the index is too old to use; a rebuild is asked for).
@@ -320,6 +335,10 @@ class AnnIndexes:
             return "none"
         with self._lock:
             entry = self._tenants.get(tenant)
+        if entry is not None and entry.view and self._saved_seq(tenant) != entry.seq:
+            with self._lock:  # another process saved a newer index: map that one instead
+                self._tenants.pop(tenant, None)
+            entry = None
         if entry is None:
             entry = self._open(conn, tenant)
         if entry is None:
@@ -341,6 +360,13 @@ class AnnIndexes:
                 return "current"
             self.catch_up(conn, tenant, entry)
         return "caught up"
+
+    def _saved_seq(self, tenant: str) -> int | None:
+        """The change-log position of the tenant's saved index (None: no readable manifest)."""
+        try:
+            return int(json.loads(self.manifest_path(tenant).read_text(encoding="utf-8"))["seq"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     # -- maintenance -------------------------------------------------------------
     def build(self, conn: Any, tenant: str) -> _Tenant:
@@ -373,9 +399,9 @@ class AnnIndexes:
             ids = list(dict.fromkeys([*entry.delta, *changed_ids(conn, tenant, entry.delta_seq, top)]))
             present = rows_of(conn, ids, tenant)
             if entry.view:
-                # A view is read-only and has no key lookups: load the file it maps.
+                # A view is read-only: load the file it maps (maintain() made sure it is the saved one).
                 entry.index = _usearch().restore(str(entry.file), view=False)
-                entry.view = False
+                entry.view, entry.lookups = False, True
             index = entry.index
             changed = np.asarray(ids, dtype=np.uint64)
             stale = changed[np.asarray(index.contains(changed), dtype=bool)] if len(changed) else changed
@@ -597,7 +623,7 @@ def _scan(
             local = local[np.argpartition(-approx[local], keep - 1)[:keep]]
         chosen.append(rows[local])
     picked = np.unique(np.concatenate(chosen))
-    if entry.view:
+    if not entry.lookups:
         # Unchanged since the save (changed rows were masked out), so the store holds the same vectors;
         # one deleted since the last look at the change log is left out.
         vectors, present = _stored(conn, cols.keys[picked], entry.dims)
