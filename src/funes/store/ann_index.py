@@ -132,7 +132,7 @@ class AnnIndexes:
         self._wanted: set[str] = set()  # tenants whose index needs a build or a catch-up (a job does it)
         self._lock = threading.Lock()
         self.delta_min = DELTA_MIN
-        self.build_threads = 1  # one: a build runs as a job beside searches, and is then deterministic
+        self.build_threads = 1  # of builds and catch-ups: one, as a job beside searches (and a deterministic graph)
         self.builds = 0  # counters, for tests and the bench
         self.catchups = 0
         self.searches = 0  # queries answered from an index (by its graph or a scan of its columns)
@@ -411,7 +411,7 @@ class AnnIndexes:
             for i, row in enumerate(present):
                 vectors[i] = np.frombuffer(row[1], dtype=np.float32)
             if present:
-                index.add(np.asarray([r[0] for r in present], dtype=np.uint64), vectors, threads=1)
+                index.add(np.asarray([r[0] for r in present], dtype=np.uint64), vectors, threads=self.build_threads)
             meta = [(r[0], *r[2:]) for r in present]
             arrays = merged_columns(entry.columns, changed, meta, vectors, entry.dims)
             entry.columns = self._save(tenant, index, arrays, top, entry.dims)
