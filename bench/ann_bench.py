@@ -93,7 +93,7 @@ def main() -> None:
                 shares.append(len({i for i, _ in got} & {i for i, _ in truth}) / len(truth))
         for label, values in times.items():
             print(f"{name:18} {label:5} p50 {pct(values, 50):6.2f} ms  p95 {pct(values, 95):6.2f} ms")
-        print(f"{name:18} recall@10 {np.mean(shares):.4f}  fallbacks {ann.ann.fallbacks}")
+        print(f"{name:18} recall@10 {np.mean(shares):.4f}  scans {ann.ann.scans}")
     ann.close()
     exact.close()
     runs = []

@@ -107,9 +107,7 @@ def recall(answers: Sequence[Sequence[str]], truth: Sequence[Sequence[str]]) -> 
 
 
 def result(name: str, inserted: int, insert_s: float, path: str, answers: Any, seconds: Any, truth: Any) -> Result:
-    return Result(
-        name, inserted / insert_s, disk_mb(path), pct(seconds, 50), pct(seconds, 95), recall(answers, truth)
-    )
+    return Result(name, inserted / insert_s, disk_mb(path), pct(seconds, 50), pct(seconds, 95), recall(answers, truth))
 
 
 # -- the systems -------------------------------------------------------------------------------
@@ -132,7 +130,9 @@ def run_funes(work: str, batches: list[Any], queries: np.ndarray, tenant: str, t
     return out
 
 
-def run_chroma(work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.ndarray, tenant: str, truth: Any) -> Result:
+def run_chroma(
+    work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.ndarray, tenant: str, truth: Any
+) -> Result:
     chromadb = need("chromadb")
     from chromadb.config import Settings
 
@@ -157,7 +157,9 @@ def run_chroma(work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.n
     return result("chroma (HNSW, where=tenant)", len(rows), insert_s, path, answers, seconds, truth)
 
 
-def run_lancedb(work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.ndarray, tenant: str, truth: Any) -> list[Result]:
+def run_lancedb(
+    work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.ndarray, tenant: str, truth: Any
+) -> list[Result]:
     lancedb = need("lancedb")
     import pyarrow as pa
 
@@ -206,7 +208,9 @@ def run_lancedb(work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.
     return out
 
 
-def run_sqlite_vec(work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.ndarray, tenant: str, truth: Any) -> Result:
+def run_sqlite_vec(
+    work: str, rows: list[tuple[str, str, np.ndarray]], queries: np.ndarray, tenant: str, truth: Any
+) -> Result:
     import sqlite_vec
 
     from funes.store.connection import driver
@@ -223,7 +227,9 @@ def run_sqlite_vec(work: str, rows: list[tuple[str, str, np.ndarray]], queries: 
     start = time.perf_counter()
     conn.execute("BEGIN")
     for n, (_, t, vec) in enumerate(rows, start=1):
-        conn.execute("INSERT INTO v(rowid, tenant, embedding) VALUES (?, ?, ?)", (n, t, vec.astype(np.float32).tobytes()))
+        conn.execute(
+            "INSERT INTO v(rowid, tenant, embedding) VALUES (?, ?, ?)", (n, t, vec.astype(np.float32).tobytes())
+        )
     conn.execute("COMMIT")
     insert_s = time.perf_counter() - start
 
@@ -256,7 +262,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     now = datetime.now(UTC)
     batches = []
     for begin in range(0, args.size, 5000):
-        items, _, _ = corpus.records(begin, min(5000, args.size - begin), args.size, lambda i: tenants[i % len(tenants)], now)
+        items, _, _ = corpus.records(
+            begin, min(5000, args.size - begin), args.size, lambda i: tenants[i % len(tenants)], now
+        )
         # Nothing expires here, so every system is asked the same question.
         batches.append([(replace(m, expires_at=None), v) for m, v in items])
     rows = [(m.id, m.tenant, v[0]) for items in batches for m, v in items]

@@ -55,9 +55,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
+import scale_phases
 
 from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id
 from funes.retrieval import STOPWORDS, query_terms
+from funes.store.sqlite import SqliteStore
 from funes.store.vector_cache import LOAD_ON_SEARCH
 
 DIMS = 384
@@ -245,7 +247,9 @@ class Bench:
     def open_service(self, path: str, embedder: Any) -> Any:
         from funes.service import open as open_funes
 
-        return open_funes(path, embedder=embedder, query_threads=1)
+        svc = open_funes(path, embedder=embedder, query_threads=1, **scale_phases.RETENTION_OFF)
+        svc.store.ann.build_threads = self.args.build_threads
+        return svc
 
     def run_layout(self, layout: str, sizes: list[int], embedder: Any) -> None:
         args = self.args
@@ -320,6 +324,9 @@ class Bench:
             self.search_phase(
                 layout, size, svc, corpus, tenants, all_vecs[:size], tenant_idx[:size], expired[:size], ids
             )
+            if not args.skip_first:
+                scale_phases.first_query(self, layout, size, path, tenants[0])
+        scale_phases.maintained_inserts(self, layout, total, svc, corpus, tenants[0])
         if layout == "single" or self.cli_db is None:
             # The cold start is measured on the largest tenant (the single layout when it runs), with its
             # vector index built as a long-running worker or `funes jobs run` would have built it.
@@ -367,6 +374,10 @@ class Bench:
         cache = store.vector_cache
         min_vectors = cache.min_vectors
         cache.clear()
+        # The same queries through sqlite-vec alone (no cache, no index): slow on a large
+        # tenant (~0.4 s a query at 1M), so only the first --sqlite-vec-queries of them.
+        plain = SqliteStore(store.path, vector_cache_min=0, ann_min=0)
+        served, scans = store.ann.searches, store.ann.scans
         for _ in range(LOAD_ON_SEARCH):  # the search that loads the tenant into memory
             t0 = time.perf_counter()
             store.vector_search(corpus.query("rare")[1], SearchFilters(tenant=tenants[0]), k=50, now=now)
@@ -398,10 +409,9 @@ class Bench:
             best = np.argpartition(-sims, 10)[:10] if len(sims) > 10 else np.arange(len(sims))
             truth = {ids[int(rows[i])] for i in best}
             t5 = time.perf_counter()
-            cache.min_vectors = 0  # the same query through sqlite-vec alone
-            store.vector_search(qvec, filters, k=50, now=now)
+            if len(stats["vec_sqlite"]) < args.sqlite_vec_queries:
+                plain.vector_search(qvec, filters, k=50, now=now)
             t6 = time.perf_counter()
-            cache.min_vectors = min_vectors
             if not timed:
                 continue
             found = {i for i, _ in top10}
@@ -412,10 +422,13 @@ class Bench:
             stats["vec"].append(t3 - t2)
             stats["vec_k10"].append(t4 - t3)
             stats["numpy"].append(t5 - t4)
-            stats["vec_sqlite"].append(t6 - t5)
+            if len(stats["vec_sqlite"]) < args.sqlite_vec_queries:
+                stats["vec_sqlite"].append(t6 - t5)
             if kind == "common":
                 kw_hits_common.append(len(kw))
         del svc.embedding.embed_query
+        plain.close()
+        served, scans = store.ann.searches - served, store.ann.scans - scans
         scoped = f"1 of {len(tenants)} tenants" if len(tenants) > 1 else "one tenant holds all"
 
         def lat(values: list[float]) -> str:
@@ -426,7 +439,7 @@ class Bench:
             size,
             "hybrid p50/p95/p99 (ms), no embedding",
             lat(stats["hybrid"]),
-            f"{len(stats['hybrid'])} queries, {scoped}",
+            f"{len(stats['hybrid'])} queries, {scoped}; load average {os.getloadavg()[0]:.2f}",
         )
         self.add(layout, size, "  hybrid, rare-word queries", lat(stats["hybrid_rare"]))
         self.add(layout, size, "  hybrid, common-word queries", lat(stats["hybrid_common"]))
@@ -443,11 +456,19 @@ class Bench:
             size,
             "  vector leg k=50",
             lat(stats["vec"]),
-            f"in-memory cache ({cached_tenants} tenant(s) cached)"
+            f"usearch index ({served} searches, {scans} by scanning the filter's rows)"
+            if served
+            else f"in-memory cache ({cached_tenants} tenant(s) cached)"
             if cached_tenants
             else f"sqlite-vec (tenant under vector_cache_min={min_vectors:,})",
         )
-        self.add(layout, size, "  vector leg k=50, sqlite-vec only", lat(stats["vec_sqlite"]))
+        self.add(
+            layout,
+            size,
+            "  vector leg k=50, sqlite-vec only",
+            lat(stats["vec_sqlite"]),
+            f"{len(stats['vec_sqlite'])} queries",
+        )
         if cached_tenants:
             self.add(
                 layout,
@@ -456,6 +477,7 @@ class Bench:
                 f"{load_search:.2f}",
                 "count + full load of the tenant",
             )
+        if cached_tenants or served:
             self.interleaved(layout, size, store, corpus, tenants[0], now)
         self.add(
             layout,
@@ -493,7 +515,8 @@ class Bench:
             size,
             "  vector leg k=50 after each write",
             f"{pct(times, 50):.2f}/{pct(times, 95):.2f}/{pct(times, 99):.2f}",
-            f"{len(times)} writes, {store.vector_cache.full_loads - loads} full reloads",
+            f"{len(times)} writes, {store.vector_cache.full_loads - loads} full reloads of the cache"
+            + (f", index delta {len(store.ann._tenants[tenant].delta)}" if tenant in store.ann._tenants else ""),
         )
 
     def e2e_phase(self, layout: str, size: int, svc: Any, corpus: Corpus, tenants: list[str]) -> None:
@@ -592,7 +615,7 @@ class Bench:
         print(f"workdir {self.workdir}; {os.cpu_count()} cores; python {sys.version.split()[0]}", flush=True)
         for layout in self.args.layouts:
             self.run_layout(layout, self.args.sizes, embedder)
-        if not self.args.skip_embed:
+        if not self.args.skip_embed and not self.args.skip_model:
             print("\n== local model", flush=True)
             self.embed_phase()
         if not self.args.skip_cli:
@@ -622,6 +645,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cli-runs", type=int, default=5, help="Fresh `funes search` processes to time.")
     parser.add_argument("--skip-embed", action="store_true", help="Skip everything that loads the model.")
     parser.add_argument("--skip-cli", action="store_true", help="Skip the CLI cold-start runs.")
+    parser.add_argument(
+        "--sqlite-vec-queries", type=int, default=60, help="Queries also timed through sqlite-vec alone."
+    )
+    parser.add_argument("--maintained", type=int, default=10000, help="Records inserted with the index maintained.")
+    parser.add_argument("--build-threads", type=int, default=1, help="Threads of an index build (the job uses 1).")
+    parser.add_argument("--first-runs", type=int, default=5, help="Fresh processes timed for the first query.")
+    parser.add_argument("--skip-first", action="store_true", help="Skip the fresh-process first-query runs.")
+    parser.add_argument("--skip-model", action="store_true", help="Skip the model throughput runs (not e2e).")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", help="Where the stores go (default: a new temporary directory).")
     parser.add_argument("--keep", action="store_true", help="Keep the stores afterwards.")

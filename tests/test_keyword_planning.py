@@ -50,3 +50,105 @@ def test_terms_that_match_nothing_are_dropped_and_all_unknown_returns_nothing(tm
         some = mem.search("zeppelin qwertyuiop", limit=3, track=False)
         assert some[0].memory.content.startswith("The zeppelin hangar")
         assert some[0].explanation.keyword_rank == 1
+
+
+def test_scoring_in_the_index_first_gives_the_same_hits_as_one_statement(tmp_path: Path) -> None:
+    """Under the cap, matches are scored in the FTS index and only the best joined: same rows, scores, order."""
+    import random
+    from datetime import timedelta
+
+    from funes.models import Memory, content_hash, new_id
+
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
+    now = utcnow()
+    with funes.open(str(tmp_path / "two.db"), embedder=HashEmbedder(32)) as mem:
+        items = []
+        for n in range(600):
+            content = " ".join(rng.choices(words, k=rng.randint(2, 9))) + f" filler{n % 7}"
+            scope = rng.choice(["team", "project", "session"])
+            items.append(
+                Memory(
+                    id=new_id(),
+                    content=content,
+                    tenant=rng.choice(["a", "a", "a", "b"]),
+                    scope=scope,
+                    project_id="p1" if scope == "project" else None,
+                    session_id="s1" if scope == "session" else None,
+                    memory_type=rng.choice(["fact", "decision"]),
+                    expires_at=now - timedelta(days=1) if rng.random() < 0.1 else None,
+                    content_hash=content_hash(content),
+                    created_at=now - timedelta(days=rng.randint(0, 99)),
+                )
+            )
+        store = mem.store
+        store.put_many([(m, None) for m in items])
+        filters = [
+            SearchFilters(tenant="a"),
+            SearchFilters(tenant="b"),
+            SearchFilters(tenant="a", scopes=("project",), project_id="p1"),
+            SearchFilters(tenant="a", memory_types=("decision",), created_after=now - timedelta(days=30)),
+            SearchFilters(tenant="a", session_id="s1"),
+        ]
+        used = []
+        real = store._best_passing
+
+        def spy(*args: object, **kwargs: object) -> object:
+            found = real(*args, **kwargs)  # type: ignore[arg-type]
+            used.append(found is not None)
+            return found
+
+        for f in filters:
+            for terms in (["alpha"], ["beta", "omega"], ["filler3", "gamma"], ["sigma", "delta", "alpha"]):
+                store._best_passing = spy  # type: ignore[method-assign]
+                two = store.keyword_search(terms, f, limit=7, scan_cap=2000, now=now, common_ratio=0.1)
+                store._best_passing = lambda *a, **k: None  # type: ignore[method-assign]
+                one = store.keyword_search(terms, f, limit=7, scan_cap=2000, now=now, common_ratio=0.1)
+                assert two == one and one
+        assert all(used) and used
+        # Over the cap the index-first plan steps aside: the cap counts rows that pass the filters.
+        store._best_passing = real  # type: ignore[method-assign]
+        assert store._best_passing(store.db.reader(), '("alpha")', SearchFilters(tenant="a"), now, 5, 10) is None
+
+
+def test_a_lone_common_term_scores_as_bm25_without_the_idf_walk(tmp_path: Path, monkeypatch: object) -> None:
+    """Past IDF_WALK_MAX rows the one-term BM25 is computed from FTS5's counts: the same scores and order."""
+    import pytest
+
+    from funes.store import sqlite_keyword
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    with fill(tmp_path) as mem:
+        mem.remember("Project budget project budget, and a title", title="Project project")
+        mem.remember("A long note that mentions the project once among many many other words here")
+        # A common term under half the store, so its IDF is not the floor.
+        mem.remember_many([f"Quarterly zebra memo {n} " + "zebra " * (n % 4) + "filler " * (n % 9) for n in range(120)])
+        # Newest records in another tenant: "default" no longer dominates, so its MATCH carries the tenant token.
+        mem.remember_many([f"zebra crossing {n}" for n in range(80)], tenant="other")
+        store = mem.store
+        used: list[bool] = []
+        real = store._single_term_bm25
+
+        def spy(*args: object) -> object:
+            found = real(*args)  # type: ignore[arg-type]
+            used.append(found is not None)
+            return found
+
+        now = utcnow()
+        cases = (
+            (["project", "budget"], SearchFilters()),
+            (["update"], SearchFilters(tenant="default")),
+            (["zebra"], SearchFilters()),
+            (["zebra"], SearchFilters(tenant="default")),
+        )
+        for terms, f in cases:
+            plain = store.keyword_search(terms, f, limit=20, scan_cap=CAP, now=now, common_ratio=0.1)
+            monkeypatch.setattr(sqlite_keyword, "IDF_WALK_MAX", 0)
+            monkeypatch.setattr(store, "_single_term_bm25", spy)
+            walkless = store.keyword_search(terms, f, limit=20, scan_cap=CAP, now=now, common_ratio=0.1)
+            monkeypatch.undo()
+            assert [i for i, _ in walkless] == [i for i, _ in plain] and len(plain) == CAP // 4
+            for (_, a), (_, b) in zip(walkless, plain, strict=True):
+                assert a == pytest.approx(b, rel=1e-12)
+        assert used == [True, True, True, True]
+        assert plain[0][1] > 0.01  # zebra: a real IDF, not the floor

@@ -6,18 +6,28 @@ with at least ``ann_min`` vectors is therefore answered from an HNSW graph
 saved in ``<db>.ann/`` and memory-mapped on open, so a fresh process answers
 without loading or rebuilding anything.
 
-The index is never trusted for content, only for *which* vectors to look at:
+Each index file has a companion ``.cols`` file (``ann_columns.py``): the
+filter columns, record ids and int8 codes of exactly the vectors in the
+graph, memory-mapped, so candidates are filtered and named without a SQLite
+lookup (those lookups cost more than the graph search itself).
 
-* Candidates are re-read from SQLite (current vector, current filter
-  columns) and ranked exactly with :class:`TenantVectors`, so a deleted
-  record, a changed scope or an expired record is never returned.
-* Every vector changed since the index's change-log position (``seq`` in its
-  manifest; see migration 004) is added to the candidates, so a stale index
-  still finds new records. When that delta grows, the index is caught up
-  (added, removed, saved) and the manifest moved forward.
-* Filters must not cut recall: the candidate pool grows by 4x until every
-  visibility alternative has ``k`` passing rows; a filter too selective for
-  that falls back to the exact path (returns None).
+What the files say is only trusted as of their change-log position:
+
+* Every vector changed since the index's position (``seq`` in its manifest;
+  see migration 004) is re-read from SQLite into a small exact copy (the
+  delta), searched exactly beside the graph, and masked out of the graph's
+  candidates, so a stale index still finds new records and never returns a
+  deleted one, a changed scope or an expired record. When that delta grows,
+  the index is caught up (added, removed, saved) and the manifest moved on.
+* Similarities are the graph's own float32 cosines (exact for the vectors it
+  holds), so hits rank exactly like the exact path's.
+* Filters must not cut recall. The share of rows passing each visibility
+  alternative is estimated from a sample of the columns; the graph is asked
+  for the pool that share needs, and asked again with a larger one until
+  every alternative has ``k`` passing rows. A filter too selective for that
+  (or passing so few rows that scanning them is cheaper) is answered by an
+  exact scan of the passing rows: int8 codes, then the best re-scored with
+  the index's float32 vectors.
 * A manifest that points at a missing, truncated or unreadable file, of other
   dimensions, or at a position older than the change log's floor (trimmed,
   or a reindex with another model) makes the index rebuilt, never used.
@@ -27,8 +37,8 @@ search never does either: it answers exactly and asks for the work
 (:meth:`AnnIndexes.take_wanted`); the service queues it as an ``ann-index``
 job on the durable runner, whose worker calls :meth:`AnnIndexes.maintain`.
 
-Crash safety: a new index file is written under a fresh name, fsynced and
-renamed; only then is the manifest replaced (write, fsync, rename), so a
+Crash safety: a new index file and its columns are written under fresh
+names, fsynced and renamed; only then is the manifest replaced (write, fsync, rename), so a
 writer killed at any point leaves the old manifest and its complete file,
 and the next open catches up from the old position. Catch-ups and builds are
 serialised across processes with an exclusive ``flock``.
@@ -39,6 +49,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -51,16 +62,21 @@ from typing import Any
 import numpy as np
 
 from ..models import SearchFilters
+from .ann_columns import IndexColumns, columns_of, merged_columns, write_columns
 from .sqlite_rows import knn_visibility
-from .vector_cache import _META, TenantVectors, _log_bounds, _snapshot, changed_ids, rows_of
+from .vector_cache import _TENANT_SQL, TenantVectors, _log_bounds, _snapshot, changed_ids, rows_of
 
-FORMAT = 1
+FORMAT = 2  # 2: with the .cols file
 CONNECTIVITY = 16  # HNSW M; see bench/README.md for the measured choice
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 128
-MAX_POOL = 1024  # candidates beyond this: the filter is selective, the exact path is cheaper (measured at 100k)
+EXPANSION_SEARCH = 256  # the least search beam: 128 gave recall@10 0.97 on the tests' tight clusters
+MAX_POOL = 4096  # a filter needing more graph candidates than this is answered by scanning its rows
+SCAN_FACTOR = 8  # ... and so is one passing fewer rows than this many times the pool it needs
+BEAM = 2  # the graph search beam, in candidates asked for
+RESCORE = 2  # the scan re-scores this many times k rows per alternative with float32 vectors
 DELTA_MIN = 2000  # changed vectors tolerated before the index file is caught up
 BUILD_ON_SEARCH = 2  # like the vector cache: a one-shot process never asks for a build
+LOOKUPS_ON_SEARCH = 2  # a view gains key lookups on its second search (a one-shot process never pays)
 
 
 def _usearch() -> Any:
@@ -83,16 +99,25 @@ def _fsync_dir(path: Path) -> None:
 
 @dataclass
 class _Tenant:
-    """One tenant's opened index and what it reflects."""
+    """One tenant's opened index, its columns, and what changed since they were saved."""
 
     index: Any
+    columns: IndexColumns
     seq: int  # change-log position the index file (or this process's copy) reflects
     dims: int
-    view: bool  # memory-mapped read-only; copied into memory before a catch-up
-    delta: list[int] = field(default_factory=list)  # vector ids changed after seq
-    vectors: dict[int, bytes] = field(default_factory=dict)  # the delta's current vectors in the tenant
+    view: bool  # memory-mapped read-only; loaded into memory before a catch-up
+    file: Path | None = None  # the index file a view maps
+    lookups: bool = True  # whether the index can find a key's vector (a view opens without: see _open)
+    searches: int = 0
+    delta: list[int] = field(default_factory=list)  # vector ids changed after seq, each once
+    changed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # the same, sorted
+    live: TenantVectors | None = None  # the delta's current rows (exact; deleted ones absent)
     delta_seq: int = -1  # change-log position the delta was read up to
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.live is None:
+            self.live = TenantVectors(self.dims, capacity=0)
 
 
 class AnnIndexes:
@@ -107,9 +132,13 @@ class AnnIndexes:
         self._wanted: set[str] = set()  # tenants whose index needs a build or a catch-up (a job does it)
         self._lock = threading.Lock()
         self.delta_min = DELTA_MIN
+        self.build_threads = 1  # of builds and catch-ups: one, as a job beside searches (and a deterministic graph)
         self.builds = 0  # counters, for tests and the bench
         self.catchups = 0
-        self.fallbacks = 0
+        self.searches = 0  # queries answered from an index (by its graph or a scan of its columns)
+        self.scans = 0  # of which answered by scanning the rows a filter passes instead of the graph
+        if self.dir is not None and self.dir.is_dir() and any(self.dir.glob("*.json")):
+            _usearch()  # a large tenant will be searched: import usearch (~50 ms) now, not in the first query
 
     @property
     def enabled(self) -> bool:
@@ -135,7 +164,7 @@ class AnnIndexes:
         return "t" + hashlib.sha1(tenant.encode("utf-8")).hexdigest()[:16]
 
     def manifest_path(self, tenant: str) -> Path:
-        """Where the tenant's manifest (position, file, size) lives."""
+        """Where the tenant's manifest (position, files, sizes) lives."""
         assert self.dir is not None
         return self.dir / f"{self._stem(tenant)}.json"
 
@@ -161,10 +190,51 @@ class AnnIndexes:
         with entry.lock:
             if not self._refresh(conn, filters.tenant, entry):
                 return None
-            result = _ranked(conn, entry, query / norm, filters, k, now)
-        if result is None:
-            self.fallbacks += 1
-        return result
+            hits, scanned = _search_entry(conn, entry, query / norm, filters, k, now)
+            entry.searches += 1
+            if not entry.lookups and entry.searches >= LOOKUPS_ON_SEARCH and entry.file is not None:
+                # Map the file again with key lookups (~1 ms per 10k vectors, once): the vectors
+                # of keyword hits and of a scan's winners then come from the index, not from SQLite.
+                try:
+                    index = _usearch().restore(str(entry.file), view=True)
+                    if index is None or len(index) != len(entry.index):
+                        raise ValueError("not the same index")
+                    entry.index, entry.lookups = index, True
+                except (OSError, RuntimeError, ValueError):
+                    entry.file = None  # replaced by another process's save: stay without lookups
+        self.searches += 1
+        if scanned:
+            self.scans += 1
+        return hits
+
+    def vectors_for(self, conn: Any, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
+        """Stored vectors of those records the opened indexes hold unchanged (the rest: ask SQLite)."""
+        out: dict[str, list[np.ndarray]] = {}
+        with self._lock:
+            entries = list(self._tenants.items())
+        for tenant, entry in entries:
+            wanted = [m for m in memory_ids if m not in out]
+            if not wanted:
+                break
+            with entry.lock:
+                if not entry.lookups or not self._refresh(conn, tenant, entry):
+                    continue  # a view opened without key lookups: SQLite answers
+                rows = entry.columns.rows_of_ids(wanted)
+                if not rows:
+                    continue
+                keys = {m: entry.columns.keys[r] for m, r in rows.items()}
+                if len(entry.changed):
+                    # A record with any vector changed since the save is read from SQLite.
+                    keys = {m: k for m, k in keys.items() if not _isin_sorted(k, entry.changed).any()}
+                if not keys:
+                    continue
+                flat = np.concatenate(list(keys.values()))
+                vectors = _get(entry.index, flat, entry.dims)
+            at = 0
+            for memory_id, k in keys.items():
+                out[memory_id] = list(vectors[at : at + len(k)])
+                at += len(k)
+        return out
 
     def _entry(self, conn: Any, tenant: str, dims: int) -> _Tenant | None:
         """The opened index of a tenant from disk; None (and a build asked for) when there is none yet."""
@@ -190,46 +260,65 @@ class AnnIndexes:
             return self._tenants.setdefault(tenant, entry)
 
     def _open(self, conn: Any, tenant: str) -> _Tenant | None:
-        """The saved index when its manifest and file check out and the log still reaches it, else None."""
+        """The saved index when its manifest and files check out and the log still reaches it, else None."""
         try:
             manifest = json.loads(self.manifest_path(tenant).read_text(encoding="utf-8"))
             assert self.dir is not None
             path = self.dir / manifest["file"]
+            cols = manifest["columns"]
+            cols_path = self.dir / cols["file"]
             if manifest.get("format") != FORMAT or path.stat().st_size != manifest["bytes"]:
+                return None
+            if cols_path.stat().st_size != cols["bytes"]:
                 return None
             floor, _ = _log_bounds(conn)
             if int(manifest["seq"]) < floor:
                 return None  # the changes since were trimmed (or a reindex): rebuild
-            index = _usearch().restore(str(path), view=True)
+            # No key lookups: building them is most of a view's opening time (~1 ms per 10k
+            # vectors), and a search needs none (exact vectors come from SQLite when asked).
+            index = _usearch().restore(str(path), view=True, enable_key_lookups=False)
             if index is None or index.ndim != manifest["dims"] or len(index) != manifest["count"]:
+                return None
+            columns = IndexColumns.open(cols_path, cols["layout"])
+            if columns.n != cols["rows"] or columns.q8.shape[1:] != (manifest["dims"],):
                 return None
         except (OSError, ValueError, KeyError, TypeError, RuntimeError, json.JSONDecodeError):
             return None
-        return _Tenant(index, int(manifest["seq"]), int(manifest["dims"]), view=True)
+        seq, dims = int(manifest["seq"]), int(manifest["dims"])
+        return _Tenant(index, columns, seq, dims, view=True, file=path, lookups=False)
 
     def _refresh(self, conn: Any, tenant: str, entry: _Tenant) -> bool:
         """Read the vectors changed since the index (False: the index is too old to use; a rebuild is asked for).
 
         When the changes are many, a catch-up is asked for; until it runs
-        they are ranked exactly beside the index's candidates.
+        they are searched exactly beside the index.
         """
         floor, top = _log_bounds(conn)
         if entry.delta_seq == top and floor <= entry.seq:
-            return True
-        start = max(entry.seq, entry.delta_seq)
-        if entry.seq < floor:
+            return True  # nothing committed anywhere since: no transaction needed
+        with _snapshot(conn):
+            floor, top = _log_bounds(conn)
+            if entry.seq < floor:
+                with self._lock:
+                    self._tenants.pop(tenant, None)
+                    self._wanted.add(tenant)
+                return False
+            new = changed_ids(conn, tenant, max(entry.seq, entry.delta_seq), top)
+            present = rows_of(conn, new, tenant)
+        live = entry.live
+        assert live is not None
+        try:
+            live.upsert(present)
+        except ValueError:  # another process reindexed with another model: rebuild
             with self._lock:
                 self._tenants.pop(tenant, None)
                 self._wanted.add(tenant)
             return False
-        new = changed_ids(conn, tenant, start, top)
-        with _snapshot(conn):
-            current = dict(_current_vectors(conn, tenant, new))
-        for vector_id in new:
-            entry.vectors.pop(vector_id, None)
-            if vector_id in current:
-                entry.vectors[vector_id] = current[vector_id]
-        entry.delta = list(dict.fromkeys([*entry.delta, *new]))
+        found = {row[0] for row in present}
+        live.remove(v for v in new if v not in found)
+        if new:
+            entry.delta = list(dict.fromkeys([*entry.delta, *new]))
+            entry.changed = np.sort(np.asarray(entry.delta, dtype=np.uint64))
         entry.delta_seq = top
         if len(entry.delta) > max(self.delta_min, len(entry.index) // 100):
             with self._lock:
@@ -246,6 +335,10 @@ class AnnIndexes:
             return "none"
         with self._lock:
             entry = self._tenants.get(tenant)
+        if entry is not None and entry.view and self._saved_seq(tenant) != entry.seq:
+            with self._lock:  # another process saved a newer index: map that one instead
+                self._tenants.pop(tenant, None)
+            entry = None
         if entry is None:
             entry = self._open(conn, tenant)
         if entry is None:
@@ -268,57 +361,74 @@ class AnnIndexes:
             self.catch_up(conn, tenant, entry)
         return "caught up"
 
+    def _saved_seq(self, tenant: str) -> int | None:
+        """The change-log position of the tenant's saved index (None: no readable manifest)."""
+        try:
+            return int(json.loads(self.manifest_path(tenant).read_text(encoding="utf-8"))["seq"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     # -- maintenance -------------------------------------------------------------
     def build(self, conn: Any, tenant: str) -> _Tenant:
-        """Build the tenant's index from the store and save it (replacing any other)."""
+        """Build the tenant's index and its columns from the store and save them (replacing any other)."""
         with self._locked(tenant), _snapshot(conn):
             _, top = _log_bounds(conn)
-            ids: list[int] = []
-            blobs: list[bytes] = []
-            for vector_id, blob in conn.execute(
-                "SELECT vector_id, embedding FROM vec_memories WHERE tenant = ?", (tenant,)
-            ):
-                ids.append(vector_id)
-                blobs.append(blob)
-            dims = len(blobs[0]) // 4 if blobs else 0
-            index = _new_index(max(dims, 1))
-            if ids:
-                matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dims)
-                # One thread: the build runs as a background job beside searches, and a one-threaded
-                # build is deterministic (the same graph, so the same recall, every time).
-                index.add(np.asarray(ids, dtype=np.uint64), matrix, threads=1)
-            self._save(tenant, index, top, dims)
+            keys, matrix = _tenant_matrix(conn, tenant)
+            rows = conn.execute(_TENANT_SQL + " ORDER BY v.vector_id", (tenant,)).fetchall()
+            row_keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
+            if not np.array_equal(row_keys, keys):
+                # Vectors and records disagree (not expected inside one snapshot): index what both have.
+                both = np.intersect1d(keys, row_keys)
+                keep = np.isin(keys, both)
+                keys, matrix = keys[keep], matrix[keep]
+                rows = [r for r, ok in zip(rows, np.isin(row_keys, both).tolist(), strict=True) if ok]
+            dims = matrix.shape[1]
+            index = _new_index(dims)
+            if len(keys):
+                index.add(keys, matrix, threads=self.build_threads)
+            arrays = columns_of(rows, matrix, dims)
+            del matrix
+            columns = self._save(tenant, index, arrays, top, dims)
         self.builds += 1
-        return _Tenant(index, top, dims, view=False, delta_seq=top)
+        return _Tenant(index, columns, top, dims, view=False, delta_seq=top)
 
     def catch_up(self, conn: Any, tenant: str, entry: _Tenant) -> None:
-        """Apply the delta to the index, save it, and move its position forward."""
+        """Apply the delta to the index and its columns, save them, and move their position forward."""
         with self._locked(tenant), _snapshot(conn):
             _, top = _log_bounds(conn)
             ids = list(dict.fromkeys([*entry.delta, *changed_ids(conn, tenant, entry.delta_seq, top)]))
+            present = rows_of(conn, ids, tenant)
             if entry.view:
-                entry.index = entry.index.copy()  # a view is read-only
-                entry.view = False
+                # A view is read-only: load the file it maps (maintain() made sure it is the saved one).
+                entry.index = _usearch().restore(str(entry.file), view=False)
+                entry.view, entry.lookups = False, True
             index = entry.index
-            present = dict(_current_vectors(conn, tenant, ids))
-            stale = [v for v in ids if index.contains(v)]
-            if stale:
-                index.remove(np.asarray(stale, dtype=np.uint64))
+            changed = np.asarray(ids, dtype=np.uint64)
+            stale = changed[np.asarray(index.contains(changed), dtype=bool)] if len(changed) else changed
+            if len(stale):
+                index.remove(stale)
+            vectors = np.zeros((len(present), entry.dims), dtype=np.float32)
+            for i, row in enumerate(present):
+                vectors[i] = np.frombuffer(row[1], dtype=np.float32)
             if present:
-                keys = np.asarray(list(present), dtype=np.uint64)
-                index.add(
-                    keys, np.frombuffer(b"".join(present.values()), dtype=np.float32).reshape(len(keys), -1), threads=1
-                )
-            self._save(tenant, index, top, entry.dims)
+                index.add(np.asarray([r[0] for r in present], dtype=np.uint64), vectors, threads=self.build_threads)
+            meta = [(r[0], *r[2:]) for r in present]
+            arrays = merged_columns(entry.columns, changed, meta, vectors, entry.dims)
+            entry.columns = self._save(tenant, index, arrays, top, entry.dims)
             entry.seq = entry.delta_seq = top
-            entry.delta, entry.vectors = [], {}
+            entry.delta, entry.changed = [], np.zeros(0, dtype=np.uint64)
+            entry.live = TenantVectors(entry.dims, capacity=0)
         self.catchups += 1
 
-    def _save(self, tenant: str, index: Any, seq: int, dims: int) -> None:
-        """Write the index under a new name, then point the manifest at it (both atomic)."""
+    def _save(self, tenant: str, index: Any, arrays: dict[str, np.ndarray], seq: int, dims: int) -> IndexColumns:
+        """Write the index and its columns under new names, then point the manifest at them (all atomic)."""
         assert self.dir is not None
         stem = self._stem(tenant)
         name = f"{stem}-{seq}-{os.getpid()}.usearch"
+        cols_name = f"{stem}-{seq}-{os.getpid()}.cols"
+        tmp = self.dir / (cols_name + ".tmp")
+        layout = write_columns(tmp, arrays)
+        os.replace(tmp, self.dir / cols_name)
         tmp = self.dir / (name + ".tmp")
         index.save(str(tmp))
         with open(tmp, "rb+") as fh:
@@ -332,6 +442,12 @@ class AnnIndexes:
             "bytes": (self.dir / name).stat().st_size,
             "dims": dims,
             "count": len(index),
+            "columns": {
+                "file": cols_name,
+                "bytes": (self.dir / cols_name).stat().st_size,
+                "rows": len(arrays["keys"]),
+                "layout": layout,
+            },
         }
         mtmp = self.dir / f"{stem}.json.{os.getpid()}.tmp"
         with open(mtmp, "w", encoding="utf-8") as fh:
@@ -341,9 +457,10 @@ class AnnIndexes:
         os.replace(mtmp, self.manifest_path(tenant))
         _fsync_dir(self.dir)
         # Older files of this tenant are garbage now (an open mapping keeps its inode alive).
-        for old in self.dir.glob(f"{stem}-*.usearch*"):
-            if old.name != name:
+        for old in self.dir.glob(f"{stem}-*"):
+            if old.name not in (name, cols_name):
                 old.unlink(missing_ok=True)
+        return IndexColumns.open(self.dir / cols_name, layout)
 
     def drop(self, tenant: str) -> None:
         """Delete a tenant's index files (the next large search rebuilds)."""
@@ -357,11 +474,6 @@ class AnnIndexes:
                 path.unlink(missing_ok=True)
 
 
-# The filter columns of indexed vectors; the PRIMARY KEY lookup by vector_id
-# keeps this a point query per candidate.
-_META_SQL = f"SELECT v.vector_id, {_META} FROM memory_vectors v CROSS JOIN memories m ON m.rowid = v.memory_rowid"
-
-
 def _new_index(dims: int) -> Any:
     return _usearch()(
         ndim=dims,
@@ -373,68 +485,191 @@ def _new_index(dims: int) -> Any:
     )
 
 
-def _as_f32(vectors: Any, dims: int) -> np.ndarray:
-    """Vectors read back from the index as float32 rows."""
-    return np.asarray(vectors, dtype=np.float32).reshape(-1, dims)
-
-
 def _tenant_vectors(conn: Any, tenant: str) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM vec_memories WHERE tenant = ?", (tenant,)).fetchone()[0])
 
 
-def _current_vectors(conn: Any, tenant: str, ids: Sequence[int]) -> list[tuple[int, bytes]]:
-    """(vector_id, embedding) of those ids that exist in the tenant now."""
+def _tenant_matrix(conn: Any, tenant: str) -> tuple[np.ndarray, np.ndarray]:
+    """(vector ids ascending, their vectors) of the tenant, filled in place (no list of a million blobs)."""
+    count = _tenant_vectors(conn, tenant)
+    keys = np.zeros(count, dtype=np.uint64)
+    matrix: np.ndarray | None = None
+    n = 0
+    for vector_id, blob in conn.execute("SELECT vector_id, embedding FROM vec_memories WHERE tenant = ?", (tenant,)):
+        vector = np.frombuffer(blob, dtype=np.float32)
+        if matrix is None:
+            matrix = np.zeros((count, len(vector)), dtype=np.float32)
+        if n == count:
+            break  # inside one snapshot the count holds; a guard all the same
+        keys[n], matrix[n] = vector_id, vector
+        n += 1
+    if matrix is None:
+        return keys[:0], np.zeros((0, 1), dtype=np.float32)
+    keys, matrix = keys[:n], matrix[:n]
+    if n > 1 and bool((np.diff(keys.astype(np.int64)) < 0).any()):
+        order = np.argsort(keys, kind="stable")
+        keys, matrix = keys[order], matrix[order]
+    return keys, matrix
+
+
+def _isin_sorted(values: np.ndarray, sorted_array: np.ndarray) -> np.ndarray:
+    """Which values are in a sorted array."""
+    if not len(sorted_array):
+        return np.zeros(len(values), dtype=bool)
+    pos = np.searchsorted(sorted_array, values).clip(0, len(sorted_array) - 1)
+    return sorted_array[pos] == values  # type: ignore[no-any-return]
+
+
+def _get(index: Any, keys: np.ndarray, dims: int) -> np.ndarray:
+    """The index's float32 vectors of keys it holds, as rows."""
+    if not len(keys):
+        return np.zeros((0, dims), dtype=np.float32)
+    return np.vstack(index.get(np.asarray(keys, dtype=np.uint64))).astype(np.float32, copy=False).reshape(-1, dims)
+
+
+def _stored(conn: Any, keys: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """The store's vectors of keys as rows, and which keys it still has."""
+    out = np.zeros((len(keys), dims), dtype=np.float32)
+    found = np.zeros(len(keys), dtype=bool)
     # One point lookup per id: vec0 answers `vector_id = ?` from its rowid
     # index, while `vector_id IN (...)` scans the whole table (1.4 s at 100k).
-    out: list[tuple[int, bytes]] = []
-    for vector_id in ids:
-        row = conn.execute("SELECT embedding, tenant FROM vec_memories WHERE vector_id = ?", (vector_id,)).fetchone()
-        if row is not None and row[1] == tenant:
-            out.append((vector_id, row[0]))
-    return out
+    for i, key in enumerate(keys.tolist()):
+        row = conn.execute("SELECT embedding FROM vec_memories WHERE vector_id = ?", (key,)).fetchone()
+        if row is not None:
+            out[i], found[i] = np.frombuffer(row[0], dtype=np.float32), True
+    return out, found
 
 
-def _ranked(
+def _pool_for(k: int, rate: float) -> float:
+    """Graph candidates expected to hold k rows passing a filter with this pass rate, with a margin."""
+    return math.inf if rate <= 0 else math.ceil(1.5 * k / rate) + 16
+
+
+def _search_entry(
     conn: Any, entry: _Tenant, query: np.ndarray, filters: SearchFilters, k: int, now: datetime | None
-) -> list[tuple[str, float]] | None:
-    """Exact ranking of the ANN candidates plus the delta, growing the pool until every clause has k rows."""
-    size = len(entry.index)
+) -> tuple[list[tuple[str, float]], bool]:
+    """(hits, whether the passing rows were scanned): the graph's or the scan's rows merged with the delta."""
+    cols = entry.columns
     clauses = knn_visibility(filters)
-    pool = max(4 * k, 100)  # with a beam of 400: recall@10 >= 0.99 on near-duplicate clusters
+    rates = cols.pass_rates(filters, now, clauses)
+    need = max(_pool_for(k, r) for r in rates)
+    found = None
+    if cols.n and need <= MAX_POOL and sum(rates) * cols.n > SCAN_FACTOR * need:
+        found = _graph(entry, query, filters, now, clauses, k, int(need))
+    scanned = found is None
+    if found is None:
+        found = _scan(conn, entry, query, filters, now, clauses, k)
+    return _merged(entry, query, filters, now, clauses, k, *found), scanned
+
+
+def _graph(
+    entry: _Tenant,
+    query: np.ndarray,
+    filters: SearchFilters,
+    now: datetime | None,
+    clauses: Sequence[Any],
+    k: int,
+    pool: int,
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None:
+    """(rows, similarities, masks) of the graph's candidates once every alternative has k passing; None: scan."""
+    cols, index = entry.columns, entry.index
+    size = len(index)
     while True:
-        # The beam is 4x the pool: near-duplicate clusters (a chat's many
-        # similar messages) defeat a narrow beam (0.96 recall@10 at 2x).
-        entry.index.expansion_search = max(EXPANSION_SEARCH, min(4 * pool, 2 * MAX_POOL))
-        found = entry.index.search(query, min(pool, max(size, 1)), threads=1) if size else None
-        pooled_ids = [v for v in (found.keys.tolist() if found is not None else []) if v not in entry.vectors]
-        ids = [*pooled_ids, *entry.vectors]
-        stored = _as_f32(entry.index.get(np.asarray(pooled_ids, dtype=np.uint64)), entry.dims) if pooled_ids else []
-        blobs = dict(zip(pooled_ids, (r.tobytes() for r in stored), strict=True))
-        blobs.update(entry.vectors)  # changed since the index: the store's vector, not the index's
-        with _snapshot(conn):
-            meta = rows_of(conn, ids, filters.tenant, _META_SQL)
-        rows = [(r[0], blobs[r[0]], *r[1:]) for r in meta if r[0] in blobs]
-        candidates = TenantVectors(entry.dims, capacity=0)
-        candidates.load(rows)
-        exhausted = pool >= size
-        if candidates.n and not exhausted:
-            # Only the index's own pool counts: the delta's rows are exact but
-            # say nothing of the indexed rows ranked just below the pool.
-            pooled = np.zeros(candidates.n, dtype=bool)
-            pooled[[candidates.pos[v] for v in pooled_ids if v in candidates.pos]] = True
-            masks = candidates.clause_masks(filters, now, clauses)
-            passing = min(int((m & pooled).sum()) for m in masks)
-            exhausted = passing >= k
-        else:
-            passing = 0
-        if exhausted:
-            return candidates.search(query, filters, k, now) if candidates.n else []
-        # Adaptive over-fetch: the pool the observed pass rate needs, twice
-        # over; a filter too selective for MAX_POOL goes to the exact path now
-        # rather than after several growing searches.
-        pool = max(4 * pool, int(2 * pool * k / max(passing, 0.5)))
+        count = min(pool, size)
+        # A beam of twice the pool: near-duplicate clusters (a chat's many
+        # similar messages) defeat a beam barely wider than the pool.
+        index.expansion_search = max(EXPANSION_SEARCH, BEAM * count)
+        matches = index.search(query, count, threads=1)
+        keys = np.asarray(matches.keys, dtype=np.uint64)
+        rows, ok = cols.positions(keys)
+        if len(entry.changed):
+            ok &= ~_isin_sorted(keys, entry.changed)  # changed since the save: the delta has the truth
+        rows, sims = rows[ok], 1.0 - np.asarray(matches.distances, dtype=np.float32)[ok]
+        masks = cols.masks(filters, now, clauses, rows)
+        passing = min(int(m.sum()) for m in masks)
+        if passing >= k or count >= size:
+            return rows, sims, masks
+        pool = int(max(2 * pool, _pool_for(k, passing / max(count, 1))))
         if pool > MAX_POOL:
             return None
+
+
+def _scan(
+    conn: Any,
+    entry: _Tenant,
+    query: np.ndarray,
+    filters: SearchFilters,
+    now: datetime | None,
+    clauses: Sequence[Any],
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """(rows, similarities, masks) of the best passing rows by their int8 codes, re-scored exactly."""
+    cols = entry.columns
+    masks = cols.masks(filters, now, clauses)
+    if len(entry.changed):
+        rows, ok = cols.positions(entry.changed)
+        for mask in masks:
+            mask[rows[ok]] = False
+    union = masks[0] if len(masks) == 1 else np.logical_or.reduce(masks)
+    rows = np.flatnonzero(union)
+    if not len(rows):
+        return rows, np.zeros(0, dtype=np.float32), [m[rows] for m in masks]
+    approx = cols.approx_sims(rows, query)
+    keep = RESCORE * k + 16
+    chosen: list[np.ndarray] = []
+    for mask in masks:
+        local = np.flatnonzero(mask[rows])
+        if len(local) > keep:
+            local = local[np.argpartition(-approx[local], keep - 1)[:keep]]
+        chosen.append(rows[local])
+    picked = np.unique(np.concatenate(chosen))
+    if not entry.lookups:
+        # Unchanged since the save (changed rows were masked out), so the store holds the same vectors;
+        # one deleted since the last look at the change log is left out.
+        vectors, present = _stored(conn, cols.keys[picked], entry.dims)
+        picked, vectors = picked[present], vectors[present]
+    else:
+        vectors = _get(entry.index, cols.keys[picked], entry.dims)
+    norms = np.linalg.norm(vectors, axis=1)
+    norms[norms == 0] = 1.0
+    sims = (vectors @ query) / norms
+    return picked, sims.astype(np.float32), [m[picked] for m in masks]
+
+
+def _merged(
+    entry: _Tenant,
+    query: np.ndarray,
+    filters: SearchFilters,
+    now: datetime | None,
+    clauses: Sequence[Any],
+    k: int,
+    rows: np.ndarray,
+    sims: np.ndarray,
+    masks: list[np.ndarray],
+) -> list[tuple[str, float]]:
+    """Top k per alternative over the indexed candidates and the delta, best vector per record, best first."""
+    live = entry.live
+    assert live is not None
+    if live.n:
+        live_sims = live.matrix[: live.n] @ query
+        live_masks = live.clause_masks(filters, now, clauses)
+    best: dict[str, float] = {}
+    for c, mask in enumerate(masks):
+        at = np.flatnonzero(mask)
+        values = sims[at]
+        extra = np.flatnonzero(live_masks[c]) if live.n else np.zeros(0, dtype=np.int64)
+        if len(extra):
+            values = np.concatenate([values, live_sims[extra]])
+        top = np.argsort(-values, kind="stable")[:k] if len(values) > k else np.arange(len(values))
+        for j in top.tolist():
+            if j < len(at):
+                memory_id = entry.columns.ids[rows[at[j]]].decode("utf-8")
+            else:
+                memory_id = live.memory_ids[int(extra[j - len(at)])]
+            sim = float(values[j])
+            if sim > best.get(memory_id, -2.0):
+                best[memory_id] = sim
+    return sorted(best.items(), key=lambda kv: kv[1], reverse=True)
 
 
 class _FileLock:

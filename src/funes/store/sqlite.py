@@ -21,8 +21,7 @@ Migrations are the numbered files in ``sql/``, recorded in ``migrations``.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from importlib import resources
@@ -46,13 +45,14 @@ from ..models import (
 from .ann_index import AnnIndexes
 from .base import AccessEvent, Visibility, refuse_other_embedder, vector_problem, vis_key
 from .connection import Database
-from .sqlite_cjk import CjkTables, cjk_runs
+from .sqlite_cjk import CjkTables
 from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
 from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
+from .sqlite_keyword import KeywordSearch
 from .sqlite_matching import MatchingVectors
 from .sqlite_rows import (
     COLUMNS,
@@ -65,7 +65,6 @@ from .sqlite_rows import (
     serialize,
     split_sql,
     sql_in,
-    tenant_token,
     to_memory,
 )
 from .sqlite_server import ServerTables
@@ -73,11 +72,9 @@ from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
 from .vector_cache import VectorCache
 
-PRESENCE_SCAN = 5000  # index matches looked at per term by term_presence
-_STATS_TTL = 120.0  # seconds a term count is trusted
-
 
 class SqliteStore(
+    KeywordSearch,
     DocumentTables,
     SessionTables,
     JobTables,
@@ -119,8 +116,7 @@ class SqliteStore(
         self.vector_cache = VectorCache(vector_cache_min, vector_cache_mb << 20)
         # Larger ones from an HNSW index beside the file; see ann_index.py.
         self.ann = AnnIndexes(self.path, ann_min)
-        # Term counts for keyword-query planning: a plan choice only, so a
-        # slightly stale count is harmless (see _informative_terms).
+        # Term counts for keyword-query planning (sqlite_keyword.py).
         self._fts_stats: dict[str, tuple[int, float]] = {}
         self._dims: int | None = None
         if not migrate:
@@ -473,184 +469,6 @@ class SqliteStore(
         next_cursor = items[-1].id if len(rows) > limit and items else None
         return Page(items=items, next_cursor=next_cursor)
 
-    def keyword_search(
-        self,
-        terms: Sequence[str],
-        filters: SearchFilters,
-        *,
-        limit: int,
-        scan_cap: int = 2000,
-        now: datetime | None = None,
-        common_ratio: float = 0.1,
-    ) -> list[tuple[str, float]]:
-        """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text."""
-        words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio)
-        if not cjk_runs(terms):
-            return words
-        merged = dict(words)
-        for memory_id, score in self._cjk_search(self.db.reader(), terms, filters, limit, scan_cap, now):
-            merged[memory_id] = max(merged.get(memory_id, 0.0), score)
-        return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-
-    def _word_search(
-        self,
-        terms: Sequence[str],
-        filters: SearchFilters,
-        *,
-        limit: int,
-        scan_cap: int,
-        now: datetime | None,
-        common_ratio: float,
-    ) -> list[tuple[str, float]]:
-        """BM25 over the matches of the query's informative terms, best ``limit`` first.
-
-        Terms are quoted, so no user text is ever parsed as FTS syntax. The
-        filters run in the same statement, so the scan never returns fewer
-        hits than exist within the cap. Ranking every match of a common word
-        is what makes naive FTS slow on a large store (310 ms at 100k), so
-        on a store larger than ``scan_cap``, terms found in more than
-        ``common_ratio`` of the records are left out when rarer ones remain
-        (their BM25 weight is small anyway), and at most the newest
-        ``scan_cap`` matches are ranked.
-        """
-        if not terms:
-            return []
-        conn = self.db.reader()
-        terms, only_common = self._informative_terms(conn, terms, scan_cap, common_ratio)
-        if not terms:
-            return []
-        if only_common:
-            # Every term is common: BM25 barely separates the matches, and
-            # scoring 2,000 of them was the slowest part of such queries.
-            scan_cap = max(1, scan_cap // 4)
-        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        # No column filter on the user's terms: it makes FTS5 decode position
-        # lists for every match (about twice the cost of a common-word query
-        # at 100k records), and the only other column holds hashed tenant
-        # tokens, which carry weight 0 in bm25 and no word can equal.
-        match = f"({quoted})"
-        if not self._tenant_dominates(conn, filters.tenant):
-            # The tenant token skips other tenants' rows inside the index. When
-            # the tenant holds most records it only adds work (bm25 counts the
-            # token's whole doclist), and `m.tenant = ?` below filters anyway,
-            # so both forms return the same rows with the same scores (the
-            # tags column has weight 0).
-            match = f'tags : "{tenant_token(filters.tenant)}" AND {match}'
-        params: list[Any] = [match]
-        where = ["memories_fts MATCH ?", *self._where(filters, now, params)]
-        sql = (
-            # CROSS JOIN pins the FTS index as the outer loop, so rows come
-            # newest-first from the index and LIMIT stops the scan. With a
-            # plain JOIN the planner starts from memories (tenant index) and
-            # re-runs the MATCH once per row: seconds at 5k records.
-            "SELECT m.id, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
-            "CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?"
-        )
-        params.append(scan_cap)
-        rows = conn.execute(sql, params).fetchall()
-        rows.sort(key=lambda r: r[1])
-        return [(r[0], -float(r[1])) for r in rows[:limit]]
-
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """Rows in the keyword index and how many contain each term: BM25's IDF inputs (cached a while).
-
-        Counted over the whole store, as FTS5's bm25() counts them, so the
-        calibrated relevance's keyword signal reads the ranking's own
-        statistics (the per-tenant bound is in docs/benchmarks.md).
-        """
-        conn = self.db.reader()
-        return self._record_estimate(conn), {t: self._term_count(conn, t, None) for t in terms}
-
-    def term_presence(self, terms: Sequence[str], filters: SearchFilters, now: datetime | None = None) -> set[str]:
-        """The query terms that occur in at least one record the filters admit (CJK terms always count as present).
-
-        A query about a name or subject the memory has never seen has no
-        answer here, whatever its nearest neighbours are: the calibrated
-        relevance reads this as ``absent`` (funes.relevance). Each term is one
-        early-exit lookup through the word index; a term whose first
-        ``PRESENCE_SCAN`` index matches are all outside the filters counts as
-        present (unknown is never read as absent).
-        """
-        conn = self.db.reader()
-        present: set[str] = set()
-        scoped = not self._tenant_dominates(conn, filters.tenant)
-        for term in dict.fromkeys(terms):
-            if not term.isascii():
-                present.add(term)
-                continue
-            phrase = '"' + term.replace('"', '""') + '"'
-            match = f'tags : "{tenant_token(filters.tenant)}" AND {phrase}' if scoped else phrase
-            params: list[Any] = []
-            where = self._where(filters, now, params)  # the select list comes first in the statement
-            params += [match, PRESENCE_SCAN]
-            sql = (
-                "SELECT count(*), max(m.id IS NOT NULL AND " + " AND ".join(where) + ") FROM "
-                "(SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
-                "LEFT JOIN memories m ON m.rowid = f.rowid"
-            )
-            scanned, found = conn.execute(sql, params).fetchone()
-            if found or scanned >= PRESENCE_SCAN:
-                present.add(term)
-        return present
-
-    def _informative_terms(
-        self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float
-    ) -> tuple[list[str], bool]:
-        """The terms worth a BM25 pass, and whether they are all common words.
-
-        No term matching nothing, no common term beside rarer ones.
-        """
-        total = self._record_estimate(conn)
-        if total <= scan_cap or ratio <= 0:
-            return list(terms), False  # everything fits under the cap: rank it exactly
-        limit = max(1, int(ratio * total))
-        counts = {t: self._term_count(conn, t, limit + 1) for t in terms}
-        kept = [t for t in terms if 0 < counts[t] <= limit]
-        if kept:
-            return kept, False
-        common = [t for t in terms if counts[t] > 0]
-        if not common:
-            return [], False
-        # Only common words: keep the rarest one (a full count, cached).
-        return [min(common, key=lambda t: self._term_count(conn, t, None))], True
-
-    def _planning_stat(self, key: str, compute: Callable[[], int]) -> int:
-        """A query-planning statistic, recomputed after _STATS_TTL (a stale value only changes a plan)."""
-        cached = self._fts_stats.get(key)
-        if cached is not None and time.monotonic() - cached[1] < _STATS_TTL:
-            return cached[0]
-        value = compute()
-        if len(self._fts_stats) > 10_000:
-            self._fts_stats.clear()
-        self._fts_stats[key] = (value, time.monotonic())
-        return value
-
-    def _record_estimate(self, conn: Any) -> int:
-        return self._planning_stat(
-            "\0total", lambda: int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
-        )
-
-    def _term_count(self, conn: Any, term: str, bound: int | None) -> int:
-        """How many records contain the term, counting at most ``bound`` (cached for a while)."""
-        phrase = '"' + term.replace('"', '""') + '"'
-        if bound is None:
-            sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (phrase,)
-        else:
-            # A bounded count stops early: deciding "common" never walks a whole doclist.
-            sql = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
-            params = (phrase, bound)  # type: ignore[assignment]
-        return self._planning_stat(f"{term}\0{bound}", lambda: int(conn.execute(sql, params).fetchone()[0]))
-
-    def _tenant_dominates(self, conn: Any, tenant: str, sample: int = 64) -> bool:
-        """Whether the tenant holds most of the newest records (a cheap sample, only a plan choice)."""
-
-        def share() -> int:
-            rows = conn.execute("SELECT tenant FROM memories ORDER BY rowid DESC LIMIT ?", (sample,)).fetchall()
-            return int(sum(1 for (t,) in rows if t == tenant) * 2 > len(rows))
-
-        return bool(self._planning_stat(f"\0tenant\0{tenant}", share))
-
     def index_work(self) -> list[str]:
         """Tenants whose approximate vector index searches asked to build or catch up (each reported once)."""
         return self.ann.take_wanted()
@@ -705,7 +523,9 @@ class SqliteStore(
         if self._dims is None or not memory_ids:
             return out
         conn = self.db.reader()
-        ids = list(dict.fromkeys(memory_ids))
+        # A large tenant's index holds the vectors: no vec0 point lookup per record.
+        out = self.ann.vectors_for(conn, list(dict.fromkeys(memory_ids)))
+        ids = [m for m in dict.fromkeys(memory_ids) if m not in out]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)

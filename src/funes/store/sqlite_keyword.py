@@ -1,0 +1,329 @@
+"""The keyword leg of the SQLite store: BM25 over FTS5, with term planning for large stores.
+
+Three costs grow with the store, and each has its answer here:
+
+* ``bm25()`` ranks every match it is given: on a store larger than the scan
+  cap, very common terms are left out when rarer ones remain, and at most the
+  newest ``scan_cap`` matches (that pass the filters) are ranked.
+* Joining each match with ``memories`` for the filters costs as much as
+  BM25: when every match fits under the cap, the matches are scored in the
+  FTS index alone and only the best are joined (``_best_passing``).
+* ``bm25()`` computes each term's IDF by walking the term's whole doclist,
+  every query (~27 ns a row: 8 ms for a word in 300k records). A query of
+  only very common words keeps one of them; past ``IDF_WALK_MAX`` rows its
+  BM25 is computed from the same inputs without the walk
+  (``_single_term_bm25``): the cached row count, the term frequencies FTS5
+  marks with ``highlight()`` and the row sizes in ``memories_fts_docsize``.
+
+Term counts are cached for ``_STATS_TTL`` seconds: they choose plans and
+feed IDFs, where a count a few writes old changes nothing that matters.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..models import SearchFilters
+from .sqlite_cjk import cjk_runs
+from .sqlite_rows import tenant_token
+
+_STATS_TTL = 120.0  # seconds a term count is trusted
+PRESENCE_SCAN = 5000  # index matches looked at per term by term_presence
+IDF_WALK_MAX = 100_000  # rows of a lone common term past which its BM25 is computed without FTS5's IDF walk
+# bm25(memories_fts, 2.0, 1.0, 1.0, 0.0): title, content, topic, tags (hashed tenant tokens).
+WEIGHTS = (2.0, 1.0, 1.0, 0.0)
+_MARK = "\x1f"  # what highlight() puts before each instance (a control character no text holds)
+
+
+class KeywordSearch:
+    """The keyword-search half of :class:`~funes.store.sqlite.SqliteStore` (a mixin over its connections)."""
+
+    db: Any
+    _fts_stats: dict[str, tuple[int, float]]
+
+    def keyword_search(
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int = 2000,
+        now: datetime | None = None,
+        common_ratio: float = 0.1,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text."""
+        words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio)
+        if not cjk_runs(terms):
+            return words
+        merged = dict(words)
+        cjk = self._cjk_search(self.db.reader(), terms, filters, limit, scan_cap, now)  # type: ignore[attr-defined]
+        for memory_id, score in cjk:
+            merged[memory_id] = max(merged.get(memory_id, 0.0), score)
+        return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def _word_search(
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int,
+        now: datetime | None,
+        common_ratio: float,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the matches of the query's informative terms, best ``limit`` first.
+
+        Terms are quoted, so no user text is ever parsed as FTS syntax. The
+        filters run in the same statement, so the scan never returns fewer
+        hits than exist within the cap. Ranking every match of a common word
+        is what makes naive FTS slow on a large store (310 ms at 100k), so
+        on a store larger than ``scan_cap``, terms found in more than
+        ``common_ratio`` of the records are left out when rarer ones remain
+        (their BM25 weight is small anyway), and at most the newest
+        ``scan_cap`` matches are ranked.
+        """
+        if not terms:
+            return []
+        conn = self.db.reader()
+        terms, only_common, matches = self._informative_terms(conn, terms, scan_cap, common_ratio)
+        if not terms:
+            return []
+        if only_common:
+            # Every term is common: BM25 barely separates the matches, and
+            # scoring 2,000 of them was the slowest part of such queries.
+            scan_cap = max(1, scan_cap // 4)
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        # No column filter on the user's terms: it makes FTS5 decode position
+        # lists for every match (about twice the cost of a common-word query
+        # at 100k records), and the only other column holds hashed tenant
+        # tokens, which carry weight 0 in bm25 and no word can equal.
+        match = f"({quoted})"
+        if not self._tenant_dominates(conn, filters.tenant):
+            # The tenant token skips other tenants' rows inside the index. When
+            # the tenant holds most records it only adds work (bm25 counts the
+            # token's whole doclist), and `m.tenant = ?` below filters anyway,
+            # so both forms return the same rows with the same scores (the
+            # tags column has weight 0).
+            match = f'tags : "{tenant_token(filters.tenant)}" AND {match}'
+        if matches < scan_cap:
+            # Likely all under the cap: score the matches in the index alone and
+            # join only the best with the records (the join cost as much as BM25).
+            found = self._best_passing(conn, match, filters, now, limit, scan_cap)
+            if found is not None:
+                return found
+        params: list[Any] = [match]
+        where = ["memories_fts MATCH ?", *self._where(filters, now, params)]  # type: ignore[attr-defined]
+        if only_common and matches > IDF_WALK_MAX:
+            found = self._single_term_bm25(conn, terms[0], matches, where, params, limit, scan_cap)
+            if found is not None:
+                return found
+        sql = (
+            # CROSS JOIN pins the FTS index as the outer loop, so rows come
+            # newest-first from the index and LIMIT stops the scan. With a
+            # plain JOIN the planner starts from memories (tenant index) and
+            # re-runs the MATCH once per row: seconds at 5k records.
+            "SELECT m.id, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
+            "CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?"
+        )
+        params.append(scan_cap)
+        rows = conn.execute(sql, params).fetchall()
+        rows.sort(key=lambda r: r[1])
+        return [(r[0], -float(r[1])) for r in rows[:limit]]
+
+    def _best_passing(
+        self, conn: Any, match: str, filters: SearchFilters, now: datetime | None, limit: int, scan_cap: int
+    ) -> list[tuple[str, float]] | None:
+        """The ``limit`` best-scored matches that pass the filters, or None when the matches exceed the cap.
+
+        Equal to the one-statement plan whenever every match fits under the
+        cap (same rows, same scores, ties newest first); the filters are then
+        checked in score order, a chunk of candidates at a time.
+        """
+        rows = conn.execute(
+            "SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (match, scan_cap),
+        ).fetchall()
+        if len(rows) >= scan_cap:
+            return None  # the cap counts passing rows: the one-statement plan must decide which
+        rows.sort(key=lambda r: r[1])  # stable: ties stay newest first
+        out: list[tuple[str, float]] = []
+        step = max(2 * limit, 64)
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            params: list[Any] = [r[0] for r in chunk]
+            where = [f"m.rowid IN ({', '.join('?' for _ in chunk)})", *self._where(filters, now, params)]  # type: ignore[attr-defined]
+            # NOT INDEXED: rowid lookups, never a walk of the tenant index (seconds at 100k).
+            sql = f"SELECT m.rowid, m.id FROM memories m NOT INDEXED WHERE {' AND '.join(where)}"
+            passing = dict(conn.execute(sql, params))
+            for rowid, score in chunk:
+                if rowid in passing:
+                    out.append((passing[rowid], -float(score)))
+                    if len(out) == limit:
+                        return out
+        return out
+
+    def _single_term_bm25(
+        self, conn: Any, term: str, df: int, where: list[str], params: list[Any], limit: int, scan_cap: int
+    ) -> list[tuple[str, float]] | None:
+        """FTS5's bm25() of a one-term query over the newest ``scan_cap`` passing matches, without its IDF walk.
+
+        The same formula (k1 1.2, b 0.75, the column weights, the IDF floor),
+        fed by the row count and token total of FTS5's averages record, the
+        term's cached count ``df``, the instances ``highlight()`` marks in each
+        weighted column and each row's size from ``memories_fts_docsize``:
+        equal to bm25() up to rounding while ``df`` is current. None when the
+        index keeps no averages record (an empty index).
+        """
+        averages = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+        if averages is None:
+            return None
+        totals = _varints(averages[0])
+        rows_total, tokens = totals[0], sum(totals[1:])
+        if rows_total <= 0 or tokens <= 0:
+            return None
+        idf = math.log((rows_total - df + 0.5) / (df + 0.5))
+        idf = idf if idf > 0.0 else 1e-6
+        avgdl = tokens / rows_total
+        marks = ", ".join(f"highlight(memories_fts, {c}, char(31), '')" for c, w in enumerate(WEIGHTS) if w)
+        rows = conn.execute(
+            f"SELECT m.id, memories_fts.rowid, {marks} FROM memories_fts "
+            "CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?",
+            [*params, scan_cap],
+        ).fetchall()
+        if not rows:
+            return []
+        sizes: dict[int, bytes] = {}
+        for start in range(0, len(rows), 500):
+            chunk = [r[1] for r in rows[start : start + 500]]
+            sql = f"SELECT id, sz FROM memories_fts_docsize WHERE id IN ({', '.join('?' for _ in chunk)})"
+            sizes.update(conn.execute(sql, chunk))
+        weights = [w for w in WEIGHTS if w]
+        scored = []
+        for memory_id, rowid, *texts in rows:
+            freq = sum(w * text.count(_MARK) for w, text in zip(weights, texts, strict=True) if text)
+            length = sum(_varints(sizes.get(rowid, b"")))
+            # bm25()'s own operations, in its order (fts5_aux.c), so the doubles agree.
+            score = idf * ((freq * (1.2 + 1.0)) / (freq + 1.2 * (1 - 0.75 + 0.75 * length / avgdl)))
+            scored.append((memory_id, score))
+        scored.sort(key=lambda r: -r[1])  # stable: ties stay newest first, as the bm25() plan orders them
+        return scored[:limit]
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Rows in the keyword index and how many contain each term: BM25's IDF inputs (cached a while).
+
+        Counted over the whole store, as FTS5's bm25() counts them, so the
+        calibrated relevance's keyword signal reads the ranking's own
+        statistics (the per-tenant bound is in docs/benchmarks.md).
+        """
+        conn = self.db.reader()
+        return self._record_estimate(conn), {t: self._term_count(conn, t, None) for t in terms}
+
+    def term_presence(self, terms: Sequence[str], filters: SearchFilters, now: datetime | None = None) -> set[str]:
+        """The query terms that occur in at least one record the filters admit (CJK terms always count as present).
+
+        A query about a name or subject the memory has never seen has no
+        answer here, whatever its nearest neighbours are: the calibrated
+        relevance reads this as ``absent`` (funes.relevance). Each term is one
+        early-exit lookup through the word index; a term whose first
+        ``PRESENCE_SCAN`` index matches are all outside the filters counts as
+        present (unknown is never read as absent).
+        """
+        conn = self.db.reader()
+        present: set[str] = set()
+        scoped = not self._tenant_dominates(conn, filters.tenant)
+        for term in dict.fromkeys(terms):
+            if not term.isascii():
+                present.add(term)
+                continue
+            phrase = '"' + term.replace('"', '""') + '"'
+            match = f'tags : "{tenant_token(filters.tenant)}" AND {phrase}' if scoped else phrase
+            params: list[Any] = []
+            where = self._where(filters, now, params)  # the select list comes first in the statement
+            params += [match, PRESENCE_SCAN]
+            sql = (
+                "SELECT count(*), max(m.id IS NOT NULL AND " + " AND ".join(where) + ") FROM "
+                "(SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
+                "LEFT JOIN memories m ON m.rowid = f.rowid"
+            )
+            scanned, found = conn.execute(sql, params).fetchone()
+            if found or scanned >= PRESENCE_SCAN:
+                present.add(term)
+        return present
+
+    def _informative_terms(
+        self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float
+    ) -> tuple[list[str], bool, int]:
+        """The terms worth a BM25 pass, whether they are all common words, and a bound on their matches.
+
+        No term matching nothing, no common term beside rarer ones. The bound
+        comes from cached counts, so it only ever chooses a plan.
+        """
+        total = self._record_estimate(conn)
+        if total <= scan_cap or ratio <= 0:
+            return list(terms), False, total  # everything fits under the cap: rank it exactly
+        limit = max(1, int(ratio * total))
+        counts = {t: self._term_count(conn, t, limit + 1) for t in terms}
+        kept = [t for t in terms if 0 < counts[t] <= limit]
+        if kept:
+            return kept, False, sum(counts[t] for t in kept)
+        common = [t for t in terms if counts[t] > 0]
+        if not common:
+            return [], False, 0
+        # Only common words: keep the rarest one (a full count, cached).
+        rarest = min(common, key=lambda t: self._term_count(conn, t, None))
+        return [rarest], True, self._term_count(conn, rarest, None)
+
+    def _planning_stat(self, key: str, compute: Callable[[], int]) -> int:
+        """A query-planning statistic, recomputed after _STATS_TTL (a stale value only changes a plan)."""
+        cached = self._fts_stats.get(key)
+        if cached is not None and time.monotonic() - cached[1] < _STATS_TTL:
+            return cached[0]
+        value = compute()
+        if len(self._fts_stats) > 10_000:
+            self._fts_stats.clear()
+        self._fts_stats[key] = (value, time.monotonic())
+        return value
+
+    def _record_estimate(self, conn: Any) -> int:
+        return self._planning_stat(
+            "\0total", lambda: int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
+        )
+
+    def _term_count(self, conn: Any, term: str, bound: int | None) -> int:
+        """How many records contain the term, counting at most ``bound`` (cached for a while)."""
+        phrase = '"' + term.replace('"', '""') + '"'
+        if bound is None:
+            sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (phrase,)
+        else:
+            # A bounded count stops early: deciding "common" never walks a whole doclist.
+            sql = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+            params = (phrase, bound)  # type: ignore[assignment]
+        return self._planning_stat(f"{term}\0{bound}", lambda: int(conn.execute(sql, params).fetchone()[0]))
+
+    def _tenant_dominates(self, conn: Any, tenant: str, sample: int = 64) -> bool:
+        """Whether the tenant holds most of the newest records (a cheap sample, only a plan choice)."""
+
+        def share() -> int:
+            rows = conn.execute("SELECT tenant FROM memories ORDER BY rowid DESC LIMIT ?", (sample,)).fetchall()
+            return int(sum(1 for (t,) in rows if t == tenant) * 2 > len(rows))
+
+        return bool(self._planning_stat(f"\0tenant\0{tenant}", share))
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (big-endian groups of 7 bits), as FTS5 stores its counts."""
+    out: list[int] = []
+    value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
