@@ -810,15 +810,22 @@ class Core:
         # The keyword leg runs beside the query embedding and the vector leg:
         # SQLite, torch and numpy all release the GIL, so on two cores the
         # search costs the slower leg, not the sum.
-        pending = self._search_worker().submit(
-            self.store.keyword_search,
-            query_terms(query),
-            filters,
-            limit=candidates,
-            scan_cap=self.config.keyword_scan_cap,
-            common_ratio=self.config.keyword_common_ratio,
-            now=now,
-        )
+        terms = query_terms(query)
+
+        def keyword_leg() -> tuple[list[tuple[str, float]], tuple[int, dict[str, int]], set[str]]:
+            # The relevance inputs (term statistics, which terms the memory holds at all) are
+            # keyword-index reads too: they ride along in this thread, beside the vector leg.
+            found = self.store.keyword_search(
+                terms,
+                filters,
+                limit=candidates,
+                scan_cap=self.config.keyword_scan_cap,
+                common_ratio=self.config.keyword_common_ratio,
+                now=now,
+            )
+            return found, self.store.term_stats(terms), self.store.term_presence(terms, filters, now)
+
+        pending = self._search_worker().submit(keyword_leg)
         degraded = None
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
@@ -831,7 +838,7 @@ class Core:
             log.warning("embedder unavailable, searching by keyword only: %s", exc)
             degraded, vector, min_similarity = KEYWORD_ONLY, None, None
         finally:
-            keyword = pending.result()
+            keyword, stats, present = pending.result()
         sims = dict(nearest)
         missing = [i for i, _ in keyword if i not in sims]
         if vector is not None:
@@ -843,14 +850,7 @@ class Core:
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
-        terms = query_terms(query)
-        judge = relevance_judge(
-            terms,
-            *self.store.term_stats(terms),
-            has_vector=vector is not None,
-            present=self.store.term_presence(terms, filters, now),
-            names=named_terms(query),
-        )
+        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
         hits: list[SearchHit] = []
         seen: set[str] = set()
         for start in range(0, len(scored), limit):

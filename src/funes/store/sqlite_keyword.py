@@ -244,18 +244,23 @@ class KeywordSearch:
                 continue
             phrase = '"' + term.replace('"', '""') + '"'
             match = f'tags : "{tenant_token(filters.tenant)}" AND {phrase}' if scoped else phrase
-            params: list[Any] = []
-            where = self._where(filters, now, params)  # the select list comes first in the statement
-            params += [match, PRESENCE_SCAN]
-            sql = (
-                "SELECT count(*), max(m.id IS NOT NULL AND " + " AND ".join(where) + ") FROM "
-                "(SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
-                "LEFT JOIN memories m ON m.rowid = f.rowid"
-            )
-            scanned, found = conn.execute(sql, params).fetchone()
-            if found or scanned >= PRESENCE_SCAN:
+            params: list[Any] = [match, PRESENCE_SCAN]
+            where = self._where(filters, now, params)
+            found = conn.execute(
+                "SELECT 1 FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                "ORDER BY rowid DESC LIMIT ?) f CROSS JOIN memories m ON m.rowid = f.rowid "
+                f"WHERE {' AND '.join(where)} LIMIT 1",
+                params,
+            ).fetchone()
+            if found is not None or self._term_hits(conn, match) >= PRESENCE_SCAN:
                 present.add(term)
         return present
+
+    @staticmethod
+    def _term_hits(conn: Any, match: str) -> int:
+        """Index matches of an FTS expression, counting at most PRESENCE_SCAN (index only, no record reads)."""
+        sql = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+        return int(conn.execute(sql, (match, PRESENCE_SCAN)).fetchone()[0])
 
     def _informative_terms(
         self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float
