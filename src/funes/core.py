@@ -38,6 +38,7 @@ from .models import (
     Job,
     Memory,
     Page,
+    RankFields,
     Reference,
     RememberResult,
     SearchFilters,
@@ -829,9 +830,12 @@ class Core:
         degraded = None
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
+        fields: dict[str, RankFields] = {}
         try:
             vector = self.embedding.embed_query(query)
             nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+            # While the keyword leg still runs: the vector leg's light rows.
+            fields = self.store.rank_fields([i for i, _ in nearest])
             self._queue_index_work()
         except EmbedderUnavailable as exc:
             # Keywords still find things: answer with them and say so, rather than fail.
@@ -845,7 +849,7 @@ class Core:
             for memory_id, vectors in self.store.vectors_for(missing).items():
                 sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
         # Rank on light rows; decode whole records only for the winners.
-        fields = self.store.rank_fields([i for i, _ in keyword] + [i for i, _ in nearest])
+        fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
         settings = self.rank_settings(min_similarity, project)
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.

@@ -37,6 +37,7 @@ fitted on the same data without the cosine, is used.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence, Set
@@ -104,6 +105,7 @@ def keyword_signal(bm25: float | None, idfs: Sequence[float]) -> float:
     return 0.0 if ceiling <= 0 else min(1.0, bm25 / ceiling)
 
 
+@functools.lru_cache(maxsize=65536)
 def fold(word: str) -> str:
     """A word lowercased with a common English suffix removed (a crude stem for presence checks)."""
     word = word.lower()
