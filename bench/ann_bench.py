@@ -3,6 +3,7 @@
 Run from the repository root (a few minutes at 100k on 2 cores)::
 
     .venv/bin/python bench/ann_bench.py --size 100000 --queries 300
+    .venv/bin/python bench/ann_bench.py --libraries --size 100000 --queries 200   # the library choice
 
 It fills one tenant with ``store_bench``'s synthetic memories, builds the
 index (timed), then reports vector-leg latency (p50/p95) for the exact path
@@ -54,7 +55,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument(
+        "--libraries",
+        nargs="?",
+        const="usearch,hnswlib,faiss,sqlite-vec",
+        help="Compare the ANN libraries themselves on the same vectors (see ann_libraries.py) instead of the store.",
+    )
     args = ap.parse_args()
+    if args.libraries:
+        from ann_libraries import run
+
+        run(args.size, args.queries, libraries=args.libraries)
+        return
     now = datetime.now(UTC)
     corpus = Corpus(seed=7, tenants=["t"])
     tmp = tempfile.mkdtemp(prefix="funes-ann-")
