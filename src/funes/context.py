@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import InvalidInput
-from .models import Memory, Turn, format_time
+from .models import Memory, Turn, format_time, turns_around
 from .safety import FENCE_NOTE, WARNING, fence, flag_instruction_like, instruction_flags, is_flagged, provenance
 from .tokens import MESSAGE_OVERHEAD, REPLY_OVERHEAD, TokenCounter, truncate
 
@@ -204,12 +204,12 @@ class Recalled:
         if not self.context:
             return self.memory.content
         src = self.memory.source
-        seq = src.locator.get("seq") if src else None
         role = (src.locator.get("role") if src else None) or "message"
-        here = f"{role}: {self.memory.content}"
-        before = [f"{t.role}: {t.content}" for t in self.context if isinstance(seq, int) and t.seq < seq]
-        after = [f"{t.role}: {t.content}" for t in self.context if isinstance(seq, int) and t.seq > seq]
-        return "\n".join([*before, here, *after])
+        before, after = turns_around(self.memory, self.context)
+        lines = [f"{t.role}: {t.content}" for t in before]
+        lines.append(f"{role}: {self.memory.content}")
+        lines += [f"{t.role}: {t.content}" for t in after]
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)

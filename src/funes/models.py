@@ -506,6 +506,16 @@ class Turn:
         }
 
 
+def turns_around(memory: Memory, turns: Iterable[Turn]) -> tuple[list[Turn], list[Turn]]:
+    """The turns before and after a chat-message record, oldest first (all before it if its place is unknown)."""
+    src = memory.source
+    seq = src.locator.get("seq") if src is not None else None
+    ordered = sorted(turns, key=lambda t: t.seq)
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        return ordered, []
+    return [t for t in ordered if t.seq < seq], [t for t in ordered if t.seq > seq]
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """A record found by search, with its score and why.

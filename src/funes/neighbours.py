@@ -21,14 +21,8 @@ from .store.base import Store
 
 def anchor_of(hit: SearchHit) -> tuple[str, int] | None:
     """The (session id, seq) of a hit that is a chat message (None for other records)."""
-    memory = hit.memory
-    if memory.kind != "message" or memory.source is None:
-        return None
-    locator = memory.source.locator
-    session, seq = locator.get("session") or memory.session_id, locator.get("seq")
-    if not session or not isinstance(seq, int) or isinstance(seq, bool):
-        return None
-    return str(session), seq
+    turn = turn_of(hit.memory)
+    return None if turn is None else (turn.session_id, turn.seq)
 
 
 def with_turns(store: Store, tenant: str, hits: SearchResults, width: int, until: datetime | None) -> SearchResults:

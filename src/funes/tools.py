@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
-from .models import Caller, Memory, SearchHit, SearchResults, SourceRef, format_time, parse_time, utcnow
+from .models import Caller, Memory, SearchHit, SearchResults, SourceRef, format_time, parse_time, turns_around, utcnow
 from .safety import FENCE_NOTE, WARNING, fence, instruction_flags, is_flagged
 from .store import AccessEvent, vis_key
 
@@ -318,11 +318,12 @@ class AgentTools:
             if m.kind in AGENT_KINDS:
                 label = f"{m.memory_type} · {label} · {m.scope}"
             lines.append(f"{n}. [{label}] {_recalled(m, limit)}")
-            seq = m.source.locator.get("seq") if m.source else None
-            for turn in hit.context:  # the turns around a recalled message, fenced like it
-                where = "before" if isinstance(seq, int) and turn.seq < seq else "after"
-                flag = f" [warning: {WARNING}]" if instruction_flags(turn.content) else ""
-                lines.append(f"   ({where}) {turn.role}: <memory>{fence(_snippet(turn.content, limit))}</memory>{flag}")
+            before, after = turns_around(m, hit.context)  # the turns around a recalled message, fenced like it
+            for where, turns in (("before", before), ("after", after)):
+                for turn in turns:
+                    flag = f" [warning: {WARNING}]" if instruction_flags(turn.content) else ""
+                    said = fence(_snippet(turn.content, limit))
+                    lines.append(f"   ({where}) {turn.role}: <memory>{said}</memory>{flag}")
             tail = f" · id: {m.id}" if with_ids else ""
             lines.append(f"   Relevance: {_percent(hit.relevance)}%{tail}")
             lines.append("")

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..models import SearchFilters, to_epoch
 from .base import Visibility
-from .sqlite_cjk import cjk_runs, trigrams
+from .sqlite_cjk import cjk_runs, merge_hits, trigrams
 from .sqlite_rows import record_filters, sql_in
 
 _K1 = 1.2
@@ -131,10 +131,7 @@ class PostgresSearch:
         words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now)
         if not cjk_runs(terms):
             return words
-        merged = dict(words)
-        for memory_id, score in self._cjk_search(terms, filters, limit, scan_cap, now):
-            merged[memory_id] = max(merged.get(memory_id, 0.0), score)
-        return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return merge_hits(words, self._cjk_search(terms, filters, limit, scan_cap, now), limit)
 
     def _word_search(
         self, terms: Sequence[str], filters: SearchFilters, *, limit: int, scan_cap: int, now: datetime | None

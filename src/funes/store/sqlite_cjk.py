@@ -11,7 +11,7 @@ scans the CJK records only).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +19,16 @@ from ..models import SearchFilters
 
 # The ranges migration 008 indexes: radicals, kana, ideographs, Hangul, compatibility ideographs.
 CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+def merge_hits(
+    words: Sequence[tuple[str, float]], cjk: Iterable[tuple[str, float]], limit: int
+) -> list[tuple[str, float]]:
+    """The word index's hits joined with the CJK matches: a record found by both keeps its better score."""
+    merged = dict(words)
+    for memory_id, score in cjk:
+        merged[memory_id] = max(merged.get(memory_id, 0.0), score)
+    return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
 def cjk_runs(terms: Sequence[str]) -> list[str]:

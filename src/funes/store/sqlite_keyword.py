@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from ..models import SearchFilters
-from .sqlite_cjk import cjk_runs
+from .sqlite_cjk import cjk_runs, merge_hits
 from .sqlite_rows import tenant_token
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
@@ -59,11 +59,8 @@ class KeywordSearch:
         words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio)
         if not cjk_runs(terms):
             return words
-        merged = dict(words)
         cjk = self._cjk_search(self.db.reader(), terms, filters, limit, scan_cap, now)  # type: ignore[attr-defined]
-        for memory_id, score in cjk:
-            merged[memory_id] = max(merged.get(memory_id, 0.0), score)
-        return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return merge_hits(words, cjk, limit)
 
     def _word_search(
         self,

@@ -177,12 +177,14 @@ def hit_line(n: int, hit: SearchHit) -> str:
         f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
         f"score={hit.score:.4f} cos={sim} {' '.join(why)}"
     )
-    seq = hit.memory.source.locator.get("seq") if hit.memory.source else None
-    for turn in hit.context:  # the conversation around a message hit
-        said = " ".join(turn.content.split())
-        said = said if len(said) <= 120 else said[:119] + "…"
-        where = "before" if isinstance(seq, int) and turn.seq < seq else "after"
-        line += f"\n   ({where}) {turn.role}: {said}"
+    from ...models import turns_around
+
+    before, after = turns_around(hit.memory, hit.context)  # the conversation around a message hit
+    for where, turns in (("before", before), ("after", after)):
+        for turn in turns:
+            said = " ".join(turn.content.split())
+            said = said if len(said) <= 120 else said[:119] + "…"
+            line += f"\n   ({where}) {turn.role}: {said}"
     return line
 
 
