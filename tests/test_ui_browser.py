@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -474,3 +475,160 @@ def test_documents_usage_settings_and_regenerate(server: Server, page: Any, tmp_
     expect(page.locator("#clear-project-result")).to_contain_text("Removed")
     left = server.call("GET", f"{team}/memories?file_id=report.grid")["items"]
     assert [m for m in left if m.get("project_id") == "report.grid"] == []
+
+
+# -- search by role and by conversation (issue 10, section 3) ---------------------------------------------
+XSS_TITLE = 'Lisbon <img src=x onerror="window.__xss=1"> trip'
+XSS_REPLY = "Booked: Hotel Avenida, three nights from 12 May. <script>window.__xss=2</script><b>bold</b>"
+TRIP = [  # a titled session, said in May 2023 (imported history)
+    ("user", "Find me a hotel near Rossio station in Lisbon for May.", "2023-05-02T09:00:00+00:00"),
+    (
+        "assistant",
+        "The Hotel Avenida is two minutes from Rossio station and has a rooftop bar.",
+        "2023-05-02T09:01:00+00:00",
+    ),
+    ("user", "Book the Hotel Avenida for three nights, starting on the twelfth.", "2023-05-09T18:30:00+00:00"),
+    ("assistant", XSS_REPLY, "2023-05-09T18:31:00+00:00"),
+]
+GARDEN = [  # an untitled session
+    ("user", "My sister recommends a hotel in Porto with a garden courtyard.", "2024-02-10T20:00:00+00:00"),
+    ("assistant", "The Garden Hotel in Porto has a courtyard and costs 90 euros a night.", "2024-02-10T20:01:00+00:00"),
+    ("user", "Do they have parking there?", "2024-02-10T20:02:00+00:00"),
+    ("assistant", "Yes, the hotel has free parking for guests.", "2024-02-10T20:03:00+00:00"),
+]
+
+
+@pytest.fixture
+def chat_server(tmp_path: Path, funes_home: Path, local_embedder: Any) -> Iterator[Server]:
+    """`funes serve` over a store with two conversations of user and assistant messages, and one team memory."""
+    import funes
+
+    db = tmp_path / "chat.db"
+    out = _cli(funes_home, "--db", str(db), "keys", "create", "--team", "acme", "--role", "admin", "--json")
+    mem = funes.open(str(db), embedder=local_embedder)
+    try:
+        trip = mem.session("trip-lisbon", tenant="acme", title=XSS_TITLE)
+        for role, content, at in TRIP:
+            trip.add_message(role, content, at=at)
+        garden = mem.session("garden-porto", tenant="acme")
+        for role, content, at in GARDEN:
+            garden.add_message(role, content, at=at)
+        mem.remember("Our team's hotel budget is 120 euros a night.", tenant="acme", scope="team", title="Hotel budget")
+    finally:
+        mem.close()
+    srv = Server(funes_home, db, json.loads(out)["key"])
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _said(role: str) -> set[str]:
+    return {content for r, content, _ in TRIP + GARDEN if r == role}
+
+
+def test_search_filters_by_role_groups_by_conversation_and_shows_record_text_as_text(
+    chat_server: Server, page: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    search = "/v1/teams/acme/memories/search?q=hotel"
+    everything = chat_server.call("GET", f"{search}&limit=20")
+    assert any(h["memory"]["kind"] != "message" for h in everything["hits"]), "the team memory should match too"
+    _sign_in(page, chat_server)
+    page.get_by_role("link", name="Search").click()
+    page.locator("#search-q").fill("hotel")
+    page.locator("#search-q").press("Enter")
+    results = page.locator("#search-results")
+    items = results.locator(".hits > .hit-item")
+    expect(items).to_have_count(len(everything["hits"]))
+    expect(results.locator(".hit", has_text="Hotel budget")).to_have_count(1)
+
+    # A chat message shows the turns around it; record text (XSS-shaped) is shown as text, never run.
+    booked = items.filter(has=page.locator(".hit", has_text="Booked: Hotel Avenida"))
+    expect(booked).to_have_count(1)
+    expect(booked.locator(".hit-snippet")).to_contain_text("<script>window.__xss=2</script><b>bold</b>")
+    expect(booked.locator(".turns-before .turn")).to_contain_text("Book the Hotel Avenida for three nights")
+    expect(booked.locator(".turns-before .turn-role")).to_have_text("user")
+    assert booked.get_attribute("data-role") == "assistant"
+
+    # Role filter: only what the user said.
+    page.locator("#search-role-user").check()
+    users = chat_server.call("GET", f"{search}&limit=20&role=user")["hits"]
+    assert users and {h["memory"]["content"] for h in users} <= _said("user")
+    expect(items).to_have_count(len(users))
+    expect(results.locator('.hits > .hit-item[data-role="user"]')).to_have_count(len(users))
+    for content in _said("assistant"):
+        expect(results.locator(".hit-snippet", has_text=content[:30])).to_have_count(0)
+    expect(results.locator(".hit", has_text="Hotel budget")).to_have_count(0)
+    assert "role=user" in page.url
+
+    # Both roles checked is every chat message (the team memory has no role).
+    page.locator("#search-role-assistant").check()
+    both = chat_server.call("GET", f"{search}&limit=20&role=user,assistant")["hits"]
+    expect(items).to_have_count(len(both))
+    expect(results.locator('.hits > .hit-item[data-role="assistant"]')).not_to_have_count(0)
+    page.locator("#search-role-user").uncheck()
+    page.locator("#search-role-assistant").uncheck()
+    expect(items).to_have_count(len(everything["hits"]))
+
+    # Group by conversation: one block per session, title (as text) or id, its dates and its hits.
+    page.locator("#search-group").check()
+    grouped = chat_server.call("GET", f"{search}&limit=10&group_by=session")
+    assert {g["session_id"] for g in grouped["groups"]} == {"trip-lisbon", "garden-porto"}
+    blocks = results.locator(".session-group")
+    expect(blocks).to_have_count(2)
+    for g in grouped["groups"]:
+        block = results.locator(f'.session-group[data-session="{g["session_id"]}"]')
+        expect(block.locator(".hits > .hit-item")).to_have_count(len(g["hits"]))
+        expect(block.locator(".session-count")).to_have_text(
+            f"{len(g['hits'])} matching message{'' if len(g['hits']) == 1 else 's'}"
+        )
+    trip = results.locator('.session-group[data-session="trip-lisbon"]')
+    expect(trip.locator(".session-title")).to_have_text(XSS_TITLE)
+    expect(trip.locator(".session-id")).to_have_text("trip-lisbon")
+    expect(trip.locator(".session-when")).to_contain_text("2023")
+    # Inside a block the hits and their turns read in the order they were said, each turn once.
+    said = trip.locator(".hit-snippet, .turn-text").all_inner_texts()
+    order_said = [c for _, c, _ in TRIP]
+    assert len(said) == len(set(said)) and set(said) <= set(order_said), said
+    assert said == sorted(said, key=order_said.index)
+    garden = results.locator('.session-group[data-session="garden-porto"]')
+    expect(garden.locator(".session-title")).to_have_text("garden-porto")
+    expect(garden.locator(".session-when")).to_contain_text("2024")
+    expect(garden.locator(".turns .turn").first).to_be_visible()
+    expect(results.locator(".hit", has_text="Hotel budget")).to_have_count(0)
+    order = [page.locator(".session-group").nth(i).get_attribute("data-session") for i in range(2)]
+    assert order == [g["session_id"] for g in grouped["groups"]]
+    page.screenshot(path=str(tmp_path / "search-grouped.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 800})
+    _no_horizontal_overflow(page)
+    page.screenshot(path=str(tmp_path / "search-grouped-phone.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    # Grouped and filtered by role; the state is in the address, so a reload keeps it.
+    page.locator("#search-role-assistant").check()
+    assistant_groups = chat_server.call("GET", f"{search}&limit=10&group_by=session&role=assistant")["groups"]
+    expect(blocks).to_have_count(len(assistant_groups))
+    expect(results.locator('.hit-item[data-role="user"]')).to_have_count(0)
+    assert "group=session" in page.url and "role=assistant" in page.url
+    page.reload()
+    page.locator("#team-name").wait_for()
+    expect(page.locator("#search-q")).to_have_value("hotel")
+    expect(page.locator("#search-group")).to_be_checked()
+    expect(page.locator("#search-role-assistant")).to_be_checked()
+    expect(page.locator("#search-role-user")).not_to_be_checked()
+    expect(blocks).to_have_count(len(assistant_groups))
+    expect(page.locator('#nav a[data-view="search"]')).to_have_attribute("aria-current", "page")
+
+    # Nothing relevant: the same message as the CLI.
+    off_topic = "quantum chromodynamics lecture notes"
+    assert chat_server.call("GET", f"/v1/teams/acme/memories/search?q={urllib.parse.quote(off_topic)}")["hits"] == []
+    page.locator("#search-q").fill(off_topic)
+    page.locator("#search-q").press("Enter")
+    expect(results.locator(".empty-title")).to_have_text(f"No relevant memories for “{off_topic}”.")
+
+    # No record text ever became markup.
+    assert page.evaluate("window.__xss") is None
+    expect(page.locator("#search-results img, #search-results script, #search-results b")).to_have_count(0)
+    _no_horizontal_overflow(page)

@@ -24,7 +24,7 @@ function $(id) {
 }
 
 function route() {
-  const name = (location.hash.replace(/^#\/?/, "").split("/")[0] || "map").toLowerCase();
+  const name = (location.hash.replace(/^#\/?/, "").split(/[/?]/)[0] || "map").toLowerCase();
   const view = VIEWS[name] ? name : "map";
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.dataset.view === view) a.setAttribute("aria-current", "page");
