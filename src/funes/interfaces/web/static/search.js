@@ -18,7 +18,7 @@ const GROUP_LIMIT = 10; // conversations per grouped search (the API's limit cou
 const state = { q: "", memory_type: "", scope: "", source_type: "", roles: [], group: false };
 
 /** The search state as hash parameters (empty ones left out). */
-export function toParams(st) {
+function toParams(st) {
   const p = new URLSearchParams();
   if (st.q) p.set("q", st.q);
   if (st.memory_type) p.set("type", st.memory_type);
@@ -95,7 +95,7 @@ function roleOf(m) {
 }
 
 /** The turns before and after a message hit, oldest first (all before it when its place is unknown). */
-export function splitTurns(m, turns) {
+function splitTurns(m, turns) {
   const seq = m.source && m.source.locator ? m.source.locator.seq : undefined;
   const ordered = (turns || []).slice().sort((a, b) => a.seq - b.seq);
   if (!Number.isInteger(seq)) return [ordered, []];
@@ -196,7 +196,7 @@ function seqOf(m) {
  * or already shown beside an earlier hit, is not repeated. Pairs of [hit, [before, after]] (with `gap`
  * set when turns were skipped before it); best first with their own turns when a place is unknown.
  */
-export function inConversation(hits) {
+function inConversation(hits) {
   if (hits.some((x) => seqOf(x.memory) === null)) return hits.map((x) => [x, null]);
   const ordered = hits.slice().sort((a, b) => seqOf(a.memory) - seqOf(b.memory));
   const hitSeqs = new Set(ordered.map((x) => seqOf(x.memory)));
@@ -266,6 +266,7 @@ export function renderSearch(root) {
   let seq = 0;
 
   async function run() {
+    if (!q.isConnected) return; // another view replaced this one before a debounced search ran
     state.q = q.value.trim();
     state.memory_type = type.value;
     state.scope = scope.value;
