@@ -11,10 +11,11 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from .models import Explanation, Memory, SearchHit
+from .query_dates import DateWindow
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -106,6 +107,9 @@ class Rankable(Protocol):
     @property
     def updated_at(self) -> datetime: ...
 
+    @property
+    def created_at(self) -> datetime | None: ...
+
     def is_expired(self, now: datetime | None = None) -> bool: ...
 
 
@@ -136,6 +140,9 @@ class RankSettings:
     vector_floor: float | None = 0.15
     floor_exempt: int = 3
     current_project: str | None = None
+    # Date awareness: the windows the query names (funes.query_dates) and how much a record inside one gains.
+    date_boost: float = 0.0
+    date_windows: tuple[DateWindow, ...] = ()
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
@@ -157,7 +164,54 @@ def boosts_for(memory: Rankable, settings: RankSettings, now: datetime) -> dict[
     age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400.0)
     half_life = max(settings.recency_half_life_days, 1e-9)
     boosts["recency"] = 1.0 + settings.recency_weight * math.pow(2.0, -age_days / half_life)
+    if settings.date_windows and settings.date_boost > 0:
+        when = memory.created_at or memory.updated_at
+        boosts["date"] = 1.0 + settings.date_boost * date_match(when, settings.date_windows)
     return boosts
+
+
+# A month or day named without a year ("in June") is resolved to the most recent one; the same span in
+# earlier years counts this much (1: any June counts as much as the latest; 0: only the latest).
+YEARLESS_OLDER_WEIGHT = 1.0
+_MIN_FALLOFF = timedelta(days=1)
+_MAX_FALLOFF = timedelta(days=15)
+
+
+def closeness(when: datetime, start: datetime, end: datetime) -> float:
+    """1 inside ``[start, end)``, halving every quarter window length outside it (1 to 15 days)."""
+    if start <= when < end:
+        return 1.0
+    half_life = min(_MAX_FALLOFF, max(_MIN_FALLOFF, (end - start) / 4))
+    gap = (start - when) if when < start else (when - end)
+    return math.pow(2.0, -gap / half_life)
+
+
+def _years_back(t: datetime, years: int) -> datetime:
+    try:
+        return t.replace(year=t.year - years)
+    except ValueError:  # February 29
+        return t.replace(year=t.year - years, day=28)
+
+
+def date_match(when: datetime, windows: Sequence[DateWindow]) -> float:
+    """How well a record's time matches the query's windows, in [0, 1]: the best window's :func:`closeness`.
+
+    A window marked ``every_year`` also matches the same span in the
+    record's own year and the years around it, if they are earlier than the
+    window (weighted by ``YEARLESS_OLDER_WEIGHT``).
+    """
+    best = 0.0
+    for w in windows:
+        best = max(best, closeness(when, w.start, w.end))
+        if w.every_year and YEARLESS_OLDER_WEIGHT > 0:
+            lag = w.start.year - when.year
+            for years in (lag - 1, lag, lag + 1):
+                if years >= 1:
+                    near = closeness(when, _years_back(w.start, years), _years_back(w.end, years))
+                    best = max(best, YEARLESS_OLDER_WEIGHT * near)
+        if best >= 1.0:
+            break
+    return best
 
 
 def retention_score(memory: Memory, settings: RankSettings, now: datetime) -> float:
@@ -244,6 +298,7 @@ def rank_scored(
     ]
     kw_rank = {i: r for r, i in enumerate(kw_ids, start=1)}
     kw_score = dict(keyword)
+    dates = tuple(w.to_dict() for w in settings.date_windows)
     vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
     parts = _contributions(keyword, vector, vec_ids, similarities, settings)
     hits: list[Scored] = []
@@ -273,6 +328,7 @@ def rank_scored(
                     boosts=boosts,
                     contributions=contributions,
                     score=score,
+                    dates=dates,
                 ),
             )
         )
@@ -302,6 +358,8 @@ __all__ = [
     "Rankable",
     "Scored",
     "boosts_for",
+    "closeness",
+    "date_match",
     "fuse_convex",
     "fuse_rrf",
     "query_terms",
