@@ -70,6 +70,21 @@ def one(query: str, ref: datetime = REF) -> DateWindow:
         ("the past 3 days", day(2023, 10, 17), day(2023, 10, 21), "the past 3 days"),
         ("in the last two weeks", day(2023, 10, 6), day(2023, 10, 21), "in the last two weeks"),
         ("Where did Caroline move from 4 years ago?", day(2019, 4, 20), day(2020, 4, 20), "4 years ago"),
+        ("a hike two years back", day(2021, 4, 20), day(2022, 4, 20), "two years back"),
+        # a part of a month
+        (
+            "Where was Dave in the last two weeks of August 2023?",
+            day(2023, 8, 18),
+            day(2023, 9, 1),
+            "the last two weeks of August 2023",
+        ),
+        (
+            "Where was Calvin in the last week of October 2023?",
+            day(2023, 10, 25),
+            day(2023, 11, 1),
+            "the last week of October 2023",
+        ),
+        ("the first week of May", day(2023, 5, 1), day(2023, 5, 8), "the first week of May"),
         # a span before or after a date: from the shifted day to the anchor
         (
             "the puppy she got two weeks before August 11, 2023",

@@ -144,7 +144,12 @@ _LED = re.compile(
 _SEASON_YEAR = re.compile(
     rf"\b(?P<season>spring|summer|fall|autumn|winter)\s+(?:of\s+)?{_YEAR.format('year')}\b", re.IGNORECASE
 )
-_AGO = re.compile(rf"\b{_NUM.format('n')}\s+{_UNIT.format('unit')}\s+ago\b", re.IGNORECASE)
+_AGO = re.compile(rf"\b{_NUM.format('n')}\s+{_UNIT.format('unit')}\s+(?:ago|back)\b", re.IGNORECASE)
+# "the last two weeks of August 2023", "the first week of May": a part of the date that follows.
+_PART = re.compile(
+    rf"\b(?:the\s+)?(?P<edge>last|first|final)\s+(?:{_NUM.format('n')}\s+)?(?P<unit>day|week|month)s?\s+of\s+",
+    re.IGNORECASE,
+)
 _SHIFT = re.compile(rf"\b{_NUM.format('n')}\s+{_UNIT.format('unit')}\s+(?P<dir>before|after)\s+", re.IGNORECASE)
 _PAST = re.compile(
     rf"\b(?:the|in the|over the|during the|within the)\s+(?:past|last)\s+{_NUM.format('n')}\s+{_UNIT.format('unit')}\b",
@@ -212,6 +217,18 @@ def find_dates(query: str, as_of: datetime) -> tuple[DateWindow, ...]:
         found.append((a, b, window))
 
     # Longest constructs first, so their parts are not read again alone.
+    for m in _PART.finditer(query):
+        anchor = _anchor_after(query, m.end(), ref, months=True)
+        if anchor is None:
+            continue
+        end_pos, base = anchor
+        n, unit = _number(m["n"]) if m["n"] else 1, m["unit"].lower()
+        if m["edge"].lower() == "first":
+            window = DateWindow(base.start, min(base.end, _delta(base.start, n, unit, "after")), "", base.every_year)
+        else:
+            window = DateWindow(max(base.start, _delta(base.end, n, unit, "before")), base.end, "", base.every_year)
+        phrase = query[m.start() : end_pos].strip()
+        add(m, DateWindow(window.start, window.end, phrase, window.every_year), (m.start(), end_pos))
     for m in _SHIFT.finditer(query):
         # "two weeks before August 11, 2023": from the shifted day to the anchor day.
         anchor = _anchor_after(query, m.end(), ref)
@@ -310,10 +327,12 @@ def _ago(ref: datetime, n: int, unit: str, phrase: str, vague: bool = False) -> 
     point = _delta(today, n, unit, "before")
     if unit == "day":
         return DateWindow(point, point + timedelta(days=1), phrase)
-    half = {"week": timedelta(days=4), "weekend": timedelta(days=4), "month": timedelta(days=15)}.get(
-        unit, timedelta(days=183)
-    )
-    return DateWindow(point - half, min(point + half, today + timedelta(days=1)), phrase)
+    if unit == "year":
+        start, end = _add_months(point, -6), _add_months(point, 6)
+    else:
+        half = timedelta(days=15 if unit == "month" else 4)
+        start, end = point - half, point + half
+    return DateWindow(start, min(end, today + timedelta(days=1)), phrase)
 
 
 def _most_recent(ref: datetime, month: int, day: int | None) -> int:
@@ -465,12 +484,22 @@ def _weekday(m: re.Match[str], ref: datetime) -> DateWindow:
     return DateWindow(start, start + timedelta(days=1), m[0].strip())
 
 
-def _anchor_after(query: str, pos: int, ref: datetime) -> tuple[int, DateWindow] | None:
-    """The date right at ``pos`` ("... before August 11, 2023", "... before yesterday"): its end and window."""
+_BARE_MONTH = re.compile(rf"{_MONTH.format('month')}\b(?!['’]s)", re.IGNORECASE)
+
+
+def _anchor_after(query: str, pos: int, ref: datetime, months: bool = False) -> tuple[int, DateWindow] | None:
+    """The date right at ``pos`` ("... before August 11, 2023", "... before yesterday"): its end and window.
+
+    With ``months``, a bare month ("... of May") is an anchor too.
+    """
     m = _ABSOLUTE.match(query, pos)
     if m is not None:
         window = _absolute(m, ref, query)
         return (m.end(), window) if window is not None else None
+    m = _BARE_MONTH.match(query, pos) if months else None
+    if m is not None and _month_follows(m["month"], query, m.end()):
+        month = MONTHS[m["month"].lower()]
+        return m.end(), _month_window(_most_recent(ref, month, None), month, 1, m[0], ref.tzinfo, every_year=True)
     m = _THIS_LAST.match(query, pos)
     if m is not None:
         return m.end(), _this_last(m, ref)
