@@ -169,6 +169,14 @@ def test_several_times_in_one_query_are_each_found_once() -> None:
     assert [w.phrase for w in found] == ["October 13, 2023", "last May", "yesterday"]
 
 
+def test_a_weekday_with_its_date_is_that_date() -> None:
+    assert [w.phrase for w in find_dates("what did we eat on Friday, May 5, 2023", REF)] == ["May 5, 2023"]
+
+
+def test_a_time_out_of_the_calendar_is_no_window() -> None:
+    assert find_dates("999 years ago", datetime(500, 1, 1, tzinfo=UTC)) == ()
+
+
 def test_last_may_said_in_may_is_the_may_before() -> None:
     in_may = datetime(2023, 5, 20, tzinfo=UTC)
     assert one("last May", in_may).start == day(2022, 5, 1)

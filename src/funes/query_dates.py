@@ -161,6 +161,7 @@ _THIS_LAST = re.compile(
     r"the day before yesterday)\b",
     re.IGNORECASE,
 )
+_DATE_AFTER_WEEKDAY = re.compile(rf",?\s*(?:the\s+)?(?:{_DAY.format('d')}|{_MONTH.format('m')})\b", re.IGNORECASE)
 _LINK = re.compile(r"\s+(?:before|on|as of|prior to)\s+", re.IGNORECASE)
 _WEEKDAY = re.compile(
     r"\b(?P<lead>on|last|this|past|previous|since|before|after|by)\s+(?:the\s+)?"
@@ -203,9 +204,18 @@ def find_dates(query: str, as_of: datetime) -> tuple[DateWindow, ...]:
     """Every time the query names, as windows resolved against ``as_of`` (aware; naive is read as UTC).
 
     Overlapping phrases are read once, the longest first ("two weeks before
-    August 11, 2023" is one window, not two).
+    August 11, 2023" is one window, not two). A time out of the calendar's
+    range ("999 years ago" in year 500) is no window: reading dates must
+    never fail a search.
     """
     ref = as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+    try:
+        return _find(query, ref)
+    except (ValueError, OverflowError):
+        return ()
+
+
+def _find(query: str, ref: datetime) -> tuple[DateWindow, ...]:
     found: list[tuple[int, int, DateWindow]] = []
 
     def add(m: re.Match[str], window: DateWindow | None, span: tuple[int, int] | None = None) -> None:
@@ -224,11 +234,10 @@ def find_dates(query: str, as_of: datetime) -> tuple[DateWindow, ...]:
         end_pos, base = anchor
         n, unit = _number(m["n"]) if m["n"] else 1, m["unit"].lower()
         if m["edge"].lower() == "first":
-            window = DateWindow(base.start, min(base.end, _delta(base.start, n, unit, "after")), "", base.every_year)
+            start, end = base.start, min(base.end, _delta(base.start, n, unit, "after"))
         else:
-            window = DateWindow(max(base.start, _delta(base.end, n, unit, "before")), base.end, "", base.every_year)
-        phrase = query[m.start() : end_pos].strip()
-        add(m, DateWindow(window.start, window.end, phrase, window.every_year), (m.start(), end_pos))
+            start, end = max(base.start, _delta(base.end, n, unit, "before")), base.end
+        add(m, DateWindow(start, end, query[m.start() : end_pos].strip(), base.every_year), (m.start(), end_pos))
     for m in _SHIFT.finditer(query):
         # "two weeks before August 11, 2023": from the shifted day to the anchor day.
         anchor = _anchor_after(query, m.end(), ref)
@@ -269,7 +278,8 @@ def find_dates(query: str, as_of: datetime) -> tuple[DateWindow, ...]:
     for m in _THIS_LAST.finditer(query):
         add(m, _this_last(m, ref))
     for m in _WEEKDAY.finditer(query):
-        add(m, _weekday(m, ref))
+        if not _DATE_AFTER_WEEKDAY.match(query, m.end()):  # "on Friday, May 5": the date says which Friday
+            add(m, _weekday(m, ref))
     found.sort(key=lambda item: item[0])
     return tuple(w for _, _, w in found)
 

@@ -154,7 +154,12 @@ class RankSettings:
 
 
 def boosts_for(memory: Rankable, settings: RankSettings, now: datetime) -> dict[str, float]:
-    """The multiplicative boosts a record earns: scope, importance, recency."""
+    """The multiplicative boosts a record earns: scope, importance, recency, and date when the query names a time.
+
+    The date boost is ``1 + date_boost × date_match``: full inside a window
+    the query names, fading just outside it (:func:`date_match`), measured on
+    the record's own time (``created_at``: when a message was said).
+    """
     boosts: dict[str, float] = {}
     if memory.scope == "project" and settings.current_project and memory.project_id == settings.current_project:
         boosts["project"] = settings.boost_project
