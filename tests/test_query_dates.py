@@ -44,6 +44,9 @@ def one(query: str, ref: datetime = REF) -> DateWindow:
             "November 2022",
         ),
         ("what happened in 2022", day(2022, 1, 1), day(2023, 1, 1), "in 2022"),
+        ("sepsis has fallen from 2009 to 2014", day(2009, 1, 1), day(2015, 1, 1), "from 2009 to 2014"),
+        ("between 2019 and 2021", day(2019, 1, 1), day(2022, 1, 1), "between 2019 and 2021"),
+        ("heart failure since 1979", day(1979, 1, 1), REF, "since 1979"),
         ("What state did Joanna visit in summer 2021?", day(2021, 6, 1), day(2021, 9, 1), "summer 2021"),
         ("plans for the winter of 2022", day(2022, 12, 1), day(2023, 3, 1), "winter of 2022"),
         # month with a time word, most recent one at or before the reference

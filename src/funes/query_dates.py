@@ -141,6 +141,11 @@ _LED = re.compile(
     rf"|{_MONTH.format('month')}|{_YEAR.format('year')})\b(?!['’]s|-)",
     re.IGNORECASE,
 )
+# "from 2009 to 2014", "between 2019 and 2021": every year of the span.
+_YEARS = re.compile(
+    rf"\b(?:from|between)\s+{_YEAR.format('y1')}\s*(?:to|and|until|till|through|-|–)\s*{_YEAR.format('y2')}\b",
+    re.IGNORECASE,
+)
 _SEASON_YEAR = re.compile(
     rf"\b(?P<season>spring|summer|fall|autumn|winter)\s+(?:of\s+)?{_YEAR.format('year')}\b", re.IGNORECASE
 )
@@ -227,6 +232,10 @@ def _find(query: str, ref: datetime) -> tuple[DateWindow, ...]:
         found.append((a, b, window))
 
     # Longest constructs first, so their parts are not read again alone.
+    for m in _YEARS.finditer(query):
+        first, last = sorted((int(m["y1"]), int(m["y2"])))
+        start, end = datetime(first, 1, 1, tzinfo=ref.tzinfo), datetime(last + 1, 1, 1, tzinfo=ref.tzinfo)
+        add(m, DateWindow(start, end, m[0].strip()))
     for m in _PART.finditer(query):
         anchor = _anchor_after(query, m.end(), ref, months=True)
         if anchor is None:
