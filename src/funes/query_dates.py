@@ -11,20 +11,23 @@ against dateparser 1.2's ``search_dates`` (the candidate on PyPI): that takes
 0.7 s to import and about 15 ms per query (search's whole budget is 40 ms),
 reads the modal verb in "May I ask" and "I may go", "march on" and "the 2022
 report" as dates, and returns points, not windows ("in June" became June 20).
-The grammar here recognises (case-insensitive):
+This grammar imports in about 10 ms and reads a query in about 0.25 ms
+(docs/benchmarks.md). It recognises (case-insensitive, English):
 
 * absolute: ``October 13, 2023``, ``13 October 2023``, ``the 13th of
   October``, ``Oct 13``, ``2023-10-13``, ``2023-10``, ``October 2023``, ``in
   2022`` (a year only after a time word: "the 2022 report" is not a date),
-  ``summer 2021``;
+  ``from 2009 to 2014``, ``summer 2021``;
 * a month or season with a time word before it: ``in June``, ``last May``,
   ``this summer``, ``early March``, ``since April`` (a bare "May" or "march"
-  is not a date: it is mostly a verb);
+  is not a date, and neither is one followed by a verb: "this may be");
 * relative: ``today``, ``yesterday``, ``last night``, ``this/last
   week|month|year|weekend``, ``last Friday``, ``on Monday``, ``two weeks
-  ago``, ``a few days ago``, ``4 years ago``, ``the past 3 days``;
-* ``two weeks before August 11, 2023``: from the shifted day to the anchor
-  (the event and the day it was told about both fall inside).
+  ago``, ``a few days ago``, ``4 years back``, ``the past 3 days``;
+* a span around a date: ``two weeks before August 11, 2023`` (from the
+  shifted day to the anchor: the event and the day it was told about both
+  fall inside), ``last weekend before April 10, 2023``, ``the last two weeks
+  of August 2023``, ``the first week of May``.
 
 A month or day without a year ("in June", "May 3") is resolved to the most
 recent one at or before the reference time, and marked ``every_year``:
@@ -199,7 +202,7 @@ class DateWindow:
         }
 
     def describe(self) -> str:
-        """The window in a few words: ``'on May 3' -> 2023-05-03..2023-05-04 (any year)``."""
+        """The window in a few words: ``'May 3' -> 2023-05-03..2023-05-04 (or that date in an earlier year)``."""
         fmt = "%Y-%m-%d" if self.start.time() == self.end.time() == datetime.min.time() else "%Y-%m-%d %H:%M"
         any_year = " (or that date in an earlier year)" if self.every_year else ""
         return f"{self.phrase!r} -> {self.start:{fmt}}..{self.end:{fmt}}{any_year}"
