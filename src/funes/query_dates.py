@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 MONTHS = {
@@ -430,9 +430,9 @@ def _led(m: re.Match[str], ref: datetime, query: str) -> DateWindow | None:
         if not _followed_by_time_end(query, m.end()):
             return None  # "of 2000 items", "in 2022 dollars": a number, or a year used as an adjective
         year = int(m["year"])
-        if lead in ("since", "after", "from"):
-            return DateWindow(datetime(year, 1, 1, tzinfo=tz), max(ref, datetime(year + 1, 1, 1, tzinfo=tz)), phrase)
-        return DateWindow(datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz), phrase)
+        return _onwards(
+            lead, DateWindow(datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz), phrase), ref
+        )
     if m["season"]:
         season = m["season"].lower()
         if m["sy"]:
@@ -463,7 +463,24 @@ def _led(m: re.Match[str], ref: datetime, query: str) -> DateWindow | None:
         )
     if lead == "late" or lead == "the end of":
         return DateWindow(window.end - timedelta(days=11), window.end, phrase, window.every_year)
+    if lead in _ONWARDS:
+        return _onwards(lead, replace(window, every_year=False), ref)
     return window
+
+
+_ONWARDS = frozenset({"since", "from", "after"})
+
+
+def _onwards(lead: str, window: DateWindow, ref: datetime) -> DateWindow:
+    """ "since 2021" / "from May": from the window's start up to the reference time; "after": from its end.
+
+    Other time words ("in", "before", "by", "until") keep the window itself: a
+    record just before it still gains through the falloff.
+    """
+    if lead not in _ONWARDS:
+        return window
+    start = window.end if lead == "after" else window.start
+    return DateWindow(start, max(ref, start + timedelta(days=1)), window.phrase)
 
 
 def _this_last(m: re.Match[str], ref: datetime) -> DateWindow:
