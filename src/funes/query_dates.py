@@ -7,10 +7,11 @@ a soft falloff just outside. It is a boost, never a filter: a wrong parse
 must not hide the answer.
 
 It is a small regular grammar rather than a general date library. Measured
-against dateparser 1.2's ``search_dates`` (the candidate on PyPI): that takes
-0.7 s to import and about 15 ms per query (search's whole budget is 40 ms),
-reads the modal verb in "May I ask" and "I may go", "march on" and "the 2022
-report" as dates, and returns points, not windows ("in June" became June 20).
+against dateparser 1.5's ``search_dates`` (the candidate on PyPI): that takes
+0.8 s to import and 15 to 55 ms per query (search's whole budget is 40 ms),
+reads the modal verb in "May I ask" and "I may go", "march on", "We" and "the
+2022 report" as dates, and returns points, not windows ("in June" became
+June 20).
 This grammar imports in about 10 ms and reads a query in about 0.25 ms
 (docs/benchmarks.md). It recognises (case-insensitive, English):
 
