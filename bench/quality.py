@@ -13,9 +13,10 @@ the turn's ``dia_id`` is mapped from the message's record ids. Questions are
 asked ``as_of`` the conversation's last session (a user asking their imported
 history: "last year" and recency count from then, not from the wall clock;
 ``--as-of now`` for the wall clock). Questions of categories 1-4 are scored
-against their evidence turns: recall@5/@10, all-evidence hit@10, NDCG@10 and MRR, overall and per category. Off-topic
-questions (the next conversation's, asked in this tenant) measure
-abstention: the share that return nothing at the relevance floor.
+against their evidence turns: recall@5/@10, all-evidence hit@10, NDCG@10
+and MRR, overall and per category. Off-topic questions (the next
+conversation's, asked in this tenant) measure abstention: the share that
+return nothing at the relevance floor.
 
 SciFact (BEIR): every abstract is one record through ``remember``; NDCG@10
 and recall@100 over the 300 test claims.
