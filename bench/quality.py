@@ -9,11 +9,14 @@ Run from the repository root (see docs/benchmarks.md for the recorded figures)::
 LoCoMo (``locomo/locomo10.json``): each of the 10 conversations is a tenant,
 each session a Funes session and each turn a message (``Speaker: text``
 with the shared photo's caption, at the session's date, role by speaker);
-the turn's ``dia_id`` is mapped from the message's record ids. Questions of
-categories 1-4 are scored against their evidence turns: recall@5/@10,
-all-evidence hit@10, NDCG@10 and MRR, overall and per category. Off-topic
-questions (the next conversation's, asked in this tenant) measure
-abstention: the share that return nothing at the relevance floor.
+the turn's ``dia_id`` is mapped from the message's record ids. Questions are
+asked ``as_of`` the conversation's last session (a user asking their imported
+history: "last year" and recency count from then, not from the wall clock;
+``--as-of now`` for the wall clock). Questions of categories 1-4 are scored
+against their evidence turns: recall@5/@10, all-evidence hit@10, NDCG@10
+and MRR, overall and per category. Off-topic questions (the next
+conversation's, asked in this tenant) measure abstention: the share that
+return nothing at the relevance floor.
 
 SciFact (BEIR): every abstract is one record through ``remember``; NDCG@10
 and recall@100 over the 300 test claims.
@@ -41,6 +44,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +92,12 @@ class Ranked:
     seconds: float = 0.0
 
 
-def search(mem: Any, query: str, tenant: str, unit_of: dict[str, str], limit: int) -> Ranked:
+def search(
+    mem: Any, query: str, tenant: str, unit_of: dict[str, str], limit: int, as_of: datetime | None = None
+) -> Ranked:
     """``Funes.search`` with no relevance floor: the ranked units with each hit's relevance and signals."""
     start = time.perf_counter()
-    hits = mem.search(query, tenant=tenant, limit=limit, track=False, min_relevance=0)
+    hits = mem.search(query, tenant=tenant, limit=limit, track=False, min_relevance=0, as_of=as_of)
     seconds = time.perf_counter() - start
     units = [unit_of.get(h.memory.id, "?") for h in hits]
     return Ranked(
@@ -159,7 +165,7 @@ def run_locomo(
         conversations.append(conv)
         base = Baselines(mem, embedder, conv.dia_text)
         for q in conv.questions:
-            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 50)
+            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 50, as_of(conv))
             r.category, r.relevant = q.category, q.evidence
             methods["funes"].append(r)
             for name, ranked in (("bm25s", base.bm25_rank(q.text, 50)), ("dense", base.dense_rank(q.text, 50))):
@@ -171,14 +177,14 @@ def run_locomo(
         other = conversations[(i + 1) % len(conversations)] if len(conversations) > 1 else None
         source = other.questions if other else _next_questions(samples[i])
         for q in source[:off_topic]:
-            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 10)
+            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 10, as_of(conv))
             r.category = q.category
             noise.append(r)
     # Another domain: SciFact claims asked of each conversation.
     strangers: list[Ranked] = []
     for conv in conversations:
         for text in foreign[:off_topic]:
-            strangers.append(search(mem, text, conv.tenant, conv.record_to_dia, 10))
+            strangers.append(search(mem, text, conv.tenant, conv.record_to_dia, 10, as_of(conv)))
     return {
         "methods": methods,
         "noise": noise,
@@ -186,6 +192,11 @@ def run_locomo(
         "conversations": conversations,
         "ingest_s": ingest_s,
     }
+
+
+def as_of(conv: Conversation) -> datetime | None:
+    """The reference time of a conversation's questions: its last session (``--as-of last-session``), or now."""
+    return conv.last_at if ARGS.as_of == "last-session" else None
 
 
 def turn_window(unit: str, known: dict[str, str], width: int = 1) -> frozenset[str]:
@@ -327,7 +338,7 @@ def tenant_isolation(
 
     with funes.open(str(path), embedder=embedder) as mem:
         conv = ingest_locomo(mem, sample)
-        alone = [search(mem, q.text, conv.tenant, conv.record_to_dia, 10) for q in conv.questions]
+        alone = [search(mem, q.text, conv.tenant, conv.record_to_dia, 10, as_of(conv)) for q in conv.questions]
     together = [r for r in shared if r.group == conv.tenant]
     same = [float(a.units[:10] == b.units[:10]) for a, b in zip(alone, together, strict=True)]
     overlap = [
@@ -497,6 +508,13 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         help="Also measure evidence in context on the first N questions of each conversation.",
+    )
+    parser.add_argument(
+        "--as-of",
+        choices=("last-session", "now"),
+        default="last-session",
+        help="Reference time of LoCoMo questions: the conversation's last session (default: a user asking their "
+        "imported history), or the wall clock (what the harness did before).",
     )
     parser.add_argument("--dump", type=Path, help="Also pickle every query's ranked units and hit signals here.")
     parser.add_argument(

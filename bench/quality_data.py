@@ -105,6 +105,8 @@ class Conversation:
     record_to_dia: dict[str, str] = field(default_factory=dict)
     dia_text: dict[str, str] = field(default_factory=dict)
     dia_session: dict[str, str] = field(default_factory=dict)
+    # When the last session took place: questions are asked "as of" then (a user asking their imported history).
+    last_at: datetime | None = None
 
 
 def parse_evidence(items: list[str]) -> set[str]:
@@ -159,6 +161,8 @@ def ingest_locomo(mem: Any, sample: dict[str, Any]) -> Conversation:
     for n in numbers:
         session = mem.session(f"{tenant}-s{n}", tenant=tenant, title=f"session {n}")
         at = parse_date(conv.get(f"session_{n}_date_time", ""))
+        if at is not None:
+            out.last_at = at if out.last_at is None else max(out.last_at, at)
         for turn in conv[f"session_{n}"]:
             role = "user" if turn["speaker"] == speaker_a else "assistant"
             message = session.add_message(role, turn_text(turn), at=at)

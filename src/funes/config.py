@@ -185,6 +185,14 @@ register("importance_weight", 0.5, float, "How much importance moves the score: 
 register("recency_weight", 0.2, float, "How much recency moves the score: multiplier 1 + w*2^(-age/half_life).")
 register("recency_half_life_days", 30.0, float, "Half-life of the recency boost, in days.", minimum=0.001)
 register(
+    "date_boost",
+    0.5,
+    float,
+    "How much a time the query names ('on May 3', 'last week', 'in 2022') lifts records of that time: "
+    "multiplier 1 + w inside the window, fading just outside it; 0 disables (docs/benchmarks.md).",
+    minimum=0.0,
+)
+register(
     "search_min_relevance",
     0.05,
     float,

@@ -52,6 +52,7 @@ from .models import (
 )
 from .neighbours import with_turns
 from .project_settings import ProjectSettings
+from .query_dates import DateWindow, find_dates
 from .record_input import (
     RecordFields,
     as_reference,
@@ -745,7 +746,10 @@ class Core:
 
         ``as_of`` searches as of that time, not the wall clock: records created
         later are left out, and recency and expiry are measured from it (so
-        imported history from 2023 is not all "old").
+        imported history from 2023 is not all "old"). Times the query names
+        ("on May 3", "last week", "two weeks ago") are resolved against it too
+        and lift records of that time (the ``date_boost`` setting; the
+        explanation lists the windows under ``dates``).
 
         ``roles`` keeps only chat messages said in those roles (inside both
         legs). ``group_by="session"`` groups session messages by conversation
@@ -850,7 +854,10 @@ class Core:
                 sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
         # Rank on light rows; decode whole records only for the winners.
         fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
-        settings = self.rank_settings(min_similarity, project)
+        # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
+        # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
+        windows = find_dates(query, now) if self.config.date_boost > 0 else ()
+        settings = self.rank_settings(min_similarity, project, windows)
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
@@ -874,7 +881,12 @@ class Core:
                     return SearchResults(hits, degraded=degraded)
         return SearchResults(hits, degraded=degraded)
 
-    def rank_settings(self, min_similarity: float | None = None, project: str | None = None) -> RankSettings:
+    def rank_settings(
+        self,
+        min_similarity: float | None = None,
+        project: str | None = None,
+        date_windows: tuple[DateWindow, ...] = (),
+    ) -> RankSettings:
         """The ranking knobs from the settings (retention scores records with the same ones)."""
         try:
             return RankSettings(
@@ -891,6 +903,8 @@ class Core:
                 strong_keyword_rank=self.config.strong_keyword_rank,
                 vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
                 current_project=project,
+                date_boost=float(self.config.date_boost),
+                date_windows=date_windows,
             )
         except ValueError as exc:
             raise InvalidInput(

@@ -368,6 +368,8 @@ class RankFields:
     importance: float
     updated_at: datetime
     expires_at: datetime | None
+    # The time the record is about (a message: when it was said); date-aware ranking reads it.
+    created_at: datetime | None = None
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """Whether the record's expiry has passed."""
@@ -465,6 +467,8 @@ class Explanation:
     # and the hit's own signals it was computed from; None until computed.
     relevance: float | None = None
     signals: dict[str, float | None] | None = None
+    # The time windows the query named (funes.query_dates), which the ``date`` boost measured.
+    dates: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -479,6 +483,7 @@ class Explanation:
             "contributions": self.contributions,
             "relevance": self.relevance,
             "signals": self.signals,
+            "dates": [dict(d) for d in self.dates],
         }
 
 

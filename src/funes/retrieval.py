@@ -7,14 +7,16 @@ lists (keyword BM25 and vector KNN) from the store and calls :func:`rank`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
 from .models import Explanation, Memory, SearchHit
+from .query_dates import DateWindow
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -106,6 +108,9 @@ class Rankable(Protocol):
     @property
     def updated_at(self) -> datetime: ...
 
+    @property
+    def created_at(self) -> datetime | None: ...
+
     def is_expired(self, now: datetime | None = None) -> bool: ...
 
 
@@ -136,6 +141,9 @@ class RankSettings:
     vector_floor: float | None = 0.15
     floor_exempt: int = 3
     current_project: str | None = None
+    # Date awareness: the windows the query names (funes.query_dates) and how much a record inside one gains.
+    date_boost: float = 0.0
+    date_windows: tuple[DateWindow, ...] = ()
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
@@ -146,8 +154,17 @@ class RankSettings:
             raise ValueError("rrf_k must be >= 0")
 
 
-def boosts_for(memory: Rankable, settings: RankSettings, now: datetime) -> dict[str, float]:
-    """The multiplicative boosts a record earns: scope, importance, recency."""
+def boosts_for(
+    memory: Rankable, settings: RankSettings, now: datetime, match: Callable[[datetime], float] | None = None
+) -> dict[str, float]:
+    """The multiplicative boosts a record earns: scope, importance, recency, and date when the query names a time.
+
+    The date boost is ``1 + date_boost × date_match``: full inside a window
+    the query names, fading just outside it (:func:`date_match`), measured on
+    the record's own time (``created_at``: when a message was said).
+    ``match`` is :func:`date_matcher` of the windows, when the caller
+    boosts many records for one query.
+    """
     boosts: dict[str, float] = {}
     if memory.scope == "project" and settings.current_project and memory.project_id == settings.current_project:
         boosts["project"] = settings.boost_project
@@ -157,7 +174,79 @@ def boosts_for(memory: Rankable, settings: RankSettings, now: datetime) -> dict[
     age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400.0)
     half_life = max(settings.recency_half_life_days, 1e-9)
     boosts["recency"] = 1.0 + settings.recency_weight * math.pow(2.0, -age_days / half_life)
+    if settings.date_windows and settings.date_boost > 0:
+        match = match or date_matcher(settings.date_windows)
+        boosts["date"] = 1.0 + settings.date_boost * match(memory.created_at or memory.updated_at)
     return boosts
+
+
+# A month or day named without a year ("in June") is resolved to the most recent one; the same span in
+# earlier years counts this much (1: any June counts as much as the latest; 0: only the latest).
+YEARLESS_OLDER_WEIGHT = 1.0
+_MIN_FALLOFF = 86400.0  # seconds: a day window halves its boost a day outside it
+_MAX_FALLOFF = 15 * 86400.0
+
+
+def closeness(when: datetime, start: datetime, end: datetime) -> float:
+    """1 inside ``[start, end)``, halving every quarter window length outside it (1 to 15 days)."""
+    return _closeness(when.timestamp(), *_span(start, end, 0))
+
+
+def _closeness(t: float, start: float, end: float, half_life: float) -> float:
+    if start <= t < end:
+        return 1.0
+    return math.pow(2.0, -((start - t) if t < start else (t - end)) / half_life)
+
+
+@functools.lru_cache(maxsize=1024)
+def _span(start: datetime, end: datetime, years_back: int) -> tuple[float, float, float]:
+    """A window (moved ``years_back`` years earlier) as epoch seconds, with its falloff half-life."""
+    if years_back:
+        start, end = _years_back(start, years_back), _years_back(end, years_back)
+    s, e = start.timestamp(), end.timestamp()
+    return s, e, min(_MAX_FALLOFF, max(_MIN_FALLOFF, (e - s) / 4))
+
+
+def _years_back(t: datetime, years: int) -> datetime:
+    try:
+        return t.replace(year=t.year - years)
+    except ValueError:  # February 29
+        return t.replace(year=t.year - years, day=28)
+
+
+def date_match(when: datetime, windows: Sequence[DateWindow]) -> float:
+    """How well a record's time matches the query's windows, in [0, 1]: the best window's :func:`closeness`.
+
+    A window marked ``every_year`` also matches the same span in the
+    record's own year and the years around it, if they are earlier than the
+    window (weighted by ``YEARLESS_OLDER_WEIGHT``).
+    """
+    return date_matcher(windows)(when)
+
+
+def date_matcher(windows: Sequence[DateWindow]) -> Callable[[datetime], float]:
+    """:func:`date_match` for these windows, prepared once for the many records of one search."""
+    spans = [(_span(w.start, w.end, 0), w.every_year and YEARLESS_OLDER_WEIGHT > 0, w) for w in windows]
+    shifted: dict[tuple[int, int], tuple[float, float, float]] = {}
+
+    def match(when: datetime) -> float:
+        t = when.timestamp()
+        best = 0.0
+        for n, ((start, end, half_life), every_year, w) in enumerate(spans):
+            if start <= t < end:
+                return 1.0
+            best = max(best, _closeness(t, start, end, half_life))
+            if every_year:
+                lag = w.start.year - when.year
+                for years in (lag - 1, lag, lag + 1):
+                    if 1 <= years < w.start.year:
+                        span = shifted.get((n, years))
+                        if span is None:
+                            span = shifted[n, years] = _span(w.start, w.end, years)
+                        best = max(best, YEARLESS_OLDER_WEIGHT * _closeness(t, *span))
+        return best
+
+    return match
 
 
 def retention_score(memory: Memory, settings: RankSettings, now: datetime) -> float:
@@ -244,6 +333,8 @@ def rank_scored(
     ]
     kw_rank = {i: r for r, i in enumerate(kw_ids, start=1)}
     kw_score = dict(keyword)
+    dates = tuple(w.to_dict() for w in settings.date_windows)
+    match = date_matcher(settings.date_windows) if dates else None
     vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
     parts = _contributions(keyword, vector, vec_ids, similarities, settings)
     hits: list[Scored] = []
@@ -256,7 +347,7 @@ def rank_scored(
         strong = kw_rank.get(memory_id, 10**9) <= settings.strong_keyword_rank
         if settings.min_similarity is not None and not strong and (sim is None or sim < settings.min_similarity):
             continue
-        boosts = boosts_for(memory, settings, now)
+        boosts = boosts_for(memory, settings, now, match)
         score = base
         for factor in boosts.values():
             score *= factor
@@ -273,6 +364,7 @@ def rank_scored(
                     boosts=boosts,
                     contributions=contributions,
                     score=score,
+                    dates=dates,
                 ),
             )
         )
@@ -302,6 +394,9 @@ __all__ = [
     "Rankable",
     "Scored",
     "boosts_for",
+    "closeness",
+    "date_match",
+    "date_matcher",
     "fuse_convex",
     "fuse_rrf",
     "query_terms",

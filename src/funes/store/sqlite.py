@@ -392,8 +392,9 @@ class SqliteStore(
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for id_, scope, project_id, importance, updated_at, expires_at in conn.execute(
-                f"SELECT id, scope, project_id, importance, updated_at, expires_at FROM memories WHERE id IN ({marks})",
+            for id_, scope, project_id, importance, updated_at, expires_at, created_at in conn.execute(
+                "SELECT id, scope, project_id, importance, updated_at, expires_at, created_at "
+                f"FROM memories WHERE id IN ({marks})",
                 chunk,
             ):
                 out[id_] = RankFields(
@@ -403,6 +404,7 @@ class SqliteStore(
                     importance=importance,
                     updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
                     expires_at=from_epoch(expires_at),
+                    created_at=from_epoch(created_at),
                 )
         return out
 

@@ -210,7 +210,11 @@ def _parse_items(text: str) -> list[Any]:
 @click.option("--source", "source_ids", multiple=True, help="Only records from these source ids.")
 @click.option("--since", help="Created at or after (ISO-8601).")
 @click.option("--until", help="Created at or before (ISO-8601).")
-@click.option("--as-of", "as_of", help="Search as of this time (ISO-8601): later records left out, recency from it.")
+@click.option(
+    "--as-of",
+    "as_of",
+    help="Search as of this time (ISO-8601): later records left out; recency and dates in the query ('last May') count from it.",
+)
 @click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
 @click.option(
     "--min-relevance",

@@ -1,0 +1,121 @@
+"""Date-aware search: a time the query names lifts records of that time (a boost, not a filter)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import funes
+from funes.embed import HashEmbedder
+
+DINNER = "I had dinner with my mother at the little Italian place downtown."
+
+
+def ids(hits: funes.SearchResults) -> list[str]:
+    return [h.memory.id for h in hits]
+
+
+OTHERS = (
+    "The quarterly report is due on Friday and still needs the revenue chart.",
+    "My bike has a flat tyre, I should buy a new inner tube.",
+    "We are planning a hiking trip to the mountains with the kids.",
+    "The new espresso machine makes great coffee but is loud.",
+    "Remember to renew the passport before the summer holidays.",
+)
+
+
+def two_dinners(mem: funes.Funes, early: str, late: str) -> tuple[str, str]:
+    """The same words said on two days, in two sessions: the record ids said on ``early`` and on ``late``.
+
+    Other talk around them gives the keyword index real word statistics.
+    """
+    chat = mem.session("other")
+    for n, text in enumerate(OTHERS):
+        chat.add_message("user", text, at=f"2023-04-0{n + 1}T12:00:00Z")
+    first = mem.session("spring").add_message("user", DINNER, at=early)
+    second = mem.session("later").add_message("user", DINNER, at=late)
+    return first.record_ids[0], second.record_ids[0]
+
+
+def real_pair(path: Path, local_embedder) -> tuple[funes.Funes, funes.Funes]:  # type: ignore[no-untyped-def]
+    """The store opened with the default date boost and with ``date_boost=0``, after it was written."""
+    return funes.open(str(path), embedder=local_embedder), funes.open(str(path), embedder=local_embedder, date_boost=0)
+
+
+def test_a_named_date_ranks_the_record_of_that_date_first(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
+    with funes.open(str(tmp_path / "dates.db"), embedder=local_embedder) as writer:
+        may3, may28 = two_dinners(writer, "2023-05-03T19:00:00Z", "2023-05-28T19:00:00Z")
+    on, off = real_pair(tmp_path / "dates.db", local_embedder)
+    try:
+        # ISO on purpose: a message's date is also indexed as words ("3 May 2023"), which the keyword leg
+        # matches by itself; "2023-05-03" shares only "2023" with both, so the boost alone decides here.
+        query = "Who did I have dinner with on 2023-05-03?"
+        as_of = "2023-06-01T00:00:00Z"
+        # Without the boost the store's own order stands: the same words, so the fresher record first.
+        assert ids(off.search(query, as_of=as_of, min_relevance=0))[:2] == [may28, may3]
+        hits = on.search(query, as_of=as_of, min_relevance=0)
+        assert ids(hits)[:2] == [may3, may28]
+        top = hits[0].explanation
+        assert top.boosts["date"] == pytest.approx(1.0 + on.config.date_boost)
+        assert hits[1].explanation.boosts["date"] < 1.01  # 25 days away: faded out
+        assert [d["phrase"] for d in top.to_dict()["dates"]] == ["2023-05-03"]
+        assert top.to_dict()["dates"][0]["start"].startswith("2023-05-03")
+        # The boost never hides anything: both are still found.
+        assert {may3, may28} <= set(ids(hits))
+    finally:
+        on.close()
+        off.close()
+
+
+def test_relative_phrases_resolve_against_as_of(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
+    with funes.open(str(tmp_path / "dates.db"), embedder=local_embedder) as writer:
+        may3, may16 = two_dinners(writer, "2023-05-03T19:00:00Z", "2023-05-16T19:00:00Z")
+    on, off = real_pair(tmp_path / "dates.db", local_embedder)
+    try:
+        query = "who did I have dinner with two weeks ago"
+        assert ids(off.search(query, as_of="2023-05-17T09:00:00Z", min_relevance=0))[:2] == [may16, may3]
+        # Two weeks before May 17 is May 3; asked on May 17 "yesterday" is May 16.
+        assert ids(on.search(query, as_of="2023-05-17T09:00:00Z", min_relevance=0))[:2] == [may3, may16]
+        yesterday = "who did I have dinner with yesterday"
+        assert ids(on.search(yesterday, as_of="2023-05-17T09:00:00Z", min_relevance=0))[:2] == [may16, may3]
+        # The same words a year later name another time: neither record is in it, so no date boost applies.
+        later = on.search(query, as_of="2024-05-17T09:00:00Z", min_relevance=0)
+        assert all(h.explanation.boosts["date"] < 1.01 for h in later)
+    finally:
+        on.close()
+        off.close()
+
+
+def test_a_month_without_a_year_also_finds_that_month_of_an_earlier_year(real_mem: funes.Funes) -> None:
+    june, august = two_dinners(real_mem, "2023-06-14T19:00:00Z", "2023-08-20T19:00:00Z")
+    # Asked today (years later): "in June" is this year's June, but the store's June is 2023's.
+    hits = real_mem.search("who did I have dinner with in June", min_relevance=0)
+    assert ids(hits)[:2] == [june, august]
+    assert hits[0].explanation.dates[0]["every_year"] is True
+
+
+def test_a_query_naming_no_time_has_no_date_boost(real_mem: funes.Funes) -> None:
+    two_dinners(real_mem, "2023-05-03T19:00:00Z", "2023-05-28T19:00:00Z")
+    hits = real_mem.search("May I ask who I had dinner with?", min_relevance=0)
+    assert hits and all("date" not in h.explanation.boosts and not h.explanation.dates for h in hits)
+
+
+@pytest.fixture
+def mem(backend_mem: funes.Funes) -> funes.Funes:
+    """The hash embedder on SQLite and PostgreSQL."""
+    return backend_mem
+
+
+def test_both_backends_boost_by_the_time_a_message_was_said(mem: funes.Funes) -> None:
+    may3, may28 = two_dinners(mem, "2023-05-03T19:00:00Z", "2023-05-28T19:00:00Z")
+    hits = mem.search("dinner mother italian on 2023-05-03", as_of="2023-06-01T00:00:00Z", min_relevance=0)
+    assert ids(hits)[:2] == [may3, may28]
+    assert hits[0].explanation.boosts["date"] > hits[1].explanation.boosts["date"]
+
+
+def test_date_boost_zero_turns_it_off(tmp_path: Path) -> None:
+    with funes.open(str(tmp_path / "off.db"), embedder=HashEmbedder(64), date_boost=0) as off:
+        two_dinners(off, "2023-05-03T19:00:00Z", "2023-05-28T19:00:00Z")
+        hits = off.search("dinner mother on 2023-05-03", as_of="2023-06-01T00:00:00Z", min_relevance=0)
+        assert hits and all("date" not in h.explanation.boosts and not h.explanation.dates for h in hits)
