@@ -2,7 +2,8 @@
 
 :class:`Core` owns the record operations (remember, get, update, forget,
 list, search), embedding (batching, the cache, splitting long texts into
-parts), the caller defaults (tenant, user, project) and the access log. It
+parts), the caller defaults (tenant, user, project) and the access log
+(:mod:`funes.access_log`); the ranking itself is :mod:`funes.hybrid`. It
 knows nothing of documents, conversations, tools or any other feature: the
 feature services (:mod:`funes.documents`, :mod:`funes.sessions`,
 :mod:`funes.tools`, :mod:`funes.transfer`, ...) each hold a Core, and
@@ -11,10 +12,9 @@ feature services (:mod:`funes.documents`, :mod:`funes.sessions`,
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -23,14 +23,15 @@ from typing import Any, Unpack
 import numpy as np
 
 from . import config as config_mod
+from .access_log import AccessLog
 from .embed import Embedder
 from .embedding import Embedding
 from .errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from .grouping import fetch_size, grouped
+from .hybrid import HybridSearch, rank_settings
 from .models import (
     DEFAULT_IMPORTANCE,
     ENTITY_SCOPES,
-    KEYWORD_ONLY,
     KINDS,
     MEMORY_TYPES,
     SCOPES,
@@ -38,11 +39,9 @@ from .models import (
     Job,
     Memory,
     Page,
-    RankFields,
     Reference,
     RememberResult,
     SearchFilters,
-    SearchHit,
     SearchResults,
     SourceRef,
     check_identity,
@@ -52,7 +51,7 @@ from .models import (
 )
 from .neighbours import with_turns
 from .project_settings import ProjectSettings
-from .query_dates import DateWindow, find_dates
+from .query_dates import DateWindow
 from .record_input import (
     RecordFields,
     as_reference,
@@ -65,8 +64,8 @@ from .record_input import (
     remember_fields,
     with_entity_filters,
 )
-from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
-from .retrieval import RankSettings, query_terms, rank_scored
+from .relevance import CALIBRATED_MODELS
+from .retrieval import RankSettings
 from .safety import flag_instruction_like
 from .store import AccessEvent, Store, vis_key
 from .versioning import next_version, superseded
@@ -92,13 +91,12 @@ class Core:
         self.embedding = Embedding(store, embedder, config, check_embedder=check_embedder)
         self.embedding.on_recovered = self._embedder_recovered
         self.projects = ProjectSettings(store, config)
-        self._unwritten_access: list[tuple[AccessEvent, datetime]] = []
+        self.access = AccessLog(store)
+        self.hybrid = HybridSearch(store, self.embedding, config, self._search_worker, self._queue_index_work)
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
         # Called inside each write's transaction with (tenant, records written); see funes.upkeep.
         self.write_observers: list[Callable[[str, int], None]] = []
-        self._access_lock = threading.Lock()
-        self._access_warned = False
         self._closed = False
         self._worker: ThreadPoolExecutor | None = None
         self._worker_lock = threading.Lock()
@@ -124,32 +122,8 @@ class Core:
 
     # -- access log ----------------------------------------------------------------
     def track(self, events: Sequence[AccessEvent]) -> None:
-        """Write access rows and counters now, before the read that caused them returns.
-
-        Written synchronously so a crash after a search returned never loses
-        its rows (issue 8). A store that cannot take the write (another
-        process holds the lock past busy_timeout_ms, or it is read-only)
-        must not fail the read: the rows wait in memory and go with the next
-        write that succeeds, or at close.
-        """
-        if getattr(self.store, "read_only", False):
-            return  # a read-only store keeps no access log; reads must still work (issue 9)
-        now = utcnow()
-        with self._access_lock:
-            batch = [*self._unwritten_access, *((e, now) for e in events)]
-            self._unwritten_access = []
-            if not batch:
-                return
-            try:
-                with self.store.transaction():
-                    for at, group in _by_time(batch):
-                        self.store.record_access(group, at)
-            except FunesError as exc:
-                # Once per process: a read-only store would otherwise warn on every search.
-                level = logging.DEBUG if self._access_warned else logging.WARNING
-                self._access_warned = True
-                log.log(level, "access log held back (%d rows): %s", len(batch), exc)
-                self._unwritten_access = batch[-10_000:]
+        """Write access rows and counters now, before the read that caused them returns (funes.access_log)."""
+        self.access.track(events)
 
     def sync_access(self) -> None:
         """Write access rows held back by a busy store (exports call this so counters are current)."""
@@ -811,75 +785,7 @@ class Core:
         min_similarity: float | None,
         project: str | None,
     ) -> SearchResults:
-        candidates = max(self.config.candidates, limit * 2)
-        # The keyword leg runs beside the query embedding and the vector leg:
-        # SQLite, torch and numpy all release the GIL, so on two cores the
-        # search costs the slower leg, not the sum.
-        terms = query_terms(query)
-
-        def keyword_leg() -> tuple[list[tuple[str, float]], tuple[int, dict[str, int]], set[str]]:
-            # The relevance inputs (term statistics, which terms the memory holds at all) are
-            # keyword-index reads too: they ride along in this thread, beside the vector leg.
-            found = self.store.keyword_search(
-                terms,
-                filters,
-                limit=candidates,
-                scan_cap=self.config.keyword_scan_cap,
-                common_ratio=self.config.keyword_common_ratio,
-                now=now,
-            )
-            return found, self.store.term_stats(terms), self.store.term_presence(terms, filters, now)
-
-        pending = self._search_worker().submit(keyword_leg)
-        degraded = None
-        vector: np.ndarray | None = None
-        nearest: list[tuple[str, float]] = []
-        fields: dict[str, RankFields] = {}
-        try:
-            vector = self.embedding.embed_query(query)
-            nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
-            # While the keyword leg still runs: the vector leg's light rows.
-            fields = self.store.rank_fields([i for i, _ in nearest])
-            self._queue_index_work()
-        except EmbedderUnavailable as exc:
-            # Keywords still find things: answer with them and say so, rather than fail.
-            log.warning("embedder unavailable, searching by keyword only: %s", exc)
-            degraded, vector, min_similarity = KEYWORD_ONLY, None, None
-        finally:
-            keyword, stats, present = pending.result()
-        sims = dict(nearest)
-        missing = [i for i, _ in keyword if i not in sims]
-        if vector is not None:
-            for memory_id, vectors in self.store.vectors_for(missing).items():
-                sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
-        # Rank on light rows; decode whole records only for the winners.
-        fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
-        # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
-        # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
-        windows = find_dates(query, now) if self.config.date_boost > 0 else ()
-        settings = self.rank_settings(min_similarity, project, windows)
-        # Rank more than asked: parts of one message collapse into one hit below, so
-        # records are decoded a batch at a time until the limit is filled.
-        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
-        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
-        hits: list[SearchHit] = []
-        seen: set[str] = set()
-        for start in range(0, len(scored), limit):
-            batch = scored[start : start + limit]
-            records = self.store.get_many([s.id for s in batch])
-            for s in batch:
-                memory = records.get(s.id)
-                if memory is None:
-                    continue  # deleted between the two reads: left out, not half-shown
-                message = _message_of(memory)
-                if message is not None:
-                    if message in seen:
-                        continue  # a long message's better part is already a hit: one message, one hit
-                    seen.add(message)
-                hits.append(SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory)))
-                if len(hits) == limit:
-                    return SearchResults(hits, degraded=degraded)
-        return SearchResults(hits, degraded=degraded)
+        return self.hybrid.search(query, filters, now, limit, min_similarity, project)
 
     def rank_settings(
         self,
@@ -888,30 +794,7 @@ class Core:
         date_windows: tuple[DateWindow, ...] = (),
     ) -> RankSettings:
         """The ranking knobs from the settings (retention scores records with the same ones)."""
-        try:
-            return RankSettings(
-                fusion=self.config.fusion,
-                keyword_weight=self.config.keyword_weight,
-                vector_weight=self.config.vector_weight,
-                rrf_k=self.config.rrf_k,
-                boost_project=self.config.boost_project,
-                boost_team=self.config.boost_team,
-                importance_weight=self.config.importance_weight,
-                recency_weight=self.config.recency_weight,
-                recency_half_life_days=self.config.recency_half_life_days,
-                min_similarity=min_similarity,
-                strong_keyword_rank=self.config.strong_keyword_rank,
-                vector_floor=self.config.vector_floor if self.config.vector_floor > -1 else None,
-                current_project=project,
-                date_boost=float(self.config.date_boost),
-                date_windows=date_windows,
-            )
-        except ValueError as exc:
-            raise InvalidInput(
-                f"The fusion settings are invalid: {exc}.",
-                hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
-                "e.g. `funes config set fusion convex`.",
-            ) from exc
+        return rank_settings(self.config, min_similarity, project, date_windows)
 
     def relevance_calibrated(self) -> bool:
         """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""
@@ -922,17 +805,3 @@ class Core:
         """The relevance floor of explicit search: the setting, or 0 when the embedder is not calibrated."""
         # With another model's cosines the constants do not hold: rank, but drop nothing on them.
         return float(self.config.search_min_relevance) if self.relevance_calibrated() else 0.0
-
-
-def _message_of(memory: Memory) -> str | None:
-    """The chat message a record is a part of (None for other records)."""
-    if memory.kind != "message" or memory.source is None:
-        return None
-    message = memory.source.locator.get("message_id")
-    return str(message) if message else None
-
-
-def _by_time(batch: Sequence[tuple[AccessEvent, datetime]]) -> Iterator[tuple[datetime, list[AccessEvent]]]:
-    """Access events grouped by the time they happened, in order."""
-    for at, group in itertools.groupby(batch, key=lambda item: item[1]):
-        yield at, [event for event, _ in group]

@@ -1,0 +1,170 @@
+"""Hybrid search: the keyword and vector legs of one query, fused, boosted and judged.
+
+:class:`HybridSearch` runs a query's keyword leg (BM25, plus the term
+statistics and presence the relevance model reads) in a worker thread beside
+the query embedding and the vector leg: SQLite, torch and numpy all release
+the GIL, so on two cores a search costs the slower leg, not the sum. The two
+legs are fused on light rows (:func:`funes.retrieval.rank_scored`), and only
+the winners are decoded, with the parts of one chat message collapsed into
+one hit. :class:`funes.core.Core` owns the filters, the floor, the turns
+around each hit and the access log; this module only ranks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+import numpy as np
+
+from . import config as config_mod
+from .embedding import Embedding
+from .errors import EmbedderUnavailable, InvalidInput
+from .models import KEYWORD_ONLY, Memory, RankFields, SearchFilters, SearchHit, SearchResults
+from .query_dates import DateWindow, find_dates
+from .relevance import named_terms, relevance_judge
+from .retrieval import RankSettings, query_terms, rank_scored
+from .store import Store
+
+log = logging.getLogger("funes")
+
+
+class HybridSearch:
+    """One store's hybrid ranking: keyword and vector legs in parallel, fused and judged."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedding: Embedding,
+        config: config_mod.Config,
+        worker: Callable[[], ThreadPoolExecutor],
+        after_vector_search: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.embedding = embedding
+        self.config = config
+        self._worker = worker  # the keyword leg's thread, started on first use
+        self._after_vector_search = after_vector_search  # e.g. queue the index work the vector leg asked for
+
+    def search(
+        self,
+        query: str,
+        filters: SearchFilters,
+        now: datetime,
+        limit: int,
+        min_similarity: float | None,
+        project: str | None,
+    ) -> SearchResults:
+        """The best ``limit`` hits of the fused keyword and vector legs, each with its relevance explained."""
+        candidates = max(self.config.candidates, limit * 2)
+        # The keyword leg runs beside the query embedding and the vector leg:
+        # SQLite, torch and numpy all release the GIL, so on two cores the
+        # search costs the slower leg, not the sum.
+        terms = query_terms(query)
+
+        def keyword_leg() -> tuple[list[tuple[str, float]], tuple[int, dict[str, int]], set[str]]:
+            # The relevance inputs (term statistics, which terms the memory holds at all) are
+            # keyword-index reads too: they ride along in this thread, beside the vector leg.
+            found = self.store.keyword_search(
+                terms,
+                filters,
+                limit=candidates,
+                scan_cap=self.config.keyword_scan_cap,
+                common_ratio=self.config.keyword_common_ratio,
+                now=now,
+            )
+            return found, self.store.term_stats(terms), self.store.term_presence(terms, filters, now)
+
+        pending = self._worker().submit(keyword_leg)
+        degraded = None
+        vector: np.ndarray | None = None
+        nearest: list[tuple[str, float]] = []
+        fields: dict[str, RankFields] = {}
+        try:
+            vector = self.embedding.embed_query(query)
+            nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+            # While the keyword leg still runs: the vector leg's light rows.
+            fields = self.store.rank_fields([i for i, _ in nearest])
+            self._after_vector_search()
+        except EmbedderUnavailable as exc:
+            # Keywords still find things: answer with them and say so, rather than fail.
+            log.warning("embedder unavailable, searching by keyword only: %s", exc)
+            degraded, vector, min_similarity = KEYWORD_ONLY, None, None
+        finally:
+            keyword, stats, present = pending.result()
+        sims = dict(nearest)
+        missing = [i for i, _ in keyword if i not in sims]
+        if vector is not None:
+            for memory_id, vectors in self.store.vectors_for(missing).items():
+                sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
+        # Rank on light rows; decode whole records only for the winners.
+        fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
+        # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
+        # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
+        windows = find_dates(query, now) if self.config.date_boost > 0 else ()
+        settings = rank_settings(self.config, min_similarity, project, windows)
+        # Rank more than asked: parts of one message collapse into one hit below, so
+        # records are decoded a batch at a time until the limit is filled.
+        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
+        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        for start in range(0, len(scored), limit):
+            batch = scored[start : start + limit]
+            records = self.store.get_many([s.id for s in batch])
+            for s in batch:
+                memory = records.get(s.id)
+                if memory is None:
+                    continue  # deleted between the two reads: left out, not half-shown
+                message = _message_of(memory)
+                if message is not None:
+                    if message in seen:
+                        continue  # a long message's better part is already a hit: one message, one hit
+                    seen.add(message)
+                hits.append(SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory)))
+                if len(hits) == limit:
+                    return SearchResults(hits, degraded=degraded)
+        return SearchResults(hits, degraded=degraded)
+
+
+def rank_settings(
+    config: config_mod.Config,
+    min_similarity: float | None = None,
+    project: str | None = None,
+    date_windows: tuple[DateWindow, ...] = (),
+) -> RankSettings:
+    """The ranking knobs from the settings (retention scores records with the same ones)."""
+    try:
+        return RankSettings(
+            fusion=config.fusion,
+            keyword_weight=config.keyword_weight,
+            vector_weight=config.vector_weight,
+            rrf_k=config.rrf_k,
+            boost_project=config.boost_project,
+            boost_team=config.boost_team,
+            importance_weight=config.importance_weight,
+            recency_weight=config.recency_weight,
+            recency_half_life_days=config.recency_half_life_days,
+            min_similarity=min_similarity,
+            strong_keyword_rank=config.strong_keyword_rank,
+            vector_floor=config.vector_floor if config.vector_floor > -1 else None,
+            current_project=project,
+            date_boost=float(config.date_boost),
+            date_windows=date_windows,
+        )
+    except ValueError as exc:
+        raise InvalidInput(
+            f"The fusion settings are invalid: {exc}.",
+            hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
+            "e.g. `funes config set fusion convex`.",
+        ) from exc
+
+
+def _message_of(memory: Memory) -> str | None:
+    """The chat message a record is a part of (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    message = memory.source.locator.get("message_id")
+    return str(message) if message else None
