@@ -32,6 +32,34 @@ def test_a_rare_term_is_ranked_over_the_whole_store_not_just_the_newest_matches(
         assert "The zeppelin hangar report lists the project budget" not in [mem.get(i).content for i, _ in capped]
 
 
+def test_past_the_cap_the_newest_matches_are_scored_in_the_index_and_filters_fall_back(tmp_path: Path) -> None:
+    """Over the cap: the newest CAP index matches are ranked (the one-statement plan's rows when all pass);
+    a filter that few of them pass hands the query to the one-statement plan, so older passing records are found."""
+    with funes.open(str(tmp_path / "over.db"), embedder=HashEmbedder(32), keyword_scan_cap=CAP) as mem:
+        decisions = [
+            mem.remember(f"Harbour decision {n}: dredge the harbour channel", type="decision") for n in range(5)
+        ]
+        for n in range(300):
+            mem.remember(f"Harbour log {n}: " + "harbour " * (n % 4 + 1) + "tide", type="fact")
+        store, now = mem.store, utcnow()
+        terms = ["harbour", "tide"]
+        hits = store.keyword_search(terms, SearchFilters(), limit=10, scan_cap=CAP, now=now, common_ratio=1.0)
+        conn = store.db.reader()
+        expected = conn.execute(
+            "SELECT m.id, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
+            "CROSS JOIN memories m ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? "
+            "ORDER BY memories_fts.rowid DESC LIMIT ?",
+            ('("harbour" OR "tide")', CAP),
+        ).fetchall()
+        expected.sort(key=lambda r: r[1])
+        assert [h[0] for h in hits] == [r[0] for r in expected[:10]]
+        assert [round(h[1], 9) for h in hits] == [round(-r[1], 9) for r in expected[:10]]
+        only = store.keyword_search(
+            terms, SearchFilters(memory_types=("decision",)), limit=3, scan_cap=CAP, now=now, common_ratio=1.0
+        )
+        assert len(only) == 3 and {h[0] for h in only} <= {d.id for d in decisions}
+
+
 def test_a_query_of_only_common_words_still_finds_matches(tmp_path: Path) -> None:
     with fill(tmp_path) as mem:
         hits = mem.store.keyword_search(
