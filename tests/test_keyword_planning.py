@@ -180,3 +180,23 @@ def test_a_lone_common_term_scores_as_bm25_without_the_idf_walk(tmp_path: Path, 
                 assert a == pytest.approx(b, rel=1e-12)
         assert used == [True, True, True, True]
         assert plain[0][1] > 0.01  # zebra: a real IDF, not the floor
+
+
+def test_a_very_common_terms_count_is_estimated_from_the_newest_rows(tmp_path: Path, monkeypatch: object) -> None:
+    """Past COUNT_EXACT_MAX a term's record count comes from its share of the newest rows, close to the truth."""
+    import funes.store.sqlite_keyword as kw
+
+    monkeypatch.setattr(kw, "COUNT_EXACT_MAX", 40)  # type: ignore[attr-defined]
+    monkeypatch.setattr(kw, "COUNT_WINDOW", 200)  # type: ignore[attr-defined]
+    with funes.open(str(tmp_path / "count.db"), embedder=HashEmbedder(32)) as mem:
+        mem.remember_many(
+            [{"content": f"Note {n} about the " + ("ferry" if n % 3 == 0 else "bridge")} for n in range(900)]
+        )
+        conn = mem.store.db.reader()
+        truth = conn.execute("SELECT count(*) FROM memories WHERE content LIKE '%ferry%'").fetchone()[0]
+        total, counts = mem.store.term_stats(["ferry", "note"])
+        assert truth == 300 and total == 900
+        assert abs(counts["ferry"] - truth) <= 0.05 * truth
+        assert counts["note"] == 900
+        mem.remember("One note about the zeppelin")
+        assert mem.store.term_stats(["zeppelin"])[1]["zeppelin"] == 1  # under the bound: counted exactly
