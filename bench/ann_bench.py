@@ -118,7 +118,7 @@ def main() -> None:
             got = ann.vector_search(q, filters, k=10, now=now)
             times["ann"].append(time.perf_counter() - t)
             probe = IndexColumns.probe
-            IndexColumns.probe = lambda self, query: np.zeros(0, dtype=np.int64)  # type: ignore[method-assign]
+            IndexColumns.probe = lambda self, query, widen=1.0: np.zeros(0, dtype=np.int64)  # type: ignore[method-assign]
             try:  # the graph alone, as before the guard
                 t = time.perf_counter()
                 alone = ann.vector_search(q, filters, k=10, now=now)

@@ -166,9 +166,9 @@ class IndexColumns:
         """Bytes of the mapped arrays (what the page cache may hold of them)."""
         return int(sum(a.nbytes for a in self.arrays.values()))
 
-    def probe(self, query: np.ndarray) -> np.ndarray:
-        """Rows of the inverted lists nearest a unit query (the recall guard's candidates)."""
-        return ann_lists.probe(self.centroids, self.list_start, self.by_list, query)
+    def probe(self, query: np.ndarray, widen: float = 1.0) -> np.ndarray:
+        """Rows of the inverted lists nearest a unit query (the recall guard's candidates; see ``ann_lists.probe``)."""
+        return ann_lists.probe(self.centroids, self.list_start, self.by_list, query, widen)
 
     def positions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row of each key, whether the key has a row)."""

@@ -571,7 +571,8 @@ def _search_entry(
     if found is None:
         found = _scan(conn, entry, query, filters, now, clauses, k)
     else:
-        found, rescued = _guarded(conn, entry, query, filters, now, clauses, k, *found)
+        widen = 1.0 / max(min(rates), 1e-9)  # as many passing rows probed as an unfiltered query's
+        found, rescued = _guarded(conn, entry, query, filters, now, clauses, k, widen, *found)
     return _merged(entry, query, filters, now, clauses, k, *found), scanned, rescued
 
 
@@ -583,6 +584,7 @@ def _guarded(
     now: datetime | None,
     clauses: Sequence[Any],
     k: int,
+    widen: float,
     rows: np.ndarray,
     sims: np.ndarray,
     masks: list[np.ndarray],
@@ -596,7 +598,7 @@ def _guarded(
     added row made an alternative's top k.
     """
     cols = entry.columns
-    probed = cols.probe(query)
+    probed = cols.probe(query, widen)
     if not len(probed):
         return (rows, sims, masks), False
     drop = _isin_sorted(probed, np.sort(rows))  # the graph's own rows are scored exactly already

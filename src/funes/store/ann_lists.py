@@ -37,6 +37,7 @@ SAMPLE_PER_LIST = 32  # training rows per list (at most the whole tenant)
 ITERATIONS = 8  # k-means rounds over the sample
 MAX_LISTS = 4096
 PROBE_LISTS = 4  # a query scores about this many average lists' worth of rows (at least one list)
+MAX_WIDEN = 4.0  # a filter widens the probe by at most this factor (more selective ones are scanned)
 RETRAIN = 2.0  # retrain when the rows grew or shrank by this factor since training
 BLOCK = 32768  # rows dequantized at once (a million at once would cost 1.5 GB)
 ARRAYS = ("centroids", "trained", "list", "by_list", "list_start")
@@ -151,14 +152,21 @@ def check(arrays: dict[str, np.ndarray], rows: int, dims: int, expected_crc: int
         raise ValueError("lists point outside the rows")
 
 
-def probe(centroids: np.ndarray, starts: np.ndarray, by_list: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Rows of the lists nearest a unit query: about ``PROBE_LISTS`` average lists' worth, nearest first."""
+def probe(
+    centroids: np.ndarray, starts: np.ndarray, by_list: np.ndarray, query: np.ndarray, widen: float = 1.0
+) -> np.ndarray:
+    """Rows of the lists nearest a unit query: about ``PROBE_LISTS`` average lists' worth, nearest first.
+
+    ``widen`` (1 to ``MAX_WIDEN``) scales that budget: a filter passing a
+    share r of the rows asks for 1/r, so about as many passing rows are scored.
+    """
     lists = len(centroids)
     if not lists:
         return np.zeros(0, dtype=np.int64)
-    budget = PROBE_LISTS * len(by_list) / lists
+    widen = min(max(widen, 1.0), MAX_WIDEN)
+    budget = widen * PROBE_LISTS * len(by_list) / lists
     sims = centroids @ query
-    ahead = min(lists, 4 * PROBE_LISTS + 16)
+    ahead = min(lists, math.ceil(4 * widen * PROBE_LISTS) + 16)
     nearest = np.argpartition(-sims, ahead - 1)[:ahead] if ahead < lists else np.arange(lists)
     nearest = nearest[np.argsort(-sims[nearest], kind="stable")]
     sizes = (starts[nearest + 1] - starts[nearest]).astype(np.int64)
