@@ -21,6 +21,12 @@ What the files say is only trusted as of their change-log position:
   the index is caught up (added, removed, saved) and the manifest moved on.
 * Similarities are the graph's own float32 cosines (exact for the vectors it
   holds), so hits rank exactly like the exact path's.
+* A graph search can stay in the wrong cluster of tightly clustered vectors
+  (at 1M, some queries found none of their true ten). So each query also
+  scores, from their int8 codes, the rows of the inverted lists nearest it
+  (k-means over the tenant, saved in the ``.cols`` file; ``ann_lists.py``),
+  and the rows that could enter the top k are re-scored exactly and merged
+  with the graph's candidates (``_guarded``).
 * Filters must not cut recall. The share of rows passing each visibility
   alternative is estimated from a sample of the columns; the graph is asked
   for the pool that share needs, and asked again with a larger one until
