@@ -67,7 +67,12 @@ def main() -> None:
     )
     ap.add_argument("--store", help="an ann.db left by an earlier run (its index files beside it): skip fill and build")
     ap.add_argument("--build-threads", type=int, default=1, help="threads of the index build (the job uses 1)")
+    ap.add_argument(
+        "--probe-lists", type=float, help=f"the guard's probe, in average lists (default {ann_lists.PROBE_LISTS})"
+    )
     args = ap.parse_args()
+    if args.probe_lists is not None:
+        ann_lists.PROBE_LISTS = args.probe_lists
     if args.libraries:
         from ann_libraries import run
 
