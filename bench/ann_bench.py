@@ -8,8 +8,10 @@ Run from the repository root (a few minutes at 100k on 2 cores)::
 It fills one tenant with ``store_bench``'s synthetic memories, builds the
 index (timed), then reports vector-leg latency (p50/p95) for the exact path
 (in-memory copy) and the index, unfiltered and with a scope filter, recall@10
-of the index against the exact path on the same queries, and the first
-search of a fresh process (open + first query, no embedding).
+of the index against the exact path on the same queries (mean and worst
+query), the same recall of the HNSW graph alone (the recall guard's inverted
+lists switched off in this process: what the index answered before them),
+and the first search of a fresh process (open + first query, no embedding).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import numpy as np
 from store_bench import Corpus, pct
 
 from funes.models import EmbedderIdentity, SearchFilters
+from funes.store import ann_lists
+from funes.store.ann_columns import IndexColumns
 from funes.store.sqlite import SqliteStore
 
 FIRST = """
@@ -61,7 +65,14 @@ def main() -> None:
         const="usearch,hnswlib,faiss,sqlite-vec",
         help="Compare the ANN libraries themselves on the same vectors (see ann_libraries.py) instead of the store.",
     )
+    ap.add_argument("--store", help="an ann.db left by an earlier run (its index files beside it): skip fill and build")
+    ap.add_argument("--build-threads", type=int, default=1, help="threads of the index build (the job uses 1)")
+    ap.add_argument(
+        "--probe-lists", type=float, help=f"the guard's probe, in average lists (default {ann_lists.PROBE_LISTS})"
+    )
     args = ap.parse_args()
+    if args.probe_lists is not None:
+        ann_lists.PROBE_LISTS = args.probe_lists
     if args.libraries:
         from ann_libraries import run
 
@@ -69,19 +80,36 @@ def main() -> None:
         return
     now = datetime.now(UTC)
     corpus = Corpus(seed=7, tenants=["t"])
-    tmp = tempfile.mkdtemp(prefix="funes-ann-")
-    path = os.path.join(tmp, "ann.db")
-    exact = SqliteStore(path, vector_cache_min=1, ann_min=0)
-    exact.set_identity(EmbedderIdentity("bench", 384))
-    start = time.perf_counter()
-    for begin in range(0, args.size, 5000):
-        items, _, _ = corpus.records(begin, min(5000, args.size - begin), args.size, lambda i: "t", now)
-        exact.put_many(items)
-    print(f"insert {args.size}: {args.size / (time.perf_counter() - start):.0f}/s")
+    if args.store:
+        path, tmp = args.store, str(Path(args.store).parent)
+        exact = SqliteStore(path, vector_cache_min=1, ann_min=0)
+    else:
+        tmp = tempfile.mkdtemp(prefix="funes-ann-")
+        path = os.path.join(tmp, "ann.db")
+        exact = SqliteStore(path, vector_cache_min=1, ann_min=0)
+        exact.set_identity(EmbedderIdentity("bench", 384))
+        start = time.perf_counter()
+        for begin in range(0, args.size, 5000):
+            items, _, _ = corpus.records(begin, min(5000, args.size - begin), args.size, lambda i: "t", now)
+            exact.put_many(items)
+        print(f"insert {args.size}: {args.size / (time.perf_counter() - start):.0f}/s")
+    print(f"store: {path}")
     ann = SqliteStore(path, vector_cache_min=0, ann_min=1)
+    ann.ann.build_threads = args.build_threads
     start = time.perf_counter()
-    ann.ann.build(ann.db.reader(), "t")
-    print(f"index build: {time.perf_counter() - start:.1f} s")
+    entry = ann.ann._open(ann.db.reader(), "t") if args.store else None
+    if entry is None:
+        entry = ann.ann.build(ann.db.reader(), "t")
+        print(f"index build: {time.perf_counter() - start:.1f} s ({args.build_threads} threads)")
+    cols = entry.columns
+    start = time.perf_counter()
+    lists = ann_lists.build_lists(cols.q8, cols.scale)
+    extra = sum(cols.arrays[name].nbytes for name in ann_lists.ARRAYS)
+    print(
+        f"of which the guard's lists (trained again to time them): {time.perf_counter() - start:.1f} s,"
+        f" {len(lists['centroids'])} lists, {extra / 2**20:.1f} MiB in the .cols file"
+    )
+    del lists, entry, cols
     ann.ann._searches["t"] = 5
     queries = [corpus.query("rare")[1] for _ in range(args.queries)]
     cases = {
@@ -92,8 +120,9 @@ def main() -> None:
     for name, filters in cases.items():
         for store in (exact, ann):
             store.vector_search(queries[0], filters, k=10, now=now)  # loads / opens
-        times: dict[str, list[float]] = {"exact": [], "ann": []}  # seconds, as pct expects
-        shares = []
+        times: dict[str, list[float]] = {"exact": [], "ann": [], "graph": []}  # seconds, as pct expects
+        shares, graph_shares = [], []
+        rescues = ann.ann.rescues
         for q in queries:
             t = time.perf_counter()
             truth = exact.vector_search(q, filters, k=10, now=now)
@@ -103,9 +132,25 @@ def main() -> None:
             times["ann"].append(time.perf_counter() - t)
             if truth:
                 shares.append(len({i for i, _ in got} & {i for i, _ in truth}) / len(truth))
+        probe = IndexColumns.probe
+        IndexColumns.probe = lambda self, query, widen=1.0: np.zeros(0, dtype=np.int64)  # type: ignore[method-assign]
+        try:  # the graph alone, as before the guard: a second pass, each query after an exact one as above
+            for q in queries:
+                truth = exact.vector_search(q, filters, k=10, now=now)
+                t = time.perf_counter()
+                alone = ann.vector_search(q, filters, k=10, now=now)
+                times["graph"].append(time.perf_counter() - t)
+                if truth:
+                    graph_shares.append(len({i for i, _ in alone} & {i for i, _ in truth}) / len(truth))
+        finally:
+            IndexColumns.probe = probe  # type: ignore[method-assign]
         for label, values in times.items():
             print(f"{name:18} {label:5} p50 {pct(values, 50):6.2f} ms  p95 {pct(values, 95):6.2f} ms")
-        print(f"{name:18} recall@10 {np.mean(shares):.4f}  scans {ann.ann.scans}")
+        print(
+            f"{name:18} recall@10 {np.mean(shares):.4f} (min {np.min(shares):.2f});"
+            f" graph alone {np.mean(graph_shares):.4f} (min {np.min(graph_shares):.2f});"
+            f" rescued {ann.ann.rescues - rescues}; scans {ann.ann.scans}"
+        )
     ann.close()
     exact.close()
     runs = []

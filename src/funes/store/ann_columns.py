@@ -14,7 +14,9 @@ sorted by vector id:
 * ``q8``/``scale``: the unit vectors as int8 codes, so a selective filter is
   answered by scanning only the rows that pass it (a quarter of float32's
   bytes; the winners are re-scored with the index's exact vectors);
-* ``by_id``: the row order that sorts ``ids``, to find a record's vectors.
+* ``by_id``: the row order that sorts ``ids``, to find a record's vectors;
+* the inverted lists of the recall guard (``ann_lists.py``): centroids and
+  each row's list.
 
 The file is raw arrays at 64-byte-aligned offsets; the layout (dtype, shape,
 offset of each) is in the index manifest, which is only replaced once both
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..models import SearchFilters
+from . import ann_lists
 from .vector_cache import STRING_COLUMNS, filter_masks, isin_codes
 
 _ALIGN = 64
@@ -70,10 +73,13 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return (matrix / norms).astype(np.float32, copy=False)
 
 
-def columns_of(rows: Sequence[Sequence[Any]], vectors: np.ndarray, dims: int) -> dict[str, np.ndarray]:
+def columns_of(
+    rows: Sequence[Sequence[Any]], vectors: np.ndarray, dims: int, *, lists: bool = True
+) -> dict[str, np.ndarray]:
     """The arrays of a ``.cols`` file from rows ``(vector_id, *STRING_COLUMNS, created, expires, memory_id)``.
 
-    ``vectors`` holds the rows' stored vectors (``dims`` wide) in the same order.
+    ``vectors`` holds the rows' stored vectors (``dims`` wide) in the same order;
+    ``lists``: also train and assign the recall guard's lists.
     """
     n = len(rows)
     columns = list(zip(*rows, strict=True)) if n else [() for _ in range(len(STRING_COLUMNS) + 4)]
@@ -95,6 +101,8 @@ def columns_of(rows: Sequence[Sequence[Any]], vectors: np.ndarray, dims: int) ->
         q8[start : start + len(block)], scale[start : start + len(block)] = quantize(unit_rows(vectors[block]))
     out["q8"], out["scale"] = q8, scale
     out["by_id"] = np.argsort(out["ids"], kind="stable").astype(np.int32)
+    if lists:
+        out.update(ann_lists.build_lists(q8, scale))
     return out
 
 
@@ -130,6 +138,11 @@ class IndexColumns:
         self.q8 = arrays["q8"]
         self.scale = arrays["scale"]
         self.by_id = arrays["by_id"]
+        self.centroids = arrays["centroids"]
+        self.trained = int(arrays["trained"][0])
+        self.lists = arrays["list"]
+        self.by_list = arrays["by_list"]
+        self.list_start = arrays["list_start"]
         self.arrays = arrays
 
     @classmethod
@@ -152,6 +165,10 @@ class IndexColumns:
     def nbytes(self) -> int:
         """Bytes of the mapped arrays (what the page cache may hold of them)."""
         return int(sum(a.nbytes for a in self.arrays.values()))
+
+    def probe(self, query: np.ndarray, widen: float = 1.0) -> np.ndarray:
+        """Rows of the inverted lists nearest a unit query (the recall guard's candidates; see ``ann_lists.probe``)."""
+        return ann_lists.probe(self.centroids, self.list_start, self.by_list, query, widen)
 
     def positions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row of each key, whether the key has a row)."""
@@ -219,7 +236,7 @@ def merged_columns(
 ) -> dict[str, np.ndarray]:
     """The arrays after a catch-up: ``old`` without the rows of the ``drop`` keys, plus ``rows`` (current)."""
     keep = ~np.isin(old.keys, drop) if len(drop) else np.ones(old.n, dtype=bool)
-    fresh = columns_of(rows, vectors, dims)
+    fresh = columns_of(rows, vectors, dims, lists=False)
     keys = np.concatenate([old.keys[keep], fresh["keys"]])
     order = np.argsort(keys, kind="stable")
     out: dict[str, np.ndarray] = {"keys": keys[order]}
@@ -238,4 +255,6 @@ def merged_columns(
     out["q8"] = np.concatenate([old.q8[keep], fresh["q8"]])[order]
     out["scale"] = np.concatenate([old.scale[keep], fresh["scale"]])[order]
     out["by_id"] = np.argsort(out["ids"], kind="stable").astype(np.int32)
+    labels = np.concatenate([old.lists[keep], np.full(len(fresh["keys"]), -1, dtype=np.int32)])[order]
+    out.update(ann_lists.merged_lists(old.centroids, old.trained, labels, out["q8"], out["scale"]))
     return out

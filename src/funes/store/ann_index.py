@@ -21,6 +21,12 @@ What the files say is only trusted as of their change-log position:
   the index is caught up (added, removed, saved) and the manifest moved on.
 * Similarities are the graph's own float32 cosines (exact for the vectors it
   holds), so hits rank exactly like the exact path's.
+* A graph search can stay in the wrong cluster of tightly clustered vectors
+  (at 1M, some queries found none of their true ten). So each query also
+  scores, from their int8 codes, the rows of the inverted lists nearest it
+  (k-means over the tenant, saved in the ``.cols`` file; ``ann_lists.py``),
+  and the rows that could enter the top k are re-scored exactly and merged
+  with the graph's candidates (``_guarded``).
 * Filters must not cut recall. The share of rows passing each visibility
   alternative is estimated from a sample of the columns; the graph is asked
   for the pool that share needs, and asked again with a larger one until
@@ -62,11 +68,12 @@ from typing import Any
 import numpy as np
 
 from ..models import SearchFilters
+from . import ann_lists
 from .ann_columns import IndexColumns, columns_of, merged_columns, write_columns
 from .sqlite_rows import knn_visibility
 from .vector_cache import _TENANT_SQL, TenantVectors, _log_bounds, _snapshot, changed_ids, rows_of
 
-FORMAT = 2  # 2: with the .cols file
+FORMAT = 3  # 2: with the .cols file; 3: with the recall guard's lists in it
 CONNECTIVITY = 16  # HNSW M; see bench/README.md for the measured choice
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256  # the least search beam: 128 gave recall@10 0.97 on the tests' tight clusters
@@ -74,6 +81,7 @@ MAX_POOL = 4096  # a filter needing more graph candidates than this is answered 
 SCAN_FACTOR = 8  # ... and so is one passing fewer rows than this many times the pool it needs
 BEAM = 2  # the graph search beam, in candidates asked for
 RESCORE = 2  # the scan re-scores this many times k rows per alternative with float32 vectors
+GUARD_MARGIN = 0.01  # int8 cosines are within ~0.002 of float32: a probed row this far below the k-th is out
 DELTA_MIN = 2000  # changed vectors tolerated before the index file is caught up
 BUILD_ON_SEARCH = 2  # like the vector cache: a one-shot process never asks for a build
 LOOKUPS_ON_SEARCH = 2  # a view gains key lookups on its second search (a one-shot process never pays)
@@ -137,6 +145,7 @@ class AnnIndexes:
         self.catchups = 0
         self.searches = 0  # queries answered from an index (by its graph or a scan of its columns)
         self.scans = 0  # of which answered by scanning the rows a filter passes instead of the graph
+        self.rescues = 0  # of which the recall guard (inverted lists) put a row the graph missed into the top k
         if self.dir is not None and self.dir.is_dir() and any(self.dir.glob("*.json")):
             _usearch()  # a large tenant will be searched: import usearch (~50 ms) now, not in the first query
 
@@ -190,7 +199,7 @@ class AnnIndexes:
         with entry.lock:
             if not self._refresh(conn, filters.tenant, entry):
                 return None
-            hits, scanned = _search_entry(conn, entry, query / norm, filters, k, now)
+            hits, scanned, rescued = _search_entry(conn, entry, query / norm, filters, k, now)
             entry.searches += 1
             if not entry.lookups and entry.searches >= LOOKUPS_ON_SEARCH and entry.file is not None:
                 # Map the file again with key lookups (~1 ms per 10k vectors, once): the vectors
@@ -205,6 +214,8 @@ class AnnIndexes:
         self.searches += 1
         if scanned:
             self.scans += 1
+        if rescued:
+            self.rescues += 1
         return hits
 
     def vectors_for(self, conn: Any, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
@@ -282,6 +293,7 @@ class AnnIndexes:
             columns = IndexColumns.open(cols_path, cols["layout"])
             if columns.n != cols["rows"] or columns.q8.shape[1:] != (manifest["dims"],):
                 return None
+            ann_lists.check(columns.arrays, columns.n, int(manifest["dims"]), int(cols["lists_crc"]))
         except (OSError, ValueError, KeyError, TypeError, RuntimeError, json.JSONDecodeError):
             return None
         seq, dims = int(manifest["seq"]), int(manifest["dims"])
@@ -447,6 +459,7 @@ class AnnIndexes:
                 "bytes": (self.dir / cols_name).stat().st_size,
                 "rows": len(arrays["keys"]),
                 "layout": layout,
+                "lists_crc": ann_lists.crc(arrays),
             },
         }
         mtmp = self.dir / f"{stem}.json.{os.getpid()}.tmp"
@@ -547,8 +560,12 @@ def _pool_for(k: int, rate: float) -> float:
 
 def _search_entry(
     conn: Any, entry: _Tenant, query: np.ndarray, filters: SearchFilters, k: int, now: datetime | None
-) -> tuple[list[tuple[str, float]], bool]:
-    """(hits, whether the passing rows were scanned): the graph's or the scan's rows merged with the delta."""
+) -> tuple[list[tuple[str, float]], bool, bool]:
+    """(hits, whether the passing rows were scanned, whether the guard added a winner).
+
+    The graph's (or the scan's) rows merged with the delta; the graph's rows
+    first merged with the recall guard's (``ann_lists.py``).
+    """
     cols = entry.columns
     clauses = knn_visibility(filters)
     rates = cols.pass_rates(filters, now, clauses)
@@ -556,10 +573,76 @@ def _search_entry(
     found = None
     if cols.n and need <= MAX_POOL and sum(rates) * cols.n > SCAN_FACTOR * need:
         found = _graph(entry, query, filters, now, clauses, k, int(need))
-    scanned = found is None
+    scanned, rescued = found is None, False
     if found is None:
         found = _scan(conn, entry, query, filters, now, clauses, k)
-    return _merged(entry, query, filters, now, clauses, k, *found), scanned
+    else:
+        widen = 1.0 / max(min(rates), 1e-9)  # as many passing rows probed as an unfiltered query's
+        found, rescued = _guarded(conn, entry, query, filters, now, clauses, k, widen, *found)
+    return _merged(entry, query, filters, now, clauses, k, *found), scanned, rescued
+
+
+def _guarded(
+    conn: Any,
+    entry: _Tenant,
+    query: np.ndarray,
+    filters: SearchFilters,
+    now: datetime | None,
+    clauses: Sequence[Any],
+    k: int,
+    widen: float,
+    rows: np.ndarray,
+    sims: np.ndarray,
+    masks: list[np.ndarray],
+) -> tuple[tuple[np.ndarray, np.ndarray, list[np.ndarray]], bool]:
+    """The graph's candidates plus the rows of the nearest inverted lists that could enter the top k.
+
+    The probed rows are scored from their int8 codes; those within
+    ``GUARD_MARGIN`` of an alternative's k-th graph similarity (or any, while
+    the graph has fewer than k) are re-scored with float32 vectors, as the
+    scan does, and added. Returns the merged candidates and whether any
+    added row made an alternative's top k.
+    """
+    cols = entry.columns
+    probed = cols.probe(query, widen)
+    if not len(probed):
+        return (rows, sims, masks), False
+    drop = _isin_sorted(probed, np.sort(rows))  # the graph's own rows are scored exactly already
+    if len(entry.changed):
+        drop |= _isin_sorted(cols.keys[probed], entry.changed)  # the delta has their truth
+    probed = probed[~drop]
+    probed_masks = cols.masks(filters, now, clauses, probed)
+    approx = cols.approx_sims(probed, query)
+    keep = RESCORE * k + 16
+    chosen: list[np.ndarray] = []
+    for mask, probed_mask in zip(masks, probed_masks, strict=True):
+        passing = sims[mask]
+        floor = -np.inf if len(passing) < k else float(np.partition(passing, len(passing) - k)[len(passing) - k])
+        local = np.flatnonzero(probed_mask & (approx >= floor - GUARD_MARGIN))
+        if len(local) > keep:
+            local = local[np.argpartition(-approx[local], keep - 1)[:keep]]
+        chosen.append(local)
+    picked = np.unique(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)
+    if not len(picked):
+        return (rows, sims, masks), False
+    extra = probed[picked]
+    if entry.lookups:
+        vectors = _get(entry.index, cols.keys[extra], entry.dims)
+    else:
+        vectors, present = _stored(conn, cols.keys[extra], entry.dims)
+        picked, extra, vectors = picked[present], extra[present], vectors[present]
+    norms = np.linalg.norm(vectors, axis=1)
+    norms[norms == 0] = 1.0
+    extra_sims = ((vectors @ query) / norms).astype(np.float32)
+    all_sims = np.concatenate([sims, extra_sims])
+    all_masks = [np.concatenate([m, pm[picked]]) for m, pm in zip(masks, probed_masks, strict=True)]
+    rescued = False
+    for mask in all_masks:
+        at = np.flatnonzero(mask)
+        if len(at) and len(extra):
+            top = at[np.argsort(-all_sims[at], kind="stable")[:k]]
+            rescued = rescued or bool((top >= len(rows)).any())
+    return (np.concatenate([rows, extra]), all_sims, all_masks), rescued
 
 
 def _graph(
