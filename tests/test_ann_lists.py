@@ -97,6 +97,7 @@ def test_the_guard_returns_the_exact_top_k_when_the_graph_is_lost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A graph with two links per node and a beam no wider than its pool: it strands many searches.
+    monkeypatch.setattr(ann_index, "GUARD_MIN_ROWS", 0)  # guarded at any size (by default from 200k rows)
     monkeypatch.setattr(ann_index, "CONNECTIVITY", 2)
     monkeypatch.setattr(ann_index, "EXPANSION_ADD", 16)
     monkeypatch.setattr(ann_index, "EXPANSION_SEARCH", 16)
@@ -122,6 +123,11 @@ def test_the_guard_returns_the_exact_top_k_when_the_graph_is_lost(
         graph_alone(patch)
         assert recall(ann, exact, unfiltered) < 0.8
         assert recall(ann, exact, filtered) < 0.8
+    # At the default size threshold a graph this small is searched without the guard.
+    with monkeypatch.context() as patch:
+        patch.setattr(ann_index, "GUARD_MIN_ROWS", 200_000)
+        patch.setattr(IndexColumns, "probe", lambda *a, **kw: pytest.fail("a small graph is not guarded"))
+        assert ann.vector_search(unfiltered[0][0], unfiltered[0][1], k=10, now=NOW)
     # A new process (a view without key lookups: re-scored from the store) answers the same.
     ann.close()
     again = SqliteStore(tmp_path / "g.db", vector_cache_min=0, ann_min=500)

@@ -82,6 +82,9 @@ SCAN_FACTOR = 8  # ... and so is one passing fewer rows than this many times the
 BEAM = 2  # the graph search beam, in candidates asked for
 RESCORE = 2  # the scan re-scores this many times k rows per alternative with float32 vectors
 GUARD_MARGIN = 0.01  # int8 cosines are within ~0.002 of float32: a probed row this far below the k-th is out
+# Graphs smaller than this are searched without the recall guard: it rescued no query of 600 at 100k
+# and cost ~4 ms p50 there, while at 300k the graph alone lost 2 queries of 200 (bench/README.md).
+GUARD_MIN_ROWS = 200_000
 DELTA_MIN = 2000  # changed vectors tolerated before the index file is caught up
 BUILD_ON_SEARCH = 2  # like the vector cache: a one-shot process never asks for a build
 LOOKUPS_ON_SEARCH = 2  # a view gains key lookups on its second search (a one-shot process never pays)
@@ -576,7 +579,7 @@ def _search_entry(
     scanned, rescued = found is None, False
     if found is None:
         found = _scan(conn, entry, query, filters, now, clauses, k)
-    else:
+    elif cols.n >= GUARD_MIN_ROWS:
         widen = 1.0 / max(min(rates), 1e-9)  # as many passing rows probed as an unfiltered query's
         found, rescued = _guarded(conn, entry, query, filters, now, clauses, k, widen, *found)
     return _merged(entry, query, filters, now, clauses, k, *found), scanned, rescued
