@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,26 @@ def _probe(imports: str, open_code: str, query: str, runs: int = 3) -> tuple[flo
     return float(np.median([g[0] for g in got])), got[-1][1], got[-1][2]
 
 
+def _sweep(
+    name: str,
+    build: float,
+    path: Path,
+    probe: tuple[float, float, float],
+    mmap: str,
+    at: Callable[[int], Callable[[np.ndarray], Any]],
+    qs: np.ndarray,
+    truth: list[set[int]],
+    settings: Sequence[int] = EFS,
+) -> list[Result]:
+    """One line per search setting (beam, or rescoring pool): ``at(s)`` applies it and gives the top-10 query."""
+    size = path.stat().st_size / 1e6
+    out = []
+    for setting in settings:
+        p50, p95, recall = _measure(at(setting), qs, truth)
+        out.append(Result(name, build, setting, p50, p95, recall, size, *probe, mmap))
+    return out
+
+
 def _usearch(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work: Path) -> list[Result]:
     import usearch
     from usearch.index import Index
@@ -150,26 +170,13 @@ def _usearch(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work: P
         "index.search(q, 10, threads=1)",
     )
     view = Index.restore(str(path), view=True)
-    out = []
-    for ef in EFS:
+
+    def at(ef: int) -> Callable[[np.ndarray], Any]:
         view.expansion_search = ef
-        p50, p95, recall = _measure(lambda q, v=view: v.search(q, 10, threads=1).keys, qs, truth)
-        out.append(
-            Result(
-                f"usearch {usearch.__version__} (f32)",
-                build,
-                ef,
-                p50,
-                p95,
-                recall,
-                path.stat().st_size / 1e6,
-                ms,
-                anon,
-                filed,
-                "yes: Index.restore(view=True)",
-            )
-        )
-    return out
+        return lambda q: view.search(q, 10, threads=1).keys
+
+    name = f"usearch {usearch.__version__} (f32)"
+    return _sweep(name, build, path, (ms, anon, filed), "yes: Index.restore(view=True)", at, qs, truth)
 
 
 def _hnswlib(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work: Path) -> list[Result]:
@@ -195,27 +202,13 @@ def _hnswlib(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work: P
         "index.knn_query(q, k=10, num_threads=1)",
     )
     loaded = load()
-    out = []
-    for ef in EFS:
+
+    def at(ef: int) -> Callable[[np.ndarray], Any]:
         loaded.set_ef(ef)
-        p50, p95, recall = _measure(lambda q, ix=loaded: ix.knn_query(q, k=10, num_threads=1)[0][0], qs, truth)
-        version = getattr(hnswlib, "__version__", "0.8")
-        out.append(
-            Result(
-                f"hnswlib {version}",
-                build,
-                ef,
-                p50,
-                p95,
-                recall,
-                path.stat().st_size / 1e6,
-                ms,
-                anon,
-                filed,
-                "no: load_index reads the whole file",
-            )
-        )
-    return out
+        return lambda q: loaded.knn_query(q, k=10, num_threads=1)[0][0]
+
+    name = f"hnswlib {getattr(hnswlib, '__version__', '0.8')}"
+    return _sweep(name, build, path, (ms, anon, filed), "no: load_index reads the whole file", at, qs, truth)
 
 
 def _faiss(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work: Path) -> list[Result]:
@@ -237,26 +230,13 @@ def _faiss(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work: Pat
         "index.search(q[None, :], 10)",
     )
     mapped = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
-    out = []
-    for ef in EFS:
+
+    def at(ef: int) -> Callable[[np.ndarray], Any]:
         mapped.hnsw.efSearch = ef
-        p50, p95, recall = _measure(lambda q, ix=mapped: ix.search(q[None, :], 10)[1][0], qs, truth)
-        out.append(
-            Result(
-                f"faiss-cpu {faiss.__version__} IndexHNSWFlat (IP)",
-                build,
-                ef,
-                p50,
-                p95,
-                recall,
-                path.stat().st_size / 1e6,
-                ms,
-                anon,
-                filed,
-                "yes: read_index(IO_FLAG_MMAP_IFC)",
-            )
-        )
-    return out
+        return lambda q: mapped.search(q[None, :], 10)[1][0]
+
+    name = f"faiss-cpu {faiss.__version__} IndexHNSWFlat (IP)"
+    return _sweep(name, build, path, (ms, anon, filed), "yes: read_index(IO_FLAG_MMAP_IFC)", at, qs, truth)
 
 
 def _sqlite_vec(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work: Path) -> list[Result]:
@@ -325,23 +305,17 @@ def _sqlite_vec(vectors: np.ndarray, qs: np.ndarray, truth: list[set[int]], work
         conn = connect(path)
         version = f"sqlite-vec {conn.execute('SELECT vec_version()').fetchone()[0]}"
         label = f"{version} float[384], exact scan" if name == "float" else f"{version} {name}[384] + float rescoring"
-        for pool in (0,) if name == "float" else POOLS:
-            p50, p95, recall = _measure(lambda q, n=name, k=pool, c=conn: search(c, q, n, k), qs, truth)
-            out.append(
-                Result(
-                    label,
-                    build,
-                    pool,
-                    p50,
-                    p95,
-                    recall,
-                    path.stat().st_size / 1e6,
-                    ms,
-                    anon,
-                    filed,
-                    "yes: SQLite pages, read on demand",
-                )
-            )
+        out += _sweep(
+            label,
+            build,
+            path,
+            (ms, anon, filed),
+            "yes: SQLite pages, read on demand",
+            lambda pool, n=name, c=conn: lambda q: search(c, q, n, pool),
+            qs,
+            truth,
+            settings=(0,) if name == "float" else POOLS,
+        )
         conn.close()
     return out
 
