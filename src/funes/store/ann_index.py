@@ -621,22 +621,13 @@ def _guarded(
     for mask, probed_mask in zip(masks, probed_masks, strict=True):
         passing = sims[mask]
         floor = -np.inf if len(passing) < k else float(np.partition(passing, len(passing) - k)[len(passing) - k])
-        local = np.flatnonzero(probed_mask & (approx >= floor - GUARD_MARGIN))
-        if len(local) > keep:
-            local = local[np.argpartition(-approx[local], keep - 1)[:keep]]
-        chosen.append(local)
+        chosen.append(_best(np.flatnonzero(probed_mask & (approx >= floor - GUARD_MARGIN)), approx, keep))
     picked = np.unique(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)
     if not len(picked):
         return (rows, sims, masks), False
+    present, extra_sims = _rescored(conn, entry, probed[picked], query)
+    picked = picked[present]
     extra = probed[picked]
-    if entry.lookups:
-        vectors = _get(entry.index, cols.keys[extra], entry.dims)
-    else:
-        vectors, present = _stored(conn, cols.keys[extra], entry.dims)
-        picked, extra, vectors = picked[present], extra[present], vectors[present]
-    norms = np.linalg.norm(vectors, axis=1)
-    norms[norms == 0] = 1.0
-    extra_sims = ((vectors @ query) / norms).astype(np.float32)
     all_sims = np.concatenate([sims, extra_sims])
     all_masks = [np.concatenate([m, pm[picked]]) for m, pm in zip(masks, probed_masks, strict=True)]
     rescued = False
@@ -702,24 +693,34 @@ def _scan(
         return rows, np.zeros(0, dtype=np.float32), [m[rows] for m in masks]
     approx = cols.approx_sims(rows, query)
     keep = RESCORE * k + 16
-    chosen: list[np.ndarray] = []
-    for mask in masks:
-        local = np.flatnonzero(mask[rows])
-        if len(local) > keep:
-            local = local[np.argpartition(-approx[local], keep - 1)[:keep]]
-        chosen.append(rows[local])
-    picked = np.unique(np.concatenate(chosen))
-    if not entry.lookups:
-        # Unchanged since the save (changed rows were masked out), so the store holds the same vectors;
-        # one deleted since the last look at the change log is left out.
-        vectors, present = _stored(conn, cols.keys[picked], entry.dims)
-        picked, vectors = picked[present], vectors[present]
+    picked = np.unique(np.concatenate([rows[_best(np.flatnonzero(m[rows]), approx, keep)] for m in masks]))
+    present, sims = _rescored(conn, entry, picked, query)
+    picked = picked[present]
+    return picked, sims, [m[picked] for m in masks]
+
+
+def _best(local: np.ndarray, approx: np.ndarray, keep: int) -> np.ndarray:
+    """The ``keep`` of ``local`` with the highest approximate similarity (all of them when fewer)."""
+    return local if len(local) <= keep else local[np.argpartition(-approx[local], keep - 1)[:keep]]
+
+
+def _rescored(conn: Any, entry: _Tenant, rows: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the rows still exist, and their exact float32 cosines to the query (of those that do).
+
+    The vectors come from the index when it has key lookups, else from the
+    store: rows changed since the save are never asked for (the delta has
+    their truth), so the store holds the same vectors; one deleted since the
+    last look at the change log is left out.
+    """
+    keys = entry.columns.keys[rows]
+    if entry.lookups:
+        vectors, present = _get(entry.index, keys, entry.dims), np.ones(len(rows), dtype=bool)
     else:
-        vectors = _get(entry.index, cols.keys[picked], entry.dims)
+        vectors, present = _stored(conn, keys, entry.dims)
+        vectors = vectors[present]
     norms = np.linalg.norm(vectors, axis=1)
     norms[norms == 0] = 1.0
-    sims = (vectors @ query) / norms
-    return picked, sims.astype(np.float32), [m[picked] for m in masks]
+    return present, ((vectors @ query) / norms).astype(np.float32)
 
 
 def _merged(
