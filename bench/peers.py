@@ -244,7 +244,7 @@ def bench_funes(data: Data, work: Path, hybrid: bool) -> list[Line]:
 
         def hybrid_search(tenant: str, text: str, vec: np.ndarray) -> list[int]:
             svc.embedding.embed_query = lambda _q: vec  # the store path only: no model
-            found = svc.core._search(text or "memory", SearchFilters(tenant=tenant), now, 10, None, None)
+            found = svc.core.hybrid.search(text or "memory", SearchFilters(tenant=tenant), now, 10, None, None)
             return [position[h.memory.id] for h in found]
 
         timed = run_queries(data, hybrid_search)

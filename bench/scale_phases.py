@@ -43,12 +43,12 @@ t1 = time.perf_counter()
 svc = open_funes({path!r}, worker="off", query_threads=1, **{settings!r})
 svc.embedding.embed_query = lambda _q: vec
 t2 = time.perf_counter()
-svc.core._search(text, filters, now, 10, None, None)
+svc.core.hybrid.search(text, filters, now, 10, None, None)
 t3 = time.perf_counter()
 for _ in range({more}):
     text, vec = corpus.query("rare")
     svc.embedding.embed_query = lambda _q, v=vec: v
-    svc.core._search(text, filters, now, 10, None, None)
+    svc.core.hybrid.search(text, filters, now, 10, None, None)
 mem = {{}}
 with open("/proc/self/status") as fh:
     for line in fh:

@@ -394,7 +394,7 @@ class Bench:
             filters = SearchFilters(tenant=tenant)
             svc.embedding.embed_query = lambda _q, v=qvec: v  # the store path only: no model
             t0 = time.perf_counter()
-            svc.core._search(text, filters, now, 10, None, None)
+            svc.core.hybrid.search(text, filters, now, 10, None, None)
             t1 = time.perf_counter()
             kw = store.keyword_search(
                 query_terms(text), filters, limit=50, scan_cap=svc.config.keyword_scan_cap, now=now

@@ -748,7 +748,7 @@ class Core:
             before = filters.created_before
             filters = replace(filters, created_before=when if before is None else min(before, when))
             now = when
-        hits = self._search(query, filters, now, fetch_size(group_by, limit), min_similarity, project)
+        hits = self.hybrid.search(query, filters, now, fetch_size(group_by, limit), min_similarity, project)
         disabled = self.projects.disabled_projects(filters.tenant)
         if disabled:  # a disabled project recalls nothing
             hits = SearchResults(
@@ -775,17 +775,6 @@ class Core:
                 ]
             )
         return hits
-
-    def _search(
-        self,
-        query: str,
-        filters: SearchFilters,
-        now: datetime,
-        limit: int,
-        min_similarity: float | None,
-        project: str | None,
-    ) -> SearchResults:
-        return self.hybrid.search(query, filters, now, limit, min_similarity, project)
 
     def rank_settings(
         self,
