@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,16 +40,20 @@ def two_dinners(mem: funes.Funes, early: str, late: str) -> tuple[str, str]:
     return first.record_ids[0], second.record_ids[0]
 
 
-def real_pair(path: Path, local_embedder) -> tuple[funes.Funes, funes.Funes]:  # type: ignore[no-untyped-def]
+@contextmanager
+def real_pair(path: Path, local_embedder) -> Iterator[tuple[funes.Funes, funes.Funes]]:  # type: ignore[no-untyped-def]
     """The store opened with the default date boost and with ``date_boost=0``, after it was written."""
-    return funes.open(str(path), embedder=local_embedder), funes.open(str(path), embedder=local_embedder, date_boost=0)
+    with (
+        funes.open(str(path), embedder=local_embedder) as on,
+        funes.open(str(path), embedder=local_embedder, date_boost=0) as off,
+    ):
+        yield on, off
 
 
 def test_a_named_date_ranks_the_record_of_that_date_first(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
     with funes.open(str(tmp_path / "dates.db"), embedder=local_embedder) as writer:
         may3, may28 = two_dinners(writer, "2023-05-03T19:00:00Z", "2023-05-28T19:00:00Z")
-    on, off = real_pair(tmp_path / "dates.db", local_embedder)
-    try:
+    with real_pair(tmp_path / "dates.db", local_embedder) as (on, off):
         # ISO on purpose: a message's date is also indexed as words ("3 May 2023"), which the keyword leg
         # matches by itself; "2023-05-03" shares only "2023" with both, so the boost alone decides here.
         query = "Who did I have dinner with on 2023-05-03?"
@@ -63,16 +69,12 @@ def test_a_named_date_ranks_the_record_of_that_date_first(tmp_path: Path, local_
         assert top.to_dict()["dates"][0]["start"].startswith("2023-05-03")
         # The boost never hides anything: both are still found.
         assert {may3, may28} <= set(ids(hits))
-    finally:
-        on.close()
-        off.close()
 
 
 def test_relative_phrases_resolve_against_as_of(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
     with funes.open(str(tmp_path / "dates.db"), embedder=local_embedder) as writer:
         may3, may16 = two_dinners(writer, "2023-05-03T19:00:00Z", "2023-05-16T19:00:00Z")
-    on, off = real_pair(tmp_path / "dates.db", local_embedder)
-    try:
+    with real_pair(tmp_path / "dates.db", local_embedder) as (on, off):
         query = "who did I have dinner with two weeks ago"
         assert ids(off.search(query, as_of="2023-05-17T09:00:00Z", min_relevance=0))[:2] == [may16, may3]
         # Two weeks before May 17 is May 3; asked on May 17 "yesterday" is May 16.
@@ -82,9 +84,6 @@ def test_relative_phrases_resolve_against_as_of(tmp_path: Path, local_embedder) 
         # The same words a year later name another time: neither record is in it, so no date boost applies.
         later = on.search(query, as_of="2024-05-17T09:00:00Z", min_relevance=0)
         assert all(h.explanation.boosts["date"] < 1.01 for h in later)
-    finally:
-        on.close()
-        off.close()
 
 
 def test_a_month_without_a_year_also_finds_that_month_of_an_earlier_year(real_mem: funes.Funes) -> None:
