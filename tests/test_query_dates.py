@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from funes.query_dates import DateWindow, find_dates
-from funes.retrieval import closeness, date_match
+from funes.retrieval import date_matcher
 
 # A Friday afternoon.
 REF = datetime(2023, 10, 20, 15, 30, tzinfo=UTC)
@@ -217,7 +217,10 @@ def test_any_text_parses_without_error_into_ordered_windows(text: str, ref: date
 
 
 # -- the match ranking reads -------------------------------------------------------------------
-def test_closeness_is_one_inside_and_fades_outside() -> None:
+def test_a_window_matches_one_inside_and_fades_outside() -> None:
+    def closeness(when: datetime, start: datetime, end: datetime) -> float:
+        return date_matcher([DateWindow(start, end, "a day")])(when)
+
     start, end = day(2023, 5, 3), day(2023, 5, 4)
     assert closeness(day(2023, 5, 3) + timedelta(hours=12), start, end) == 1.0
     assert closeness(day(2023, 5, 5), start, end) == pytest.approx(0.5)  # a day after: one half-life
@@ -228,8 +231,8 @@ def test_closeness_is_one_inside_and_fades_outside() -> None:
 
 def test_a_yearless_window_matches_the_same_month_of_earlier_years_only() -> None:
     june = one("in June")  # June 2023
-    assert date_match(day(2021, 6, 15), (june,)) == 1.0
-    assert date_match(day(2023, 6, 15), (june,)) == 1.0
-    assert date_match(day(2021, 9, 15), (june,)) < 0.01
+    assert date_matcher((june,))(day(2021, 6, 15)) == 1.0
+    assert date_matcher((june,))(day(2023, 6, 15)) == 1.0
+    assert date_matcher((june,))(day(2021, 9, 15)) < 0.01
     explicit = one("June 2023")
-    assert date_match(day(2021, 6, 15), (explicit,)) < 0.01
+    assert date_matcher((explicit,))(day(2021, 6, 15)) < 0.01

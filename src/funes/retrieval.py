@@ -159,8 +159,8 @@ def boosts_for(
 ) -> dict[str, float]:
     """The multiplicative boosts a record earns: scope, importance, recency, and date when the query names a time.
 
-    The date boost is ``1 + date_boost × date_match``: full inside a window
-    the query names, fading just outside it (:func:`date_match`), measured on
+    The date boost is ``1 + date_boost × match``: full inside a window
+    the query names, fading just outside it (:func:`date_matcher`), measured on
     the record's own time (``created_at``: when a message was said).
     ``match`` is :func:`date_matcher` of the windows, when the caller
     boosts many records for one query.
@@ -187,12 +187,8 @@ _MIN_FALLOFF = 86400.0  # seconds: a day window halves its boost a day outside i
 _MAX_FALLOFF = 15 * 86400.0
 
 
-def closeness(when: datetime, start: datetime, end: datetime) -> float:
-    """1 inside ``[start, end)``, halving every quarter window length outside it (1 to 15 days)."""
-    return _closeness(when.timestamp(), *_span(start, end, 0))
-
-
 def _closeness(t: float, start: float, end: float, half_life: float) -> float:
+    """1 inside ``[start, end)``, halving every ``half_life`` seconds outside it."""
     if start <= t < end:
         return 1.0
     return math.pow(2.0, -((start - t) if t < start else (t - end)) / half_life)
@@ -214,18 +210,14 @@ def _years_back(t: datetime, years: int) -> datetime:
         return t.replace(year=t.year - years, day=28)
 
 
-def date_match(when: datetime, windows: Sequence[DateWindow]) -> float:
-    """How well a record's time matches the query's windows, in [0, 1]: the best window's :func:`closeness`.
-
-    A window marked ``every_year`` also matches the same span in the
-    record's own year and the years around it, if they are earlier than the
-    window (weighted by ``YEARLESS_OLDER_WEIGHT``).
-    """
-    return date_matcher(windows)(when)
-
-
 def date_matcher(windows: Sequence[DateWindow]) -> Callable[[datetime], float]:
-    """:func:`date_match` for these windows, prepared once for the many records of one search."""
+    """How well a record's time matches the query's windows, in [0, 1], prepared once for one search.
+
+    1 inside a window, halving every quarter window length outside it (1 to
+    15 days); the best window counts. A window marked ``every_year`` also
+    matches the same span in the record's own year and the years around it,
+    if they are earlier than the window (weighted by ``YEARLESS_OLDER_WEIGHT``).
+    """
     spans = [(_span(w.start, w.end, 0), w.every_year and YEARLESS_OLDER_WEIGHT > 0, w) for w in windows]
     shifted: dict[tuple[int, int], tuple[float, float, float]] = {}
 
@@ -394,8 +386,6 @@ __all__ = [
     "Rankable",
     "Scored",
     "boosts_for",
-    "closeness",
-    "date_match",
     "date_matcher",
     "fuse_convex",
     "fuse_rrf",
