@@ -40,6 +40,8 @@ COUNT_EXACT_MAX = 20_000  # a term in more records than this has its count estim
 COUNT_WINDOW = 100_000  # the newest rows that estimate is taken from
 # bm25(memories_fts, 2.0, 1.0, 1.0, 0.0): title, content, topic, tags (hashed tenant tokens).
 WEIGHTS = (2.0, 1.0, 1.0, 0.0)
+# Index matches of an FTS expression, counting at most the bound: it stops early, never walks a whole doclist.
+_BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
 _MARK = "\x1f"  # what highlight() puts before each instance (a control character no text holds)
 
 
@@ -275,8 +277,7 @@ class KeywordSearch:
     @staticmethod
     def _term_hits(conn: Any, match: str) -> int:
         """Index matches of an FTS expression, counting at most PRESENCE_SCAN (index only, no record reads)."""
-        sql = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
-        return int(conn.execute(sql, (match, PRESENCE_SCAN)).fetchone()[0])
+        return int(conn.execute(_BOUNDED_COUNT, (match, PRESENCE_SCAN)).fetchone()[0])
 
     def _informative_terms(
         self, conn: Any, terms: Sequence[str], scan_cap: int, ratio: float
@@ -327,15 +328,13 @@ class KeywordSearch:
         IDF that low moves nothing by a few percent.
         """
         phrase = '"' + term.replace('"', '""') + '"'
-        bounded = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
         if bound is not None:
-            # A bounded count stops early: deciding "common" never walks a whole doclist.
             return self._planning_stat(
-                f"{term}\0{bound}", lambda: int(conn.execute(bounded, (phrase, bound)).fetchone()[0])
+                f"{term}\0{bound}", lambda: int(conn.execute(_BOUNDED_COUNT, (phrase, bound)).fetchone()[0])
             )
 
         def count() -> int:
-            seen = int(conn.execute(bounded, (phrase, COUNT_EXACT_MAX + 1)).fetchone()[0])
+            seen = int(conn.execute(_BOUNDED_COUNT, (phrase, COUNT_EXACT_MAX + 1)).fetchone()[0])
             if seen <= COUNT_EXACT_MAX:
                 return seen
             newest = self._record_estimate(conn)
