@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ...models import turns_around
+
 if TYPE_CHECKING:
     from ...models import Memory, SearchHit
     from ...service import Funes
@@ -177,8 +179,6 @@ def hit_line(n: int, hit: SearchHit) -> str:
         f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
         f"score={hit.score:.4f} cos={sim} {' '.join(why)}"
     )
-    from ...models import turns_around
-
     before, after = turns_around(hit.memory, hit.context)  # the conversation around a message hit
     for where, turns in (("before", before), ("after", after)):
         for turn in turns:
