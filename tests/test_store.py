@@ -119,6 +119,18 @@ def test_put_writes_row_vector_and_keyword_entry_together(store: Store) -> None:
     assert store.check() == []
 
 
+def test_keyword_search_hands_back_the_rank_fields_it_read(store: Store) -> None:
+    """What the keyword leg read of its hits' records is what ``rank_fields`` says of them (no second read)."""
+    project = record("the harbour dredging plan", scope="project", project_id="p1", importance=0.9)
+    later = record("harbour tide tables for the dredging", expires_at=utcnow() + timedelta(days=2))
+    store.put(project, [unit(1, 0)])
+    store.put(later, [unit(0, 1)])
+    fields: dict[str, object] = {}
+    hits = store.keyword_search(["harbour", "dredging"], filters(), limit=5, now=utcnow(), fields=fields)  # type: ignore[arg-type]
+    assert {i for i, _ in hits} == {project.id, later.id}
+    assert fields == store.rank_fields([i for i, _ in hits])
+
+
 def test_replacing_a_record_replaces_its_vectors_and_keywords(store: Store) -> None:
     memory = record("the old wording about tomatoes")
     store.put(memory, [unit(1, 0)])

@@ -64,51 +64,56 @@ class HybridSearch:
         # search costs the slower leg, not the sum.
         terms = query_terms(query)
 
-        def keyword_leg() -> tuple[list[tuple[str, float]], tuple[int, dict[str, int]], set[str]]:
-            # The relevance inputs (term statistics, which terms the memory holds at all) are
-            # keyword-index reads too: they ride along in this thread, beside the vector leg.
-            found = self.store.keyword_search(
-                terms,
-                filters,
-                limit=candidates,
-                scan_cap=self.config.keyword_scan_cap,
-                common_ratio=self.config.keyword_common_ratio,
-                now=now,
-            )
-            return found, self.store.term_stats(terms), self.store.term_presence(terms, filters, now)
-
-        pending = self._worker().submit(keyword_leg)
+        keyword_fields: dict[str, RankFields] = {}  # what the keyword leg read of its hits' records
+        pending = self._worker().submit(
+            self.store.keyword_search,
+            terms,
+            filters,
+            limit=candidates,
+            scan_cap=self.config.keyword_scan_cap,
+            common_ratio=self.config.keyword_common_ratio,
+            now=now,
+            fields=keyword_fields,
+        )
         degraded = None
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
         fields: dict[str, RankFields] = {}
         try:
-            vector = self.embedding.embed_query(query)
-            nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
-            # While the keyword leg still runs: the vector leg's light rows.
-            fields = self.store.rank_fields([i for i, _ in nearest])
-            self._after_vector_search()
-        except EmbedderUnavailable as exc:
-            # Keywords still find things: answer with them and say so, rather than fail.
-            log.warning("embedder unavailable, searching by keyword only: %s", exc)
-            degraded, vector, min_similarity = KEYWORD_ONLY, None, None
+            try:
+                vector = self.embedding.embed_query(query)
+                nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+                fields = self.store.rank_fields([i for i, _ in nearest])
+                self._after_vector_search()
+            except EmbedderUnavailable as exc:
+                # Keywords still find things: answer with them and say so, rather than fail.
+                log.warning("embedder unavailable, searching by keyword only: %s", exc)
+                degraded, vector, min_similarity = KEYWORD_ONLY, None, None
+            # The relevance inputs (term statistics, which terms the memory holds at all) are
+            # keyword-index reads: they run here while the keyword leg's thread still works.
+            stats = self.store.term_stats(terms)
+            present = self.store.term_presence(terms, filters, now)
+            # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
+            # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
+            windows = find_dates(query, now) if self.config.date_boost > 0 else ()
+            settings = rank_settings(self.config, min_similarity, project, windows)
+            judge = relevance_judge(
+                terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query)
+            )
         finally:
-            keyword, stats, present = pending.result()
+            keyword = pending.result()
+        # What fusion reads of the keyword hits: their light rows and the cosines of those
+        # the vector leg did not find (from their stored vectors).
+        fields.update(keyword_fields)
+        fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
         sims = dict(nearest)
         missing = [i for i, _ in keyword if i not in sims]
-        if vector is not None:
+        if vector is not None and missing:
             for memory_id, vectors in self.store.vectors_for(missing).items():
-                sims[memory_id] = max(float(np.dot(v, vector)) for v in vectors)
-        # Rank on light rows; decode whole records only for the winners.
-        fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
-        # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
-        # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
-        windows = find_dates(query, now) if self.config.date_boost > 0 else ()
-        settings = rank_settings(self.config, min_similarity, project, windows)
+                sims[memory_id] = float(np.max(np.asarray(vectors) @ vector))
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
-        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
         hits: list[SearchHit] = []
         seen: set[str] = set()
         for start in range(0, len(scored), limit):

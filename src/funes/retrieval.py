@@ -329,9 +329,9 @@ def rank_scored(
     match = date_matcher(settings.date_windows) if dates else None
     vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
     parts = _contributions(keyword, vector, vec_ids, similarities, settings)
-    hits: list[Scored] = []
+    # Score every candidate, explain only the ones kept.
+    kept: list[tuple[float, str, float | None, dict[str, float]]] = []
     for memory_id, contributions in parts.items():
-        base = sum(contributions.values())
         memory = records.get(memory_id)
         if memory is None or memory.is_expired(now):
             continue
@@ -340,28 +340,29 @@ def rank_scored(
         if settings.min_similarity is not None and not strong and (sim is None or sim < settings.min_similarity):
             continue
         boosts = boosts_for(memory, settings, now, match)
-        score = base
+        score = sum(contributions.values())
         for factor in boosts.values():
             score *= factor
-        hits.append(
-            Scored(
-                id=memory_id,
+        kept.append((score, memory_id, sim, boosts))
+    kept.sort(key=lambda h: (-h[0], h[1]))
+    return [
+        Scored(
+            id=memory_id,
+            score=score,
+            explanation=Explanation(
+                keyword_rank=kw_rank.get(memory_id),
+                keyword_score=kw_score.get(memory_id),
+                vector_rank=vec_rank.get(memory_id),
+                vector_similarity=sim,
+                fused=sum(parts[memory_id].values()),
+                boosts=boosts,
+                contributions=parts[memory_id],
                 score=score,
-                explanation=Explanation(
-                    keyword_rank=kw_rank.get(memory_id),
-                    keyword_score=kw_score.get(memory_id),
-                    vector_rank=vec_rank.get(memory_id),
-                    vector_similarity=sim,
-                    fused=base,
-                    boosts=boosts,
-                    contributions=contributions,
-                    score=score,
-                    dates=dates,
-                ),
-            )
+                dates=dates,
+            ),
         )
-    hits.sort(key=lambda h: (-h.score, h.id))
-    return hits[:limit]
+        for score, memory_id, sim, boosts in kept[:limit]
+    ]
 
 
 def rank(

@@ -184,8 +184,14 @@ class Store(Protocol):
         scan_cap: int,
         now: datetime,
         common_ratio: float = 0.1,
+        fields: dict[str, RankFields] | None = None,
     ) -> list[tuple[str, float]]:
-        """(memory id, BM25 score, higher is better), best first."""
+        """(memory id, BM25 score, higher is better), best first.
+
+        ``fields``, when given, receives the :class:`RankFields` of those hits
+        whose records the search read anyway (any, all or none of them): a
+        caller asks ``rank_fields`` only for the rest.
+        """
         ...
 
     def vector_search(

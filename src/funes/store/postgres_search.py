@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ..models import SearchFilters, to_epoch
+from ..models import RankFields, SearchFilters, to_epoch
 from .base import Visibility
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
-from .sqlite_rows import record_filters, sql_in
+from .sqlite_rows import RANK_COLUMNS, record_filters, sql_in, to_rank_fields
 
 _K1 = 1.2
 _B = 0.75
@@ -126,15 +126,26 @@ class PostgresSearch:
         scan_cap: int = 2000,
         now: datetime | None = None,
         common_ratio: float = 0.1,
+        fields: dict[str, RankFields] | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 over the tsvector matches, joined with the CJK substring matches when the query has CJK text."""
-        words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now)
+        """BM25 over the tsvector matches, joined with the CJK substring matches when the query has CJK text.
+
+        ``fields``, when given, receives the rank fields of the word hits (the scoring query reads them).
+        """
+        words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now, fields=fields)
         if not cjk_runs(terms):
             return words
         return merge_hits(words, self._cjk_search(terms, filters, limit, scan_cap, now), limit)
 
     def _word_search(
-        self, terms: Sequence[str], filters: SearchFilters, *, limit: int, scan_cap: int, now: datetime | None
+        self,
+        terms: Sequence[str],
+        filters: SearchFilters,
+        *,
+        limit: int,
+        scan_cap: int,
+        now: datetime | None,
+        fields: dict[str, RankFields] | None = None,
     ) -> list[tuple[str, float]]:
         originals = [t for t in dict.fromkeys(terms) if fold_words(t)]
         folded = [fold_words(t) for t in originals]
@@ -147,7 +158,8 @@ class PostgresSearch:
         params.append(max(1, scan_cap))
         # Per match: title and body term frequencies of each query term, and the length in tokens.
         sql = (
-            "SELECT c.id, c.dl, c.tf FROM (SELECT m.id, m.rowid, "
+            f"SELECT c.dl, c.tf, {', '.join('c.' + c for c in RANK_COLUMNS)} FROM (SELECT "
+            f"{', '.join('m.' + c for c in RANK_COLUMNS)}, m.rowid, "
             "(SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(m.fts) u) AS dl, "
             "(SELECT array_agg(ARRAY[coalesce((SELECT sum(CASE WHEN w = 'A' THEN 1 ELSE 0 END) "
             "FROM unnest(m.fts) u, unnest(u.weights) w WHERE u.lexeme = t.term), 0), "
@@ -163,7 +175,8 @@ class PostgresSearch:
         idfs = [_idf(total, counts.get(t, 0)) for t in originals]
         avgdl = max(1.0, float(self._average_length(conn)))
         scored: list[tuple[str, float]] = []
-        for memory_id, dl, tfs in rows:
+        for dl, tfs, *rank_row in rows:
+            memory_id = rank_row[0]
             norm = _K1 * (1 - _B + _B * float(dl or 0) / avgdl)
             score = 0.0
             for weight, (title_tf, body_tf) in zip(idfs, tfs or [], strict=False):
@@ -173,6 +186,9 @@ class PostgresSearch:
             # A match on a term the positions cannot show (a hyphenated part) still ranks above nothing.
             scored.append((memory_id, score if score > 0 else 1e-6))
         scored.sort(key=lambda kv: (-kv[1], kv[0]))
+        if fields is not None:
+            kept = {memory_id for memory_id, _ in scored[:limit]}
+            fields.update((row[2], to_rank_fields(row[2:])) for row in rows if row[2] in kept)
         return scored[:limit]
 
     def _average_length(self, conn: Any) -> int:

@@ -57,6 +57,7 @@ from .sqlite_matching import MatchingVectors
 from .sqlite_rows import (
     COLUMNS,
     PLACEHOLDERS,
+    RANK_COLUMNS,
     deserialize,
     knn_visibility,
     record_filters,
@@ -66,6 +67,7 @@ from .sqlite_rows import (
     split_sql,
     sql_in,
     to_memory,
+    to_rank_fields,
 )
 from .sqlite_server import ServerTables
 from .sqlite_sessions import SessionTables
@@ -392,20 +394,8 @@ class SqliteStore(
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            for id_, scope, project_id, importance, updated_at, expires_at, created_at in conn.execute(
-                "SELECT id, scope, project_id, importance, updated_at, expires_at, created_at "
-                f"FROM memories WHERE id IN ({marks})",
-                chunk,
-            ):
-                out[id_] = RankFields(
-                    id=id_,
-                    scope=scope,
-                    project_id=project_id,
-                    importance=importance,
-                    updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
-                    expires_at=from_epoch(expires_at),
-                    created_at=from_epoch(created_at),
-                )
+            for row in conn.execute(f"SELECT {', '.join(RANK_COLUMNS)} FROM memories WHERE id IN ({marks})", chunk):
+                out[row[0]] = to_rank_fields(row)
         return out
 
     def find_by_hash(

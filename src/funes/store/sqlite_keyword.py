@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import SearchFilters
+from ..models import RankFields, SearchFilters
 from .sqlite_cjk import cjk_runs, merge_hits
-from .sqlite_rows import tenant_token
+from .sqlite_rows import RANK_COLUMNS, tenant_token, to_rank_fields
 
 _STATS_TTL = 120.0  # seconds a term count is trusted
 PRESENCE_SCAN = 5000  # index matches looked at per term by term_presence
@@ -60,9 +60,15 @@ class KeywordSearch:
         scan_cap: int = 2000,
         now: datetime | None = None,
         common_ratio: float = 0.1,
+        fields: dict[str, RankFields] | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text."""
-        words = self._word_search(terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio)
+        """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text.
+
+        ``fields``, when given, receives the rank fields of the hits whose records the plan read anyway.
+        """
+        words = self._word_search(
+            terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio, fields=fields
+        )
         if not cjk_runs(terms):
             return words
         cjk = self._cjk_search(self.db.reader(), terms, filters, limit, scan_cap, now)  # type: ignore[attr-defined]
@@ -77,6 +83,7 @@ class KeywordSearch:
         scan_cap: int,
         now: datetime | None,
         common_ratio: float,
+        fields: dict[str, RankFields] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the matches of the query's informative terms, best ``limit`` first.
 
@@ -123,7 +130,9 @@ class KeywordSearch:
         # Under the cap this is exact; over it, the cap counts index matches
         # rather than passing ones, and when fewer than ``limit`` of them pass
         # the filters, the one-statement plan below decides instead.
-        found = self._best_passing(conn, match, filters, now, limit, scan_cap, over_cap=matches >= scan_cap)
+        found = self._best_passing(
+            conn, match, filters, now, limit, scan_cap, over_cap=matches >= scan_cap, fields=fields
+        )
         if found is not None:
             return found
         sql = (
@@ -131,14 +140,14 @@ class KeywordSearch:
             # newest-first from the index and LIMIT stops the scan. With a
             # plain JOIN the planner starts from memories (tenant index) and
             # re-runs the MATCH once per row: seconds at 5k records.
-            "SELECT m.id, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
+            # The outer query ranks them in SQLite: ties newest first.
+            "SELECT id, score FROM (SELECT m.id AS id, memories_fts.rowid AS rowid, "
+            "bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score FROM memories_fts "
             "CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?"
+            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?) ORDER BY score, rowid DESC LIMIT ?"
         )
-        params.append(scan_cap)
-        rows = conn.execute(sql, params).fetchall()
-        rows.sort(key=lambda r: r[1])
-        return [(r[0], -float(r[1])) for r in rows[:limit]]
+        params += [scan_cap, limit]
+        return [(memory_id, -float(score)) for memory_id, score in conn.execute(sql, params)]
 
     def _best_passing(
         self,
@@ -150,6 +159,7 @@ class KeywordSearch:
         scan_cap: int,
         *,
         over_cap: bool = False,
+        fields: dict[str, RankFields] | None = None,
     ) -> list[tuple[str, float]] | None:
         """The ``limit`` best-scored of the newest ``scan_cap`` matches that pass the filters, or None.
 
@@ -161,30 +171,39 @@ class KeywordSearch:
         whose cap counts passing rows, must decide); without ``over_cap``,
         None says the matches did not fit.
         """
-        rows = conn.execute(
-            "SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
-            "WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (match, scan_cap),
-        ).fetchall()
-        capped = len(rows) >= scan_cap
-        if capped and not over_cap:
-            return None  # the cap counts passing rows: the one-statement plan must decide which
-        rows.sort(key=lambda r: r[1])  # stable: ties stay newest first
+        # SQLite ranks the matches and hands back one chunk at a time, best first: a chunk
+        # of rows instead of every match keeps the thread out of the GIL (each row fetched
+        # takes it again, which stalled this leg beside the vector leg), and the filters
+        # are checked by rowid (NOT INDEXED: never a walk of the tenant index).
         out: list[tuple[str, float]] = []
-        step = max(2 * limit, 64)
-        for start in range(0, len(rows), step):
-            chunk = rows[start : start + step]
-            params: list[Any] = [r[0] for r in chunk]
-            where = [f"m.rowid IN ({', '.join('?' for _ in chunk)})", *self._where(filters, now, params)]  # type: ignore[attr-defined]
-            # NOT INDEXED: rowid lookups, never a walk of the tenant index (seconds at 100k).
-            sql = f"SELECT m.rowid, m.id FROM memories m NOT INDEXED WHERE {' AND '.join(where)}"
-            passing = dict(conn.execute(sql, params))
-            for rowid, score in chunk:
-                if rowid in passing:
-                    out.append((passing[rowid], -float(score)))
+        step, offset = max(2 * limit, 64), 0
+        while True:
+            params: list[Any] = [match, scan_cap, step, offset]
+            on = ["m.rowid = f.rowid", *self._where(filters, now, params)]  # type: ignore[attr-defined]
+            rows = conn.execute(
+                f"SELECT f.score, f.matches, {', '.join('m.' + c for c in RANK_COLUMNS)} FROM (SELECT rowid, score, count(*) OVER () AS matches FROM "
+                "(SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score FROM memories_fts "
+                "WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) "
+                "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
+                f"LEFT JOIN memories m NOT INDEXED ON {' AND '.join(on)} ORDER BY f.score, f.rowid DESC",
+                params,
+            ).fetchall()
+            if not rows:
+                return out
+            capped = rows[0][1] >= scan_cap
+            if capped and not over_cap:
+                return None  # the cap counts passing rows: the one-statement plan must decide which
+            for score, _, memory_id, *rest in rows:
+                if memory_id is not None:
+                    out.append((memory_id, -float(score)))
+                    if fields is not None:
+                        fields[memory_id] = to_rank_fields((memory_id, *rest))
                     if len(out) == limit:
                         return out
-        return None if capped else out
+            offset += step
+            if offset >= rows[0][1]:
+                return None if capped else out
+            step *= 4  # a filter that rejects many: fewer, larger chunks (each ranks the matches again)
 
     def _single_term_bm25(
         self, conn: Any, term: str, df: int, where: list[str], params: list[Any], limit: int, scan_cap: int

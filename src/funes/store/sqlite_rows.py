@@ -18,6 +18,7 @@ import numpy as np
 from ..models import (
     Memory,
     PreviousVersion,
+    RankFields,
     Reference,
     SearchFilters,
     SourceRef,
@@ -35,6 +36,22 @@ COLUMNS = (
     "created_at, updated_at, metadata, refs, tags"
 )
 PLACEHOLDERS = ", ".join("?" for _ in COLUMNS.split(","))
+# What ranking reads of a record (:class:`~funes.models.RankFields`), in ``to_rank_fields``' order.
+RANK_COLUMNS = ("id", "scope", "project_id", "importance", "updated_at", "expires_at", "created_at")
+
+
+def to_rank_fields(row: Sequence[Any]) -> RankFields:
+    """A row of ``RANK_COLUMNS`` as the light record ranking reads."""
+    id_, scope, project_id, importance, updated_at, expires_at, created_at = row
+    return RankFields(
+        id=id_,
+        scope=scope,
+        project_id=project_id,
+        importance=importance,
+        updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
+        expires_at=from_epoch(expires_at),
+        created_at=from_epoch(created_at),
+    )
 
 
 def tenant_token(tenant: str) -> str:
