@@ -33,7 +33,7 @@ import numpy as np
 from store_bench import Corpus, pct
 
 from funes.models import EmbedderIdentity, SearchFilters
-from funes.store import ann_lists
+from funes.store import ann_index, ann_lists
 from funes.store.ann_columns import IndexColumns
 from funes.store.sqlite import SqliteStore
 
@@ -45,9 +45,9 @@ import numpy as np
 from funes.models import SearchFilters
 from funes.store.sqlite import SqliteStore
 store = SqliteStore({path!r}, ann_min=1)
-store.ann._searches["t"] = 5  # opening is what is measured; nothing to build
+store.ann._searches[{tenant!r}] = 5  # opening is what is measured; nothing to build
 t1 = time.perf_counter()
-hits = store.vector_search(np.ones(384, dtype=np.float32), SearchFilters(tenant="t"), k=10)
+hits = store.vector_search(np.ones(384, dtype=np.float32), SearchFilters(tenant={tenant!r}), k=10)
 t2 = time.perf_counter()
 assert hits and store.ann.builds == 0
 print(f"{{(t1 - t0) * 1000:.1f}} {{(t2 - t1) * 1000:.1f}}")
@@ -70,16 +70,24 @@ def main() -> None:
     ap.add_argument(
         "--probe-lists", type=float, help=f"the guard's probe, in average lists (default {ann_lists.PROBE_LISTS})"
     )
+    ap.add_argument("--tenant", default="t", help="the tenant searched (store_bench's single layout uses 'solo')")
+    ap.add_argument("--k", type=int, default=10, help="neighbours asked for (hybrid search asks for 50)")
+    ap.add_argument(
+        "--expansion", type=int, help=f"the graph's least search beam (default {ann_index.EXPANSION_SEARCH})"
+    )
     args = ap.parse_args()
     if args.probe_lists is not None:
         ann_lists.PROBE_LISTS = args.probe_lists
+    if args.expansion is not None:
+        ann_index.EXPANSION_SEARCH = args.expansion
     if args.libraries:
         from ann_libraries import run
 
         run(args.size, args.queries, libraries=args.libraries)
         return
     now = datetime.now(UTC)
-    corpus = Corpus(seed=7, tenants=["t"])
+    tenant, k = args.tenant, args.k
+    corpus = Corpus(seed=7, tenants=[tenant])
     if args.store:
         path, tmp = args.store, str(Path(args.store).parent)
         exact = SqliteStore(path, vector_cache_min=1, ann_min=0)
@@ -90,16 +98,16 @@ def main() -> None:
         exact.set_identity(EmbedderIdentity("bench", 384))
         start = time.perf_counter()
         for begin in range(0, args.size, 5000):
-            items, _, _ = corpus.records(begin, min(5000, args.size - begin), args.size, lambda i: "t", now)
+            items, _, _ = corpus.records(begin, min(5000, args.size - begin), args.size, lambda i: tenant, now)
             exact.put_many(items)
         print(f"insert {args.size}: {args.size / (time.perf_counter() - start):.0f}/s")
     print(f"store: {path}")
     ann = SqliteStore(path, vector_cache_min=0, ann_min=1)
     ann.ann.build_threads = args.build_threads
     start = time.perf_counter()
-    entry = ann.ann._open(ann.db.reader(), "t") if args.store else None
+    entry = ann.ann._open(ann.db.reader(), tenant) if args.store else None
     if entry is None:
-        entry = ann.ann.build(ann.db.reader(), "t")
+        entry = ann.ann.build(ann.db.reader(), tenant)
         print(f"index build: {time.perf_counter() - start:.1f} s ({args.build_threads} threads)")
     cols = entry.columns
     start = time.perf_counter()
@@ -110,25 +118,25 @@ def main() -> None:
         f" {len(lists['centroids'])} lists, {extra / 2**20:.1f} MiB in the .cols file"
     )
     del lists, entry, cols
-    ann.ann._searches["t"] = 5
+    ann.ann._searches[tenant] = 5
     queries = [corpus.query("rare")[1] for _ in range(args.queries)]
     cases = {
-        "unfiltered": SearchFilters(tenant="t"),
-        "scope=project,proj1": SearchFilters(tenant="t", scopes=("project",), project_id="proj1"),
-        "type=decision": SearchFilters(tenant="t", memory_types=("decision",)),
+        "unfiltered": SearchFilters(tenant=tenant),
+        "scope=project,proj1": SearchFilters(tenant=tenant, scopes=("project",), project_id="proj1"),
+        "type=decision": SearchFilters(tenant=tenant, memory_types=("decision",)),
     }
     for name, filters in cases.items():
         for store in (exact, ann):
-            store.vector_search(queries[0], filters, k=10, now=now)  # loads / opens
+            store.vector_search(queries[0], filters, k=k, now=now)  # loads / opens
         times: dict[str, list[float]] = {"exact": [], "ann": [], "graph": []}  # seconds, as pct expects
         shares, graph_shares = [], []
         rescues = ann.ann.rescues
         for q in queries:
             t = time.perf_counter()
-            truth = exact.vector_search(q, filters, k=10, now=now)
+            truth = exact.vector_search(q, filters, k=k, now=now)
             times["exact"].append(time.perf_counter() - t)
             t = time.perf_counter()
-            got = ann.vector_search(q, filters, k=10, now=now)
+            got = ann.vector_search(q, filters, k=k, now=now)
             times["ann"].append(time.perf_counter() - t)
             if truth:
                 shares.append(len({i for i, _ in got} & {i for i, _ in truth}) / len(truth))
@@ -136,9 +144,9 @@ def main() -> None:
         IndexColumns.probe = lambda self, query, widen=1.0: np.zeros(0, dtype=np.int64)  # type: ignore[method-assign]
         try:  # the graph alone, as before the guard: a second pass, each query after an exact one as above
             for q in queries:
-                truth = exact.vector_search(q, filters, k=10, now=now)
+                truth = exact.vector_search(q, filters, k=k, now=now)
                 t = time.perf_counter()
-                alone = ann.vector_search(q, filters, k=10, now=now)
+                alone = ann.vector_search(q, filters, k=k, now=now)
                 times["graph"].append(time.perf_counter() - t)
                 if truth:
                     graph_shares.append(len({i for i, _ in alone} & {i for i, _ in truth}) / len(truth))
@@ -147,7 +155,7 @@ def main() -> None:
         for label, values in times.items():
             print(f"{name:18} {label:5} p50 {pct(values, 50):6.2f} ms  p95 {pct(values, 95):6.2f} ms")
         print(
-            f"{name:18} recall@10 {np.mean(shares):.4f} (min {np.min(shares):.2f});"
+            f"{name:18} recall@{k} {np.mean(shares):.4f} (min {np.min(shares):.2f});"
             f" graph alone {np.mean(graph_shares):.4f} (min {np.min(graph_shares):.2f});"
             f" rescued {ann.ann.rescues - rescues}; scans {ann.ann.scans}"
         )
@@ -156,7 +164,11 @@ def main() -> None:
     runs = []
     for _ in range(5):
         out = subprocess.run(
-            [sys.executable, "-c", FIRST.format(src=str(Path(__file__).resolve().parents[1] / "src"), path=path)],
+            [
+                sys.executable,
+                "-c",
+                FIRST.format(src=str(Path(__file__).resolve().parents[1] / "src"), path=path, tenant=tenant),
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -586,7 +586,7 @@ class Bench:
             return
         exe = Path(sys.executable).parent / "funes"
         cmd = [str(exe), "--db", self.cli_db, "--tenant", self.cli_tenant, "search", "", "--limit", "5"]
-        env = dict(os.environ, FUNES_HOME=str(self.workdir / "home"), HF_HUB_OFFLINE="1")
+        env = scale_phases.fresh_env(self)
         help_times: list[float] = []
         times: list[float] = []
         for run in range(self.args.cli_runs):

@@ -264,7 +264,8 @@ class SqliteStore(
             # Metadata may have changed (scope, expiry): keep vec0's copy in step.
             self._sync_vector_metadata(conn, rowid, m)
             return
-        self._delete_vectors(conn, [rowid])
+        if row is not None:
+            self._delete_vectors(conn, [rowid])  # a new row has none to delete
         if not vectors:
             return
         if self._dims is None and (known := self.identity()) is not None:
