@@ -64,17 +64,31 @@ class HybridSearch:
         # search costs the slower leg, not the sum.
         terms = query_terms(query)
 
-        keyword_fields: dict[str, RankFields] = {}  # what the keyword leg read of its hits' records
-        pending = self._worker().submit(
-            self.store.keyword_search,
-            terms,
-            filters,
-            limit=candidates,
-            scan_cap=self.config.keyword_scan_cap,
-            common_ratio=self.config.keyword_common_ratio,
-            now=now,
-            fields=keyword_fields,
-        )
+        def keyword_leg() -> tuple[
+            list[tuple[str, float]],
+            dict[str, RankFields],
+            tuple[int, dict[str, int]],
+            set[str],
+            dict[str, list[np.ndarray]],
+        ]:
+            # Everything fusion and relevance read from the keyword index and of the keyword hits'
+            # records: their light rows, their stored vectors (for the cosines of those the vector
+            # leg missed), the term statistics and which terms the memory holds at all.
+            fields: dict[str, RankFields] = {}
+            found = self.store.keyword_search(
+                terms,
+                filters,
+                limit=candidates,
+                scan_cap=self.config.keyword_scan_cap,
+                common_ratio=self.config.keyword_common_ratio,
+                now=now,
+                fields=fields,
+            )
+            stats = self.store.term_stats(terms)
+            present = self.store.term_presence(terms, filters, now)
+            return found, fields, stats, present, self.store.vectors_for([i for i, _ in found])
+
+        pending = self._worker().submit(keyword_leg)
         degraded = None
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
@@ -89,28 +103,20 @@ class HybridSearch:
                 # Keywords still find things: answer with them and say so, rather than fail.
                 log.warning("embedder unavailable, searching by keyword only: %s", exc)
                 degraded, vector, min_similarity = KEYWORD_ONLY, None, None
-            # The relevance inputs (term statistics, which terms the memory holds at all) are
-            # keyword-index reads: they run here while the keyword leg's thread still works.
-            stats = self.store.term_stats(terms)
-            present = self.store.term_presence(terms, filters, now)
             # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
             # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
             windows = find_dates(query, now) if self.config.date_boost > 0 else ()
             settings = rank_settings(self.config, min_similarity, project, windows)
-            judge = relevance_judge(
-                terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query)
-            )
         finally:
-            keyword = pending.result()
-        # What fusion reads of the keyword hits: their light rows and the cosines of those
-        # the vector leg did not find (from their stored vectors).
+            keyword, keyword_fields, stats, present, stored = pending.result()
         fields.update(keyword_fields)
         fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
         sims = dict(nearest)
-        missing = [i for i, _ in keyword if i not in sims]
-        if vector is not None and missing:
-            for memory_id, vectors in self.store.vectors_for(missing).items():
-                sims[memory_id] = float(np.max(np.asarray(vectors) @ vector))
+        if vector is not None:
+            for memory_id, vectors in stored.items():
+                if memory_id not in sims:
+                    sims[memory_id] = float(np.max(np.asarray(vectors) @ vector))
+        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)

@@ -187,9 +187,12 @@ class IndexColumns:
             keep = np.char.str_len(wanted) <= self.ids.dtype.itemsize  # longer ids cannot be here
             memory_ids, wanted = [m for m, k in zip(memory_ids, keep, strict=True) if k], wanted[keep]
         wanted = wanted.astype(self.ids.dtype)
-        left = np.searchsorted(self.ids, wanted, side="left", sorter=self.by_id)
-        right = np.searchsorted(self.ids, wanted, side="right", sorter=self.by_id)
-        for memory_id, lo, hi in zip(memory_ids, left.tolist(), right.tolist(), strict=True):
+        # One search per id: its first row, then the rows after it with the same id (a long record's parts).
+        left = np.searchsorted(self.ids, wanted, side="left", sorter=self.by_id).tolist()
+        for memory_id, want, lo in zip(memory_ids, wanted.tolist(), left, strict=True):
+            hi = lo
+            while hi < self.n and self.ids[self.by_id[hi]] == want:
+                hi += 1
             if hi > lo:
                 out[memory_id] = np.sort(self.by_id[lo:hi])
         return out

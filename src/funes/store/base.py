@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ def vector_problem(vector: np.ndarray) -> str | None:
     there (issue 9), so every entry (embedder output, import, reindex) refuses it.
     """
     array = np.asarray(vector, dtype=np.float32)
+    square = float(np.dot(array, array))
+    if math.isfinite(square) and square > 0.0:
+        return None  # every value finite and one not zero (the common case: one dot product, no scans)
     if not np.all(np.isfinite(array)):
         return "has NaN or infinite values"
     if not np.any(array):

@@ -8,6 +8,7 @@ both the keyword and the vector index.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -54,6 +55,7 @@ def to_rank_fields(row: Sequence[Any]) -> RankFields:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def tenant_token(tenant: str) -> str:
     """The FTS token standing for a tenant (hashed so any id tokenizes as one word)."""
     return "t" + hashlib.sha1(tenant.encode("utf-8")).hexdigest()[:16]
@@ -87,7 +89,7 @@ def row_values(m: Memory) -> tuple[Any, ...]:
         src.type if src else "",
         src.uri if src else None,
         (src.source_id or "") if src else "",
-        json.dumps(src.locator if src else {}, sort_keys=True, ensure_ascii=False),
+        _dumps(src.locator if src else {}, sort_keys=True),
         m.importance,
         int(m.pinned),
         to_epoch(m.expires_at),
@@ -95,7 +97,7 @@ def row_values(m: Memory) -> tuple[Any, ...]:
         to_epoch(m.last_accessed),
         m.version,
         m.content_hash,
-        json.dumps(
+        _dumps(
             [
                 {
                     "version": v.version,
@@ -105,15 +107,21 @@ def row_values(m: Memory) -> tuple[Any, ...]:
                     "updated_at": format_time(v.updated_at),
                 }
                 for v in m.previous_versions
-            ],
-            ensure_ascii=False,
+            ]
         ),
         to_epoch(m.created_at),
         to_epoch(m.updated_at),
-        json.dumps(m.metadata, sort_keys=True, ensure_ascii=False),
-        json.dumps([{"type": r.type, "id": r.id} for r in m.references], ensure_ascii=False),
+        _dumps(m.metadata, sort_keys=True),
+        _dumps([{"type": r.type, "id": r.id} for r in m.references]),
         tenant_token(m.tenant),
     )
+
+
+def _dumps(value: Any, *, sort_keys: bool = False) -> str:
+    # The writing half of _loads' shortcut: most records have nothing to encode.
+    if not value:
+        return "{}" if isinstance(value, dict) else "[]"
+    return json.dumps(value, sort_keys=sort_keys, ensure_ascii=False)
 
 
 def _loads(text: str) -> Any:
