@@ -179,6 +179,21 @@ def test_corrupt_or_outdated_index_is_rebuilt(tmp_path: Path, damage: str) -> No
     assert recall(again, exact, queries(14, 60, filtered=True)) >= 0.99
 
 
+def test_a_tenant_shrunk_under_the_threshold_drops_an_index_too_old_to_catch_up(tmp_path: Path) -> None:
+    """An opened index is caught up however small its tenant got; one the log no longer reaches is dropped,
+    not rebuilt, when the tenant is under ``ann_min``: the exact path answers it."""
+    path = tmp_path / "s.db"
+    ann, exact = built(path)
+    records = [m.id for m in exact.list(SearchFilters(tenant="big"), limit=2000).items]
+    exact.delete(records[:1800])
+    exact.trim_vector_changes(0)
+    assert ann.maintain_index("big") == "none"
+    assert not list((path.parent / (path.name + ".ann")).glob("*.usearch"))
+    query = np.ones(DIMS, dtype=np.float32)
+    truth = exact.vector_search(query, SearchFilters(tenant="big"), k=10, now=NOW)
+    assert ann.vector_search(query, SearchFilters(tenant="big"), k=10, now=NOW) == truth
+
+
 # -- killed writers ----------------------------------------------------------------------------
 CHILD = textwrap.dedent(
     """
