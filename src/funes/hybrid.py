@@ -65,15 +65,11 @@ class HybridSearch:
         terms = query_terms(query)
 
         def keyword_leg() -> tuple[
-            list[tuple[str, float]],
-            dict[str, RankFields],
-            tuple[int, dict[str, int]],
-            set[str],
-            dict[str, list[np.ndarray]],
+            list[tuple[str, float]], dict[str, RankFields], tuple[int, dict[str, int]], dict[str, list[np.ndarray]]
         ]:
-            # Everything fusion and relevance read from the keyword index and of the keyword hits'
+            # What fusion and relevance read from the keyword index and of the keyword hits'
             # records: their light rows, their stored vectors (for the cosines of those the vector
-            # leg missed), the term statistics and which terms the memory holds at all.
+            # leg missed) and the term statistics.
             fields: dict[str, RankFields] = {}
             found = self.store.keyword_search(
                 terms,
@@ -85,10 +81,13 @@ class HybridSearch:
                 fields=fields,
             )
             stats = self.store.term_stats(terms)
-            present = self.store.term_presence(terms, filters, now)
-            return found, fields, stats, present, self.store.vectors_for([i for i, _ in found])
+            return found, fields, stats, self.store.vectors_for([i for i, _ in found])
 
-        pending = self._worker().submit(keyword_leg)
+        worker = self._worker()
+        pending = worker.submit(keyword_leg)
+        # Which terms the memory holds at all (a relevance input) is queued behind the keyword leg;
+        # whichever thread is free first runs it (this one takes it back if the worker has not begun).
+        presence = worker.submit(self.store.term_presence, terms, filters, now)
         degraded = None
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
@@ -107,8 +106,10 @@ class HybridSearch:
             # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
             windows = find_dates(query, now) if self.config.date_boost > 0 else ()
             settings = rank_settings(self.config, min_similarity, project, windows)
+            present = self.store.term_presence(terms, filters, now) if presence.cancel() else presence.result()
         finally:
-            keyword, keyword_fields, stats, present, stored = pending.result()
+            presence.cancel()
+            keyword, keyword_fields, stats, stored = pending.result()
         fields.update(keyword_fields)
         fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
         sims = dict(nearest)
