@@ -495,6 +495,7 @@ GARDEN = [  # an untitled session
     ("assistant", "The Garden Hotel in Porto has a courtyard and costs 90 euros a night.", "2024-02-10T20:01:00+00:00"),
     ("user", "Do they have parking there?", "2024-02-10T20:02:00+00:00"),
     ("assistant", "Yes, the hotel has free parking for guests.", "2024-02-10T20:03:00+00:00"),
+    ("tool", "Availability lookup: the Garden Hotel has two rooms free.", "2024-02-10T20:04:00+00:00"),
 ]
 
 
@@ -512,7 +513,7 @@ def chat_server(tmp_path: Path, funes_home: Path, local_embedder: Any) -> Iterat
             trip.add_message(role, content, at=at)
         garden = mem.session("garden-porto", tenant="acme")
         for role, content, at in GARDEN:
-            garden.add_message(role, content, at=at)
+            garden.add_message(role, content, at=at, tool_call_id="call_rooms" if role == "tool" else None)
         mem.remember("Our team's hotel budget is 120 euros a night.", tenant="acme", scope="team", title="Hotel budget")
     finally:
         mem.close()
@@ -570,6 +571,13 @@ def test_search_filters_by_role_groups_by_conversation_and_shows_record_text_as_
     expect(results.locator('.hits > .hit-item[data-role="assistant"]')).not_to_have_count(0)
     page.locator("#search-role-user").uncheck()
     page.locator("#search-role-assistant").uncheck()
+    # Tool output is a role of its own.
+    page.locator("#search-role-tool").check()
+    tools = chat_server.call("GET", f"{search}&limit=20&role=tool")["hits"]
+    assert [h["memory"]["content"] for h in tools] == list(_said("tool"))
+    expect(items).to_have_count(1)
+    expect(results.locator('.hits > .hit-item[data-role="tool"]')).to_have_count(1)
+    page.locator("#search-role-tool").uncheck()
     expect(items).to_have_count(len(everything["hits"]))
 
     # Group by conversation: one block per session, title (as text) or id, its dates and its hits.

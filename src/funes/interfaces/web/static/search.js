@@ -7,9 +7,10 @@ import { openDetail } from "./detail.js";
 import { debounce, empty, field, h, replace, scopeBadge, showError, titleOf, typeBadge, when } from "./dom.js";
 
 /** The message roles the role filter offers (the API also knows system and tool). */
-const ROLES = [
+const ROLES = [ // every role a stored message can have (funes.context.ROLES: the system message is never stored)
   ["user", "User"],
   ["assistant", "Assistant"],
+  ["tool", "Tool"],
 ];
 const ROLE_NAMES = new Set(ROLES.map(([r]) => r));
 const LIMIT = 20; // hits per search
