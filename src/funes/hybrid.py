@@ -1,9 +1,12 @@
 """Hybrid search: the keyword and vector legs of one query, fused, boosted and judged.
 
-:class:`HybridSearch` runs a query's keyword leg (BM25, plus the term
-statistics and presence the relevance model reads) in a worker thread beside
-the query embedding and the vector leg: SQLite, torch and numpy all release
-the GIL, so on two cores a search costs the slower leg, not the sum. The two
+:class:`HybridSearch` runs a query's keyword leg (BM25, the rank rows and
+stored vectors of its hits, the term statistics the relevance model reads)
+in a worker thread beside the query embedding and the vector leg; term
+presence is queued behind it and run by whichever thread is free first.
+SQLite, torch and numpy release the GIL while they work, so on two cores a
+search costs the slower leg, not the sum, as long as neither leg hands
+Python many small rows (the keyword leg ranks inside SQLite for that). The
 legs are fused on light rows (:func:`funes.retrieval.rank_scored`), and only
 the winners are decoded, with the parts of one chat message collapsed into
 one hit. :class:`funes.core.Core` owns the filters, the floor, the turns
