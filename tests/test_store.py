@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 
 from funes.errors import EmbedderMismatch
-from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
+from funes.models import (
+    EmbedderIdentity,
+    Memory,
+    RankFields,
+    SearchFilters,
+    SourceRef,
+    content_hash,
+    new_id,
+    utcnow,
+)
 from funes.store import AccessEvent, Store, Visibility, open_store, vis_key
 
 DIMS = 8
@@ -125,8 +134,8 @@ def test_keyword_search_hands_back_the_rank_fields_it_read(store: Store) -> None
     later = record("harbour tide tables for the dredging", expires_at=utcnow() + timedelta(days=2))
     store.put(project, [unit(1, 0)])
     store.put(later, [unit(0, 1)])
-    fields: dict[str, object] = {}
-    hits = store.keyword_search(["harbour", "dredging"], filters(), limit=5, now=utcnow(), fields=fields)  # type: ignore[arg-type]
+    fields: dict[str, RankFields] = {}
+    hits = store.keyword_search(["harbour", "dredging"], filters(), limit=5, now=utcnow(), fields=fields)
     assert {i for i, _ in hits} == {project.id, later.id}
     assert fields == store.rank_fields([i for i, _ in hits])
 

@@ -219,23 +219,19 @@ def date_matcher(windows: Sequence[DateWindow]) -> Callable[[datetime], float]:
     if they are earlier than the window (weighted by ``YEARLESS_OLDER_WEIGHT``).
     """
     spans = [(_span(w.start, w.end, 0), w.every_year and YEARLESS_OLDER_WEIGHT > 0, w) for w in windows]
-    shifted: dict[tuple[int, int], tuple[float, float, float]] = {}
 
     def match(when: datetime) -> float:
         t = when.timestamp()
         best = 0.0
-        for n, ((start, end, half_life), every_year, w) in enumerate(spans):
+        for (start, end, half_life), every_year, w in spans:
             if start <= t < end:
                 return 1.0
             best = max(best, _closeness(t, start, end, half_life))
             if every_year:
                 lag = w.start.year - when.year
                 for years in (lag - 1, lag, lag + 1):
-                    if 1 <= years < w.start.year:
-                        span = shifted.get((n, years))
-                        if span is None:
-                            span = shifted[n, years] = _span(w.start, w.end, years)
-                        best = max(best, YEARLESS_OLDER_WEIGHT * _closeness(t, *span))
+                    if 1 <= years < w.start.year:  # _span caches the shifted windows
+                        best = max(best, YEARLESS_OLDER_WEIGHT * _closeness(t, *_span(w.start, w.end, years)))
         return best
 
     return match

@@ -181,7 +181,11 @@ class KeywordSearch:
             params: list[Any] = [match, scan_cap, step, offset]
             on = ["m.rowid = f.rowid", *self._where(filters, now, params)]  # type: ignore[attr-defined]
             rows = conn.execute(
-                f"SELECT f.score, f.matches, {', '.join('m.' + c for c in RANK_COLUMNS)} FROM (SELECT rowid, score, count(*) OVER () AS matches FROM "
+                # Innermost: the newest scan_cap matches, scored. Then: their count, and one chunk
+                # of them, best first (ties newest first). Outermost: each one's record, NULL
+                # when it fails the filters.
+                f"SELECT f.score, f.matches, {', '.join('m.' + c for c in RANK_COLUMNS)} FROM "
+                "(SELECT rowid, score, count(*) OVER () AS matches FROM "
                 "(SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score FROM memories_fts "
                 "WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) "
                 "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
