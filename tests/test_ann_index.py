@@ -361,6 +361,24 @@ def test_vectors_for_reads_unchanged_records_from_the_index(tmp_path: Path) -> N
     assert got[ids[0]][0].tolist() == [0.5] * DIMS
 
 
+def test_vectors_for_gives_every_part_of_a_long_record_in_order(tmp_path: Path) -> None:
+    ann, exact = open_pair(tmp_path / "p.db")
+    rng, nrng = random.Random(5), np.random.default_rng(5)
+    fill(ann, "big", 1500, seed=1)
+    long_ones = [(make_record(rng, "big"), list(clustered(nrng, parts))) for parts in (3, 2, 4)]
+    ann.put_many(long_ones)
+    warm(ann)
+    ids = [m.id for m, _ in long_ones]
+    single = [m.id for m in list(exact.iter_records("big"))[:5]]
+    # One long record gets new parts after the save: its vectors come from the store, the others' from the index.
+    exact.put(long_ones[1][0], list(clustered(nrng, 2)))
+    got = ann.vectors_for([*ids, *single])
+    want = exact.vectors_for([*ids, *single])
+    assert [len(got[i]) for i in ids] == [3, 2, 4]
+    for memory_id in [*ids, *single]:
+        assert [v.tolist() for v in got[memory_id]] == [v.tolist() for v in want[memory_id]]
+
+
 def test_a_view_gains_key_lookups_and_follows_another_process_save(tmp_path: Path) -> None:
     path = tmp_path / "w.db"
     ann, exact = built(path)

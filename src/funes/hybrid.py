@@ -117,9 +117,7 @@ class HybridSearch:
         fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
         sims = dict(nearest)
         if vector is not None:
-            for memory_id, vectors in stored.items():
-                if memory_id not in sims:
-                    sims[memory_id] = float(np.max(np.asarray(vectors) @ vector))
+            sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
         judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
         # Rank more than asked: parts of one message collapse into one hit below, so
         # records are decoded a batch at a time until the limit is filled.
@@ -175,6 +173,17 @@ def rank_settings(
             hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
             "e.g. `funes config set fusion convex`.",
         ) from exc
+
+
+def best_cosines(vectors: dict[str, list[np.ndarray]], query: np.ndarray) -> dict[str, float]:
+    """Each record's best cosine with the (unit) query over its parts' vectors: one product for all."""
+    vectors = {m: parts for m, parts in vectors.items() if len(parts)}
+    if not vectors:
+        return {}
+    counts = np.fromiter((len(v) for v in vectors.values()), dtype=np.int64, count=len(vectors))
+    sims = np.vstack([row for parts in vectors.values() for row in parts]) @ query
+    best = np.maximum.reduceat(sims, np.cumsum(counts) - counts)
+    return dict(zip(vectors, best.tolist(), strict=True))
 
 
 def _message_of(memory: Memory) -> str | None:

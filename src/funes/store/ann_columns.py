@@ -187,14 +187,21 @@ class IndexColumns:
             keep = np.char.str_len(wanted) <= self.ids.dtype.itemsize  # longer ids cannot be here
             memory_ids, wanted = [m for m, k in zip(memory_ids, keep, strict=True) if k], wanted[keep]
         wanted = wanted.astype(self.ids.dtype)
-        # One search per id: its first row, then the rows after it with the same id (a long record's parts).
-        left = np.searchsorted(self.ids, wanted, side="left", sorter=self.by_id).tolist()
-        for memory_id, want, lo in zip(memory_ids, wanted.tolist(), left, strict=True):
-            hi = lo
-            while hi < self.n and self.ids[self.by_id[hi]] == want:
+        # One search per id: its first row; a long record's other parts are the rows after it with the
+        # same id, looked for only where the next row holds it (most records are one part).
+        left = np.searchsorted(self.ids, wanted, side="left", sorter=self.by_id)
+        at = left.clip(0, self.n - 1)
+        found = (left < self.n) & (self.ids[self.by_id[at]] == wanted)
+        more = found & (left + 1 < self.n) & (self.ids[self.by_id[(left + 1).clip(0, self.n - 1)]] == wanted)
+        first = self.by_id[at]
+        for i in np.flatnonzero(found).tolist():
+            if not more[i]:
+                out[memory_ids[i]] = first[i : i + 1]
+                continue
+            lo = hi = int(left[i])
+            while hi < self.n and self.ids[self.by_id[hi]] == wanted[i]:
                 hi += 1
-            if hi > lo:
-                out[memory_id] = np.sort(self.by_id[lo:hi])
+            out[memory_ids[i]] = np.sort(self.by_id[lo:hi])
         return out
 
     def _codes_of(self, column: str, values: Sequence[str]) -> list[int]:

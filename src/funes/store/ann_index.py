@@ -236,18 +236,23 @@ class AnnIndexes:
                 rows = entry.columns.rows_of_ids(wanted)
                 if not rows:
                     continue
-                keys = {m: entry.columns.keys[r] for m, r in rows.items()}
+                names = list(rows)
+                counts = np.fromiter((len(r) for r in rows.values()), dtype=np.int64, count=len(names))
+                keys = entry.columns.keys[np.concatenate(list(rows.values()))]
                 if len(entry.changed):
                     # A record with any vector changed since the save is read from SQLite.
-                    keys = {m: k for m, k in keys.items() if not _isin_sorted(k, entry.changed).any()}
-                if not keys:
+                    stale = np.add.reduceat(_isin_sorted(keys, entry.changed), np.cumsum(counts) - counts) > 0
+                    if stale.any():
+                        keys = keys[np.repeat(~stale, counts)]
+                        names = [m for m, s in zip(names, stale.tolist(), strict=True) if not s]
+                        counts = counts[~stale]
+                if not names:
                     continue
-                flat = np.concatenate(list(keys.values()))
-                vectors = _get(entry.index, flat, entry.dims)
+                vectors = _get(entry.index, keys, entry.dims)
             at = 0
-            for memory_id, k in keys.items():
-                out[memory_id] = list(vectors[at : at + len(k)])
-                at += len(k)
+            for memory_id, n in zip(names, counts.tolist(), strict=True):
+                out[memory_id] = list(vectors[at : at + n])
+                at += n
         return out
 
     def _entry(self, conn: Any, tenant: str, dims: int) -> _Tenant | None:
