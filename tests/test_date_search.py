@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,7 +14,7 @@ from funes.embed import HashEmbedder
 DINNER = "I had dinner with my mother at the little Italian place downtown."
 
 
-def ids(hits: funes.SearchResults) -> list[str]:
+def ids(hits: Iterable[funes.SearchHit]) -> list[str]:
     return [h.memory.id for h in hits]
 
 
@@ -118,3 +118,33 @@ def test_date_boost_zero_turns_it_off(tmp_path: Path) -> None:
         two_dinners(off, "2023-05-03T19:00:00Z", "2023-05-28T19:00:00Z")
         hits = off.search("dinner mother on 2023-05-03", as_of="2023-06-01T00:00:00Z", min_relevance=0)
         assert hits and all("date" not in h.explanation.boosts and not h.explanation.dates for h in hits)
+
+
+def test_a_span_around_an_event_is_dated_by_the_memory_of_that_event(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
+    # "Two weeks before the trip": no date in the question; the memory of the trip dates it (Aug 11).
+    with funes.open(str(tmp_path / "event.db"), embedder=local_embedder) as writer:
+        two_dinners(writer, "2023-07-30T19:00:00Z", "2023-09-20T19:00:00Z")
+        writer.session("trip").add_message(
+            "user", "We just got back from our sailing trip around the Greek islands!", at="2023-08-11T10:00:00Z"
+        )
+        early, late = (
+            writer.search(DINNER, as_of="2023-10-01T00:00:00Z", min_relevance=0)[n].memory.id for n in (1, 0)
+        )
+    with real_pair(tmp_path / "event.db", local_embedder) as (on, off):
+        query = "Who did I have dinner with two weeks before the sailing trip?"
+        as_of = "2023-10-01T00:00:00Z"
+
+        def dinners(hits: funes.SearchResults) -> list[funes.SearchHit]:
+            return [h for h in hits if h.memory.id in (early, late)]
+
+        # Without the boost the same words rank the fresher dinner first; the trip's date turns them round.
+        assert ids(dinners(off.search(query, as_of=as_of, min_relevance=0))) == [late, early]
+        hits = dinners(on.search(query, as_of=as_of, min_relevance=0))
+        assert ids(hits) == [early, late]
+        window = hits[0].explanation.dates[0]
+        assert window["phrase"] == "two weeks before the sailing trip (the sailing trip: 2023-08-11)"
+        assert window["start"].startswith("2023-07-28") and window["end"].startswith("2023-08-12")
+        assert hits[0].explanation.boosts["date"] == pytest.approx(1.0 + on.config.date_boost)
+        # An event the memory does not hold dates nothing: no window, the store's own order.
+        unknown = on.search("Who did I have dinner with two weeks before the quantum chromodynamics exam?", as_of=as_of)
+        assert all(not h.explanation.dates for h in unknown)

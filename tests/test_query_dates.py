@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from funes.query_dates import DateWindow, find_dates
+from funes.query_dates import DateWindow, EventShift, find_dates, find_events
 from funes.retrieval import date_matcher
 
 # A Friday afternoon.
@@ -236,3 +236,63 @@ def test_a_yearless_window_matches_the_same_month_of_earlier_years_only() -> Non
     assert date_matcher((june,))(day(2021, 9, 15)) < 0.01
     explicit = one("June 2023")
     assert date_matcher((explicit,))(day(2021, 6, 15)) < 0.01
+
+
+@pytest.mark.parametrize(
+    ("query", "shift"),
+    [
+        (
+            "What did Melanie buy two weeks before the charity race?",
+            EventShift(2, "week", "before", "the charity race", "two weeks before the charity race"),
+        ),
+        (
+            "the week after her sister's wedding in Rome, what did she eat",
+            EventShift(
+                1, "week", "after", "her sister's wedding in Rome", "the week after her sister's wedding in Rome"
+            ),
+        ),
+        (
+            "What did I decide 3 days after the launch and why?",
+            EventShift(3, "day", "after", "the launch", "3 days after the launch"),
+        ),
+        (
+            "a few days before my trip to Paris did I pack?",
+            EventShift(3, "day", "before", "my trip to Paris", "a few days before my trip to Paris"),
+        ),
+    ],
+)
+def test_a_span_around_an_event_names_the_event(query: str, shift: EventShift) -> None:
+    assert find_events(query) == (shift,)
+    assert find_dates(query, REF) == ()  # only memory can date it: no window from the calendar
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "two weeks before August 11, 2023",  # a date: find_dates' window
+        "a week before yesterday",
+        "two weeks before that?",  # nothing that names an event
+        "what happened a month after it",
+        "two weeks before the",
+        "the team met before the launch",  # no span
+    ],
+)
+def test_no_event_where_the_shift_has_a_date_or_no_event(query: str) -> None:
+    assert find_events(query) == ()
+
+
+def test_an_event_window_runs_from_the_shifted_day_to_the_event_or_back() -> None:
+    before = EventShift(2, "week", "before", "the trip", "two weeks before the trip")
+    window = before.window(datetime(2023, 8, 11, 10, 0, tzinfo=UTC))
+    assert (window.start, window.end) == (day(2023, 7, 28), day(2023, 8, 12))
+    assert window.phrase == "two weeks before the trip (the trip: 2023-08-11)"
+    after = EventShift(3, "day", "after", "the launch", "3 days after the launch").window(datetime(2023, 8, 11, 23))
+    assert (after.start, after.end) == (day(2023, 8, 11), day(2023, 8, 15))
+
+
+@given(st.sampled_from(["", "two weeks before ", "999 years after ", "the day before "]), st.text(max_size=80))
+def test_any_text_parses_into_events_and_windows_without_error(lead: str, text: str) -> None:
+    for shift in find_events(lead + text):
+        assert shift.event and all(w in text for w in shift.event.split()) and shift.direction in ("before", "after")
+        window = shift.window(REF)
+        assert window.start < window.end

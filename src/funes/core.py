@@ -92,7 +92,9 @@ class Core:
         self.embedding.on_recovered = self._embedder_recovered
         self.projects = ProjectSettings(store, config)
         self.access = AccessLog(store)
-        self.hybrid = HybridSearch(store, self.embedding, config, self._search_worker, self._queue_index_work)
+        self.hybrid = HybridSearch(
+            store, self.embedding, config, self._search_worker, self._queue_index_work, self.default_min_relevance
+        )
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
         # Called inside each write's transaction with (tenant, records written); see funes.upkeep.
@@ -723,7 +725,8 @@ class Core:
         imported history from 2023 is not all "old"). Times the query names
         ("on May 3", "last week", "two weeks ago") are resolved against it too
         and lift records of that time (the ``date_boost`` setting; the
-        explanation lists the windows under ``dates``).
+        explanation lists the windows under ``dates``); a span around an event
+        ("two weeks before the trip") is dated by the memory's best hit for the event.
 
         ``roles`` keeps only chat messages said in those roles (inside both
         legs). ``group_by="session"`` groups session messages by conversation

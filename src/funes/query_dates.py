@@ -28,7 +28,12 @@ This grammar imports in about 10 ms and reads a query in about 0.25 ms
 * a span around a date: ``two weeks before August 11, 2023`` (from the
   shifted day to the anchor: the event and the day it was told about both
   fall inside), ``last weekend before April 10, 2023``, ``the last two weeks
-  of August 2023``, ``the first week of May``.
+  of August 2023``, ``the first week of May``;
+* a span around an event: ``two weeks before the trip``, ``the week after
+  her sister's wedding``. Only memory can date the event, so
+  :func:`find_events` returns an :class:`EventShift` (the event's words and
+  the shift) and the search dates the event by its best hit
+  (:mod:`funes.hybrid`), then takes :meth:`EventShift.window`.
 
 A month or day without a year ("in June", "May 3") is resolved to the most
 recent one at or before the reference time, and marked ``every_year``:
@@ -207,6 +212,72 @@ class DateWindow:
         fmt = "%Y-%m-%d" if self.start.time() == self.end.time() == datetime.min.time() else "%Y-%m-%d %H:%M"
         any_year = " (or that date in an earlier year)" if self.every_year else ""
         return f"{self.phrase!r} -> {self.start:{fmt}}..{self.end:{fmt}}{any_year}"
+
+
+@dataclass(frozen=True)
+class EventShift:
+    """A span measured from an event the query names but does not date: "two weeks before the trip".
+
+    ``event`` holds the event's words ("the trip"); :meth:`window` gives the
+    span once the event has a time, shaped like a span around a date: from
+    the shifted day to the event's day ("before") or from the event's day to
+    the shifted one ("after").
+    """
+
+    n: int
+    unit: str
+    direction: str  # "before" or "after"
+    event: str
+    phrase: str
+
+    def window(self, at: datetime) -> DateWindow:
+        """The span, the event dated ``at`` (the time of the record that tells of it)."""
+        day = _day(at if at.tzinfo else at.replace(tzinfo=UTC))
+        phrase = f"{self.phrase} ({self.event}: {day:%Y-%m-%d})"
+        if self.direction == "before":
+            return DateWindow(_delta(day, self.n, self.unit, "before"), day + timedelta(days=1), phrase)
+        return DateWindow(day, _delta(day + timedelta(days=1), self.n, self.unit, "after"), phrase)
+
+
+# Where an event's words end: punctuation, or a word that starts the rest of the question.
+_EVENT_END = re.compile(r"[?.!,;:()\"]")
+_EVENT_STOP = frozenset(
+    """and or but when while did do does was were is are am be been has have had that which who whom whose what
+    where why how because so if then than until till since as i we you he she they it""".split()
+)
+# Words that do not name an event by themselves ("two weeks before that", "a week after it").
+_EVENT_EMPTY = frozenset(
+    """the a an my our your his her their its this that these those it them him me us you then now there here
+    one some any last first next same""".split()
+)
+EVENT_WORDS = 6  # an event's name is short: "the trip", "her sister's wedding in Rome"
+
+
+def find_events(query: str) -> tuple[EventShift, ...]:
+    """Spans the query measures from an event it names without a date ("two weeks before the trip").
+
+    A shift followed by a date ("two weeks before August 11, 2023") is a
+    plain window of :func:`find_dates`, not an event; so is one followed by
+    nothing that names an event ("two weeks before that").
+    """
+    found: list[EventShift] = []
+    for m in _SHIFT.finditer(query):
+        try:
+            if _anchor_after(query, m.end(), datetime(2000, 1, 1, tzinfo=UTC)) is not None:
+                continue  # a date, not an event
+        except (ValueError, OverflowError):
+            continue
+        rest = _EVENT_END.split(query[m.end() :], maxsplit=1)[0].split()
+        words: list[str] = []
+        for word in rest:
+            if word.lower().strip("'’") in _EVENT_STOP or len(words) == EVENT_WORDS:
+                break
+            words.append(word)
+        if not any(w.lower() not in _EVENT_EMPTY and any(c.isalpha() for c in w) for w in words):
+            continue
+        event = " ".join(words)
+        found.append(EventShift(_number(m["n"]), m["unit"].lower(), m["dir"].lower(), event, f"{m[0].strip()} {event}"))
+    return tuple(found)
 
 
 def find_dates(query: str, as_of: datetime) -> tuple[DateWindow, ...]:
@@ -546,4 +617,4 @@ def _anchor_after(query: str, pos: int, ref: datetime, months: bool = False) -> 
     return None
 
 
-__all__ = ["DateWindow", "find_dates"]
+__all__ = ["DateWindow", "EventShift", "find_dates", "find_events"]
