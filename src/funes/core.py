@@ -51,7 +51,7 @@ from .models import (
 )
 from .neighbours import with_turns
 from .project_settings import ProjectSettings
-from .query_dates import DateWindow
+from .query_dates import DateWindow, find_events
 from .record_input import (
     RecordFields,
     as_reference,
@@ -92,9 +92,7 @@ class Core:
         self.embedding.on_recovered = self._embedder_recovered
         self.projects = ProjectSettings(store, config)
         self.access = AccessLog(store)
-        self.hybrid = HybridSearch(
-            store, self.embedding, config, self._search_worker, self._queue_index_work, self.default_min_relevance
-        )
+        self.hybrid = HybridSearch(store, self.embedding, config, self._search_worker, self._queue_index_work)
         # Set by the job runner, so a job queued here wakes (or starts) the worker.
         self.on_job_queued: Callable[[], None] | None = None
         # Called inside each write's transaction with (tenant, records written); see funes.upkeep.
@@ -751,13 +749,9 @@ class Core:
             before = filters.created_before
             filters = replace(filters, created_before=when if before is None else min(before, when))
             now = when
-        hits = self.hybrid.search(query, filters, now, fetch_size(group_by, limit), min_similarity, project)
-        disabled = self.projects.disabled_projects(filters.tenant)
-        if disabled:  # a disabled project recalls nothing
-            hits = SearchResults(
-                (h for h in hits if not (h.memory.scope == "project" and h.memory.project_id in disabled)),
-                degraded=hits.degraded,
-            )
+        windows = self._event_windows(query, filters, now, project)
+        hits = self.hybrid.search(query, filters, now, fetch_size(group_by, limit), min_similarity, project, windows)
+        hits = self._recallable(hits, filters.tenant)
         floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
         if floor > 0:
             hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
@@ -778,6 +772,38 @@ class Core:
                 ]
             )
         return hits
+
+    def _recallable(self, hits: SearchResults, tenant: str) -> SearchResults:
+        """The hits without those of a disabled project (a disabled project recalls nothing)."""
+        disabled = self.projects.disabled_projects(tenant)
+        if not disabled:
+            return hits
+        return SearchResults(
+            (h for h in hits if not (h.memory.scope == "project" and h.memory.project_id in disabled)),
+            degraded=hits.degraded,
+        )
+
+    def _event_windows(
+        self, query: str, filters: SearchFilters, now: datetime, project: str | None
+    ) -> tuple[DateWindow, ...]:
+        """Spans around events the query names ("two weeks before the trip"), each dated by the memory.
+
+        The event's words are searched first, with the same filters and
+        reference time; the best hit that passes the search floor dates the
+        event (its record's time). An event the memory does not hold dates nothing.
+        """
+        if self.config.date_boost <= 0:
+            return ()
+        windows: list[DateWindow] = []
+        for event in find_events(query):
+            found = self._recallable(self.hybrid.search(event.event, filters, now, 3, None, project), filters.tenant)
+            if not found or found[0].relevance < self.default_min_relevance():
+                continue
+            try:
+                windows.append(event.window(found[0].memory.created_at))
+            except (ValueError, OverflowError):
+                continue  # "999 years after" it: off the calendar (reading dates never fails a search)
+        return tuple(windows)
 
     def rank_settings(
         self,

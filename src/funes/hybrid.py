@@ -26,7 +26,7 @@ from . import config as config_mod
 from .embedding import Embedding
 from .errors import EmbedderUnavailable, InvalidInput
 from .models import KEYWORD_ONLY, Memory, RankFields, SearchFilters, SearchHit, SearchResults
-from .query_dates import DateWindow, EventShift, find_dates, find_events
+from .query_dates import DateWindow, find_dates
 from .relevance import named_terms, relevance_judge
 from .retrieval import RankSettings, query_terms, rank_scored
 from .store import Store
@@ -44,14 +44,12 @@ class HybridSearch:
         config: config_mod.Config,
         worker: Callable[[], ThreadPoolExecutor],
         after_vector_search: Callable[[], None],
-        anchor_floor: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self.store = store
         self.embedding = embedding
         self.config = config
         self._worker = worker  # the keyword leg's thread, started on first use
         self._after_vector_search = after_vector_search  # e.g. queue the index work the vector leg asked for
-        self._anchor_floor = anchor_floor  # the relevance a hit needs to date an event the query names
 
     def search(
         self,
@@ -61,35 +59,14 @@ class HybridSearch:
         limit: int,
         min_similarity: float | None,
         project: str | None,
+        windows: tuple[DateWindow, ...] = (),
     ) -> SearchResults:
-        """The best ``limit`` hits of the fused keyword and vector legs, each with its relevance explained."""
-        # "Two weeks before the trip": the memory dates the trip (its best hit), before this search starts.
-        events = find_events(query) if self.config.date_boost > 0 else ()
-        anchored = tuple(w for w in (self._event_window(e, filters, now, project) for e in events) if w is not None)
-        return self._search(query, filters, now, limit, min_similarity, project, anchored)
+        """The best ``limit`` hits of the fused keyword and vector legs, each with its relevance explained.
 
-    def _event_window(
-        self, event: EventShift, filters: SearchFilters, now: datetime, project: str | None
-    ) -> DateWindow | None:
-        """The span an event shift names, dated by the best hit for the event's words (None: the memory has none)."""
-        found = self._search(event.event, filters, now, 1, None, project, ())
-        if not found or found[0].relevance < self._anchor_floor():
-            return None
-        try:
-            return event.window(found[0].memory.created_at)
-        except (ValueError, OverflowError):
-            return None  # "999 years after" it: off the calendar, so no window (dates never fail a search)
-
-    def _search(
-        self,
-        query: str,
-        filters: SearchFilters,
-        now: datetime,
-        limit: int,
-        min_similarity: float | None,
-        project: str | None,
-        anchored: tuple[DateWindow, ...],
-    ) -> SearchResults:
+        ``windows``: spans of time the caller resolved itself (an event's, dated
+        by the memory: :meth:`funes.core.Core.search`), boosted like the dates
+        the query names.
+        """
         candidates = max(self.config.candidates, limit * 2)
         # The keyword leg runs beside the query embedding and the vector leg:
         # SQLite, torch and numpy all release the GIL, so on two cores the
@@ -136,8 +113,8 @@ class HybridSearch:
                 degraded, vector, min_similarity = KEYWORD_ONLY, None, None
             # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
             # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
-            windows = (find_dates(query, now) + anchored) if self.config.date_boost > 0 else ()
-            settings = rank_settings(self.config, min_similarity, project, windows)
+            named = (find_dates(query, now) + windows) if self.config.date_boost > 0 else ()
+            settings = rank_settings(self.config, min_similarity, project, named)
             present = self.store.term_presence(terms, filters, now) if presence.cancel() else presence.result()
         finally:
             presence.cancel()
