@@ -33,7 +33,7 @@ This grammar imports in about 10 ms and reads a query in about 0.25 ms
   her sister's wedding``. Only memory can date the event, so
   :func:`find_events` returns an :class:`EventShift` (the event's words and
   the shift) and the search dates the event by its best hit
-  (:mod:`funes.hybrid`), then takes :meth:`EventShift.window`.
+  (:meth:`funes.core.Core.search`), then takes :meth:`EventShift.window`.
 
 A month or day without a year ("in June", "May 3") is resolved to the most
 recent one at or before the reference time, and marked ``every_year``:
