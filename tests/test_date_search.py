@@ -148,3 +148,14 @@ def test_a_span_around_an_event_is_dated_by_the_memory_of_that_event(tmp_path: P
         # An event the memory does not hold dates nothing: no window, the store's own order.
         unknown = on.search("Who did I have dinner with two weeks before the quantum chromodynamics exam?", as_of=as_of)
         assert all(not h.explanation.dates for h in unknown)
+
+
+def test_a_disabled_project_dates_no_event(real_mem: funes.Funes) -> None:
+    two_dinners(real_mem, "2023-05-03T19:00:00Z", "2023-05-28T19:00:00Z")
+    real_mem.remember("We booked the sailing trip around the Greek islands.", scope="project", project="acme")
+    query = "Who did I have dinner with two weeks before the sailing trip?"
+    dated = real_mem.search(query, min_relevance=0)
+    assert dated and dated[0].explanation.dates[0]["phrase"].startswith("two weeks before the sailing trip (")
+    # A disabled project recalls nothing, and that includes the date of its records.
+    real_mem.configure_project("acme", {"enabled": False})
+    assert all(not h.explanation.dates for h in real_mem.search(query, min_relevance=0))
