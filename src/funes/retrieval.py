@@ -326,7 +326,7 @@ def rank_scored(
     vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
     parts = _contributions(keyword, vector, vec_ids, similarities, settings)
     # Score every candidate, explain only the ones kept.
-    kept: list[tuple[float, str, float | None, dict[str, float]]] = []
+    kept: list[tuple[float, str, float, float | None, dict[str, float]]] = []
     for memory_id, contributions in parts.items():
         memory = records.get(memory_id)
         if memory is None or memory.is_expired(now):
@@ -336,10 +336,10 @@ def rank_scored(
         if settings.min_similarity is not None and not strong and (sim is None or sim < settings.min_similarity):
             continue
         boosts = boosts_for(memory, settings, now, match)
-        score = sum(contributions.values())
+        fused = score = sum(contributions.values())
         for factor in boosts.values():
             score *= factor
-        kept.append((score, memory_id, sim, boosts))
+        kept.append((score, memory_id, fused, sim, boosts))
     kept.sort(key=lambda h: (-h[0], h[1]))
     return [
         Scored(
@@ -350,14 +350,14 @@ def rank_scored(
                 keyword_score=kw_score.get(memory_id),
                 vector_rank=vec_rank.get(memory_id),
                 vector_similarity=sim,
-                fused=sum(parts[memory_id].values()),
+                fused=fused,
                 boosts=boosts,
                 contributions=parts[memory_id],
                 score=score,
                 dates=dates,
             ),
         )
-        for score, memory_id, sim, boosts in kept[:limit]
+        for score, memory_id, fused, sim, boosts in kept[:limit]
     ]
 
 

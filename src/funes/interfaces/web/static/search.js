@@ -6,8 +6,8 @@ import { api, teamPath } from "./api.js";
 import { openDetail } from "./detail.js";
 import { debounce, empty, field, h, replace, scopeBadge, showError, titleOf, typeBadge, when } from "./dom.js";
 
-/** The message roles the role filter offers (the API also knows system and tool). */
-const ROLES = [ // every role a stored message can have (funes.context.ROLES: the system message is never stored)
+/** The message roles the role filter offers: every role a stored message can have (funes.context.ROLES; the system message is never stored). */
+const ROLES = [
   ["user", "User"],
   ["assistant", "Assistant"],
   ["tool", "Tool"],
