@@ -37,7 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import funes
-from funes.embed.local import LocalEmbedder
+from funes.providers.embed.local import LocalEmbedder
 
 WORDS = (
     "customer invoice budget review meeting vendor contract deadline release migration database server "

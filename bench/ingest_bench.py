@@ -130,7 +130,7 @@ def make_workbook(path: Path, rows: int) -> None:
 def run(path: Path, work: Path, label: str) -> dict[str, Any]:
     """Ingest one file into a fresh store (cold embedding cache) and time it."""
     import funes
-    from funes.embed.local import LocalEmbedder
+    from funes.providers.embed.local import LocalEmbedder
 
     embedder = TimedEmbedder(LocalEmbedder())
     embedder.inner.embed_batch(["warm up the model"])  # loading the weights is not ingestion

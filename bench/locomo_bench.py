@@ -87,8 +87,8 @@ def rank_questions(
     ``off_topic`` questions come from another conversation: nothing in this
     tenant answers them, so whatever the builder would inject is noise.
     """
+    from funes.memory.ranking import query_terms
     from funes.models import utcnow
-    from funes.retrieval import query_terms
 
     out: list[Ranked] = []
     for qa in questions:
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"No data set at {args.data}; pass --data PATH.", file=sys.stderr)
         return 1
     import funes
-    from funes.embed.local import LocalEmbedder
+    from funes.providers.embed.local import LocalEmbedder
 
     everything = json.loads(args.data.read_text(encoding="utf-8"))
     samples = everything[args.skip : args.skip + args.conversations]

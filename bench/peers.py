@@ -192,7 +192,7 @@ def bench_numpy(data: Data) -> list[Line]:
 
 def bench_funes(data: Data, work: Path, hybrid: bool) -> list[Line]:
     """Funes' store as configured, then with every tenant's HNSW index, then the hybrid store path."""
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
     from funes.service import open as open_funes
     from funes.store.sqlite import SqliteStore
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from poisoning_corpus import BENIGN, VARIANTS
 
-from funes.safety import instruction_flags
+from funes.memory.safety import instruction_flags
 
 DATA = Path("/work/shared/bench/locomo/locomo10.json")
 

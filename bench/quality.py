@@ -399,7 +399,7 @@ def examples(results: list[Ranked], top: int = 10) -> tuple[list[dict[str, Any]]
 
 def matrix(signals: list[dict[str, Any]], keyword_only: bool = False) -> np.ndarray:
     """The relevance model's feature matrix for these signals."""
-    from funes.relevance import Signals, feature_vector, keyword_feature_vector
+    from funes.memory.relevance import Signals, feature_vector, keyword_feature_vector
 
     rows = []
     for s in signals:
@@ -437,7 +437,7 @@ def fit_two_stage(on_topic: list[Ranked], off_topic: list[Ranked], keyword_only:
 
 def calibrate(on_topic: list[Ranked], off_topic: list[Ranked]) -> None:
     """Fit both models on the training questions and print the constants for funes/relevance.py."""
-    from funes.relevance import FEATURES, KEYWORD_FEATURES
+    from funes.memory.relevance import FEATURES, KEYWORD_FEATURES
 
     print(f"\n## Calibration fit: {len(on_topic)} on-topic and {len(off_topic)} off-topic questions (top-10 hits)")
     for name, features, keyword_only in (("", FEATURES, False), ("KEYWORD_", KEYWORD_FEATURES, True)):
@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = dict(item.split("=", 1) for item in args.set)
     require(args.data)
     import funes
-    from funes.embed.local import LocalEmbedder
+    from funes.providers.embed.local import LocalEmbedder
 
     embedder = CachingEmbedder(LocalEmbedder(), args.cache)
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -128,7 +128,7 @@ def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> floa
 @contextmanager
 def capturing(sink: list[Captured]) -> Iterator[None]:
     """Record every ``rank_scored`` call production makes (its inputs), while still ranking normally."""
-    import funes.core as service  # the core ranks; its module global is what search calls
+    import funes.memory.core as service  # the core ranks; its module global is what search calls
 
     real = service.rank_scored
 
@@ -145,8 +145,8 @@ def capturing(sink: list[Captured]) -> Iterator[None]:
 
 def run(mem: Any, queries: dict[str, str]) -> tuple[dict[str, dict[str, list[str]]], list[Captured]]:
     """Ranked document ids per method and query, and the captured fusion inputs of the hybrid runs."""
+    from funes.memory.ranking import query_terms
     from funes.models import utcnow
-    from funes.retrieval import query_terms
 
     filters = mem.core._filters(TENANT, None, None, None, None, None, None, None, None, None, None)
     out: dict[str, dict[str, list[str]]] = {"keyword": {}, "vector": {}, "hybrid": {}, "keyword, stopwords kept": {}}
@@ -222,7 +222,7 @@ def rerank(captured: list[Captured], make: Callable[[Any], Any], noise: bool = F
     ``noise`` gives every record a random importance: the quality lost then
     is how far the importance boost can override relevance under a fusion.
     """
-    from funes.retrieval import rank_scored
+    from funes.memory.ranking import rank_scored
 
     out = []
     for c in captured:
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"No SciFact data at {args.data}; pass --data DIR.", file=sys.stderr)
         return 1
     import funes
-    from funes.embed.local import LocalEmbedder
+    from funes.providers.embed.local import LocalEmbedder
 
     corpus, queries, qrels = load(args.data)
     if args.queries:

@@ -57,8 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import numpy as np
 import scale_phases
 
+from funes.memory.ranking import STOPWORDS, query_terms
 from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id
-from funes.retrieval import STOPWORDS, query_terms
 from funes.store.sqlite import SqliteStore
 from funes.store.vector_cache import LOAD_ON_SEARCH
 
@@ -540,7 +540,7 @@ class Bench:
 
     # -- model and CLI -------------------------------------------------------
     def embed_phase(self) -> None:
-        from funes.embed.local import LocalEmbedder
+        from funes.providers.embed.local import LocalEmbedder
 
         corpus = Corpus(seed=self.args.seed + 1, tenants=["x"])
         texts = [corpus.text(int(n), 0) for n in np.clip(corpus.rng.lognormal(3.4, 0.5, 512), 6, 150)]
@@ -608,7 +608,7 @@ class Bench:
         self.add("cli", 0, "`funes --help` (s), median", f"{statistics.median(times):.2f}")
 
     def run(self) -> None:
-        from funes.embed.local import LocalEmbedder
+        from funes.providers.embed.local import LocalEmbedder
 
         embedder = LocalEmbedder(query_threads=1)
         print(f"workdir {self.workdir}; {os.cpu_count()} cores; python {sys.version.split()[0]}", flush=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +29,7 @@ def funes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def local_embedder():  # type: ignore[no-untyped-def]
     """The real all-MiniLM-L6-v2 embedder, loaded once for the whole run."""
-    from funes.embed.local import LocalEmbedder
+    from funes.providers.embed.local import LocalEmbedder
 
     return LocalEmbedder()
 

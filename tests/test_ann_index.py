@@ -281,7 +281,7 @@ def test_killed_writer_leaves_an_index_that_is_caught_up(tmp_path: Path, mode: s
 
 def test_a_search_never_builds_the_index_itself_it_queues_a_job(tmp_path: Path) -> None:
     import funes
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     with funes.open(str(tmp_path / "j.db"), embedder=HashEmbedder(32), worker="off", ann_min=500) as mem:
         mem.remember_many([f"note {i} about topic {i % 37}" for i in range(700)])

@@ -1,18 +1,44 @@
-"""The package's shape: no import cycles, features never import the facade, shells stay outside.
+"""The package's shape: one package per part, imports that only point inward, no cycles.
 
 A small AST walk over ``src/funes``: every ``import``/``from ... import`` (also
 inside functions and ``TYPE_CHECKING`` blocks, since a lazy import still ties
-the modules together) is an edge between two modules of the package.
+the modules together) is an edge between two modules of the package. The
+packages are the parts of docs/architecture.md; :data:`MAY_IMPORT` says which
+part may import which, and each package's ``__init__`` docstring says the same
+in its ``May import:`` line.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import funes
 
 PACKAGE = Path(funes.__file__).parent
+
+_DOMAIN = {"errors", "models"}
+_BELOW_FEATURES = _DOMAIN | {"store", "providers"}
+_FEATURES = {"memory", "knowledge", "conversations", "curation", "agents"}
+_INSIDE = _BELOW_FEATURES | _FEATURES | {"service"}
+
+#: The parts, innermost first, and what each may import (its own modules always).
+MAY_IMPORT: dict[str, set[str]] = {
+    "errors": set(),
+    "models": {"errors"},
+    "store": _DOMAIN,
+    "providers": _DOMAIN,
+    "memory": _BELOW_FEATURES,
+    "knowledge": _DOMAIN | {"store", "memory"},
+    "conversations": _DOMAIN | {"store", "memory", "knowledge"},
+    "curation": _BELOW_FEATURES | {"memory", "knowledge", "conversations"},
+    "agents": _BELOW_FEATURES | {"memory", "knowledge", "conversations"},
+    "service": _BELOW_FEATURES | _FEATURES,
+    # The shells: the facade and what it hands out (and ``funes`` itself: ``funes.open``); never each other.
+    "interfaces": _INSIDE | {"funes"},
+    "integrations": _INSIDE | {"funes"},
+}
 
 
 def _module_name(path: Path) -> str:
@@ -21,10 +47,10 @@ def _module_name(path: Path) -> str:
     return name.removesuffix(".__init__")
 
 
-def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
-    """The package modules ``path`` imports (a package's ``__init__`` counts as its own module)."""
+def _import_nodes(path: Path, name: str, modules: set[str]) -> list[tuple[str, str]]:
+    """(module, imported name) for each package module ``path`` imports; the name is '' for a whole module."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found: set[str] = set()
+    found: list[tuple[str, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -34,20 +60,31 @@ def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
                 target = f"{base}.{node.module}" if node.module else base
             else:
                 target = node.module or ""
-            # `from . import x` imports module x when there is one, else a name defined in the package.
-            candidates = [f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names]
+            for alias in node.names:
+                # `from . import x` imports module x when there is one, else a name defined in the package.
+                if f"{target}.{alias.name}" in modules:
+                    found.append((f"{target}.{alias.name}", ""))
+                elif target in modules:
+                    found.append((target, alias.name))
         elif isinstance(node, ast.Import):
-            candidates = [alias.name for alias in node.names]
-        else:
-            continue
-        found.update(c for c in candidates if c in modules and c != name)
-    return found
+            found.extend((alias.name, "") for alias in node.names if alias.name in modules)
+    return [(m, n) for m, n in found if m != name]
+
+
+def _files() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
 def _graph() -> dict[str, set[str]]:
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    files = _files()
     modules = set(files)
-    return {name: _imports(path, name, modules) for name, path in files.items()}
+    return {name: {m for m, _ in _import_nodes(path, name, modules)} for name, path in files.items()}
+
+
+def _part(module: str) -> str:
+    """The part a module belongs to: ``funes.memory.core`` -> ``memory``; the root package is ``funes``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "funes"
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -101,24 +138,79 @@ def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_the_import_graph_has_no_cycles() -> None:
     graph = _graph()
-    # The package __init__ re-exports lazily (importlib by name), so it adds no edges either.
+    # The root package exports lazily (by name, through funes.models.lazy); nothing inside imports it.
     assert _cycles(graph) == []
 
 
 def test_the_walk_sees_real_edges() -> None:
     graph = _graph()
-    assert "funes.core" in graph["funes.service"]
-    assert "funes.store" in graph["funes.core"]
+    assert "funes.memory.core" in graph["funes.service"]
+    assert "funes.store" in graph["funes.memory.core"]
     assert "funes.interfaces.cli.common" in graph["funes.interfaces.cli.records"]
+    assert "funes.memory.core" in graph["funes.knowledge.documents"]
+
+
+def test_the_tree_has_one_entry_per_part() -> None:
+    """``ls src/funes`` names the parts: the domain, the facade, and one package per part."""
+    entries = {p.name for p in PACKAGE.iterdir() if p.name not in {"__init__.py", "__main__.py", "py.typed"}}
+    entries.discard("__pycache__")
+    parts = {name.removesuffix(".py") for name in entries}
+    assert parts == set(MAY_IMPORT), "a new top-level module or package needs a place in MAY_IMPORT and the docs"
+    assert len(entries) <= 12
+
+
+def test_each_part_imports_only_the_parts_it_may() -> None:
+    graph = _graph()
+    wrong = []
+    for name, targets in graph.items():
+        part = _part(name)
+        if part == "funes":
+            continue  # the public API: lazy exports of every part
+        allowed = MAY_IMPORT[part] | {part}
+        wrong += [f"{name} -> {t}" for t in sorted(targets) if _part(t) not in allowed]
+    assert wrong == []
+
+
+def test_nothing_inside_imports_the_root_package() -> None:
+    graph = _graph()
+    inside = [name for name, targets in graph.items() if "funes" in targets and _part(name) in _INSIDE]
+    assert inside == []
+
+
+def test_each_package_docstring_says_what_it_holds_and_what_it_may_import() -> None:
+    for part, allowed in MAY_IMPORT.items():
+        init = PACKAGE / part / "__init__.py"
+        if not init.exists():
+            continue  # a module of its own (errors, service): its rule is in MAY_IMPORT
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        what, _, rest = doc.partition("\n\n")
+        assert what.strip(), f"funes.{part} says nothing about what it holds"
+        match = re.search(r"May import:(.*?)(?:\n\n|$)", doc, re.S)
+        assert match, f"funes.{part}'s docstring has no 'May import:' line"
+        named = set(re.findall(r"``funes\.(\w+)``", match.group(1)))
+        rule = sorted(allowed - {"funes"})
+        assert named == set(rule), f"funes.{part}'s docstring names {sorted(named)}, the rule {rule}"
+
+
+def test_private_helpers_stay_inside_their_package() -> None:
+    """A name with a leading underscore is imported only from inside its own part."""
+    files = _files()
+    modules = set(files)
+    leaks = [
+        f"{name} imports {target}.{imported}"
+        for name, path in files.items()
+        for target, imported in _import_nodes(path, name, modules)
+        if imported.startswith("_") and not imported.startswith("__") and _part(target) != _part(name)
+    ]
+    assert leaks == []
 
 
 def test_features_and_the_core_never_reach_the_facade_or_a_shell() -> None:
     graph = _graph()
-    inner = ["funes.core", "funes.documents", "funes.sessions", "funes.tools", "funes.transfer", "funes.jobs"]
-    for name in (n for n in inner if n in graph):
+    for name in (n for n in graph if _part(n) in _FEATURES):
         reached = _reaches(graph, name)
         assert "funes.service" not in reached, f"{name} imports the facade"
-        assert not {r for r in reached if r.startswith("funes.interfaces")}, f"{name} imports a shell"
+        assert not {r for r in reached if _part(r) in {"interfaces", "integrations"}}, f"{name} imports a shell"
 
 
 def test_cli_command_modules_never_import_the_entry_module() -> None:
@@ -130,8 +222,15 @@ def test_cli_command_modules_never_import_the_entry_module() -> None:
 
 def test_the_domain_model_depends_on_nothing() -> None:
     graph = _graph()
-    assert graph["funes.models"] <= {"funes.errors"}
+    for name, targets in graph.items():
+        if _part(name) == "models":
+            assert {t for t in targets if _part(t) != "models"} <= {"funes.errors"}, name
     assert graph["funes.errors"] == set()
+
+
+def test_no_module_is_over_800_lines() -> None:
+    long = {name: n for name, path in _files().items() if (n := len(path.read_text().splitlines())) > 800}
+    assert long == {}
 
 
 def test_framework_adapters_are_shells_nothing_inside_imports() -> None:
@@ -142,6 +241,5 @@ def test_framework_adapters_are_shells_nothing_inside_imports() -> None:
         if name not in adapters:
             assert not targets & adapters, f"{name} imports a framework adapter"
     for name in adapters:
-        assert not {t for t in graph[name] if t.startswith("funes.interfaces")}, f"{name} imports another shell"
         siblings = {t for t in graph[name] if t in adapters and t != "funes.integrations"}
         assert not siblings, f"{name} imports another adapter"

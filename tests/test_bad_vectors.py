@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import BackendUnavailable, InvalidInput
+from funes.providers.embed import HashEmbedder
 from funes.store.connection import driver
 
 DIMS = 8

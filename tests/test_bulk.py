@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput, NotFound
+from funes.providers.embed import HashEmbedder
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 CHINESE = "数据库连接超时了，我们把超时时间改成了三十秒"
 JAPANESE = "サーバーのタイムアウトを三十秒に設定しました"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import funes
-from funes import config
-from funes.embed import HashEmbedder
+from funes.models import config
+from funes.providers.embed import HashEmbedder
 
 
 def write_toml(home: Path, text: str) -> Path:

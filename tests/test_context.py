@@ -11,24 +11,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from funes.context import (
+from funes.conversations.assembly import (
     Budget,
     Change,
     ContextInputs,
-    Message,
-    Recalled,
-    ToolCall,
     assemble,
     fence,
     instruction_flags,
     mentioned_sources,
-    parse_tool_calls,
     provenance,
     render_snapshot,
 )
+from funes.conversations.tokens import MESSAGE_OVERHEAD, REPLY_OVERHEAD, Cl100kCounter, default_counter, truncate
 from funes.errors import InvalidInput
 from funes.models import Memory, SourceRef
-from funes.tokens import MESSAGE_OVERHEAD, REPLY_OVERHEAD, Cl100kCounter, default_counter, truncate
+from funes.models.messages import Message, Recalled, ToolCall, parse_tool_calls
 
 COUNTER = default_counter()
 

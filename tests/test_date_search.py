@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 DINNER = "I had dinner with my mother at the little Italian place downtown."
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 import pytest
 
-from funes.config import SETTINGS
 from funes.interfaces import docgen
 from funes.interfaces.cli import main
+from funes.models.config import SETTINGS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 REGENERATE = "Run `python -m funes.interfaces.docgen` to regenerate the docs."

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import funes
-from funes.embed.openai import OpenAIEmbedder
 from funes.errors import BackendUnavailable, InvalidInput
+from funes.providers.embed.openai import OpenAIEmbedder
 
 
 class EmbeddingServer:
@@ -175,7 +175,7 @@ def test_openai_token_counts_use_cl100k() -> None:
 def test_local_embedder_matches_sentence_transformers(local_embedder: Any) -> None:
     from sentence_transformers import SentenceTransformer
 
-    from funes.embed.local import model_dir
+    from funes.providers.embed.local import model_dir
 
     reference = SentenceTransformer(str(model_dir()), device="cpu")
     texts = [
@@ -209,7 +209,7 @@ def test_local_embedder_never_truncates(local_embedder: Any, real_mem: funes.Fun
 
 
 def test_single_queries_run_in_numpy_and_match_the_torch_pass(local_embedder: Any) -> None:
-    from funes.embed.local import LocalEmbedder
+    from funes.providers.embed.local import LocalEmbedder
 
     texts = [
         "which vendors does the user prefer?",

@@ -182,7 +182,7 @@ def test_watcher_survives_folder_deletion_and_recreation(mem: funes.Funes, watch
 
 def test_sync_survives_another_process_syncing_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two stores on one file: the other one indexes the note between our scan and our write."""
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     db, root = tmp_path / "shared.db", tmp_path / "notes"
     with (

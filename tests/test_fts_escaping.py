@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 NASTY = ['"foo', "AND OR NOT", "*", "-x", "NEAR(", "^", "a:b", "(", ")", "'", "+", "{title}", "NOT", "foo*", "\x00"]
 

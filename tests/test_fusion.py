@@ -10,17 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput
+from funes.memory.ranking import FUSIONS, RankSettings, fuse_convex, fuse_rrf, rank, scale_to_best
 from funes.models import Memory, utcnow
-from funes.retrieval import (
-    FUSIONS,
-    RankSettings,
-    fuse_convex,
-    fuse_rrf,
-    rank,
-    scale_to_best,
-)
+from funes.providers.embed import HashEmbedder
 
 ids = st.text(alphabet="abcdefgh", min_size=1, max_size=3)
 bm25 = st.floats(min_value=0.01, max_value=50.0, allow_nan=False)

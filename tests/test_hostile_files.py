@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput
+from funes.providers.embed import HashEmbedder
 
 
 def workbook(path: Path, rows: int = 3, cols: int = 3) -> Path:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput
+from funes.providers.embed import HashEmbedder
 
 
 def export_of(tmp_path: Path, tenant: str = "acme") -> tuple[list[dict[str, Any]], str]:

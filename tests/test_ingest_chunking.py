@@ -7,12 +7,12 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from funes.embed import HashEmbedder
-from funes.ingest import ReadOptions, detect_kind
-from funes.ingest.chunking import Chunker, pack, split_text
-from funes.ingest.markdown import parse_front_matter, read_markdown
-from funes.ingest.pdf import _is_heading
-from funes.ingest.sheets import Grid, format_value, regions, table_chunks
+from funes.knowledge.readers import ReadOptions, detect_kind
+from funes.knowledge.readers.markdown import parse_front_matter, read_markdown
+from funes.knowledge.readers.pdf import _is_heading
+from funes.knowledge.readers.sheets import Grid, format_value, regions, table_chunks
+from funes.memory.chunking import Chunker, pack, split_text
+from funes.providers.embed import HashEmbedder
 
 COUNT = HashEmbedder().count_tokens
 words = st.text(alphabet="abcdefghij", min_size=1, max_size=12)

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput, NotFound
-from funes.ingest import SOURCE_FILTERS, source_types_for
 from funes.interfaces.cli import main
+from funes.models.sources import SOURCE_FILTERS, source_types_for
+from funes.providers.embed import HashEmbedder
 
 
 def small_pdf(path: Path, text: str = "The warehouse in Rotterdam ships 1,200 pallets a week.", pages: int = 1) -> Path:
@@ -363,8 +363,8 @@ def test_cli_ingest_and_docs(tmp_path: Path) -> None:
 
 
 def test_cli_progress_bar_draws_on_stderr_only() -> None:
-    from funes.documents import IngestProgress
     from funes.interfaces.cli.docs import progress_printer
+    from funes.knowledge.documents import IngestProgress
 
     stream = io.StringIO()
     show, clear = progress_printer(stream)

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.context import Message
-from funes.embed import HashEmbedder
-from funes.insights import INSIGHT_TYPE, chat_quality, topic_key
+from funes.curation.insights import INSIGHT_TYPE, chat_quality, topic_key
 from funes.interfaces.cli import main
+from funes.models.messages import Message
+from funes.providers.embed import HashEmbedder
 
 LONG_Q = "How should we size the PostgreSQL connection pool for the API servers under peak load?"
 LONG_A = (

@@ -22,9 +22,9 @@ from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNa
 from langgraph.store.memory import InMemoryStore
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput
 from funes.integrations.langgraph import FunesStore, matches_filter
+from funes.providers.embed import HashEmbedder
 
 
 @pytest.fixture(params=["funes", "inmemory"])

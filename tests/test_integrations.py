@@ -22,9 +22,9 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 import funes
+from funes.agents.specs import TOOLS, render_tools
 from funes.errors import DependencyMissing, InvalidInput
 from funes.integrations.langchain import FunesRetriever, funes_tools
-from funes.tool_specs import TOOLS, render_tools
 
 
 # -- packaging --------------------------------------------------------------------------------

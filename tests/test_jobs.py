@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput, NotFound
 from funes.interfaces.cli import main
 from funes.models import Job
+from funes.providers.embed import HashEmbedder
 
 FAST = {"job_backoff_seconds": 0.01, "job_backoff_max_seconds": 0.05, "job_poll_seconds": 0.05}
 
@@ -213,7 +213,7 @@ WORKER_SCRIPT = textwrap.dedent(
     import os, signal, sys, time
     from pathlib import Path
     import funes
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     path, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     mem = funes.open(path, embedder=HashEmbedder(32), worker="off", job_lease_seconds=600)
@@ -279,7 +279,7 @@ ACCESS_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     import funes
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     mem = funes.open(sys.argv[1], embedder=HashEmbedder(32))
     hits = mem.search("wifi password", session="s1")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import funes
-from funes.embed import HashEmbedder
 from funes.models import SearchFilters, utcnow
+from funes.providers.embed import HashEmbedder
 
 CAP = 50
 

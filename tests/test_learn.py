@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.context import Message
-from funes.embed import HashEmbedder
+from funes.curation.learn import statements
 from funes.interfaces.cli import main
-from funes.learn import statements
+from funes.models.messages import Message
+from funes.providers.embed import HashEmbedder
 
 
 def test_statements_come_from_user_turns_only_and_skip_questions() -> None:

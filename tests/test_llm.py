@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from llm_servers import anthropic_answer, openai_answer, serve
 
-from funes import config as config_mod
-from funes.llm import (
+from funes.models import config as config_mod
+from funes.providers.llm import (
     AnthropicLLM,
     FallbackLLM,
     LLMUnavailable,
@@ -21,7 +21,7 @@ from funes.llm import (
     price_of,
     validate,
 )
-from funes.llm.offline import keywords, merge_sentences
+from funes.providers.llm.offline import keywords, merge_sentences
 
 SUMMARY: dict[str, Any] = {
     "title": "summary",

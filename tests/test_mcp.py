@@ -18,9 +18,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 import funes
+from funes.agents.specs import TOOLS, render_tools
+from funes.conversations.prompts import load_prompt
 from funes.interfaces.mcp_server import PROMPT_NAME, build_server, resolve_project
-from funes.prompts import load_prompt
-from funes.tool_specs import TOOLS, render_tools
 
 EXPECTED_HINTS = {
     # name: (readOnly, destructive, idempotent)

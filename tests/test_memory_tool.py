@@ -154,7 +154,7 @@ def test_every_path_escape_is_refused(mem: funes.Funes, folder: Path, tmp_path: 
 
 
 def test_files_over_the_size_limit_are_refused(tmp_path: Path) -> None:
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     with funes.open(str(tmp_path / "m.db"), embedder=HashEmbedder(64), memory_file_kb=1) as small:
         root = tmp_path / "memory"

@@ -78,8 +78,8 @@ def test_the_local_embedder_without_tokenizers_names_the_extra() -> None:
 
     import pytest
 
-    from funes.embed.local import LocalEmbedder
     from funes.errors import DependencyMissing
+    from funes.providers.embed.local import LocalEmbedder
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(sys.modules, "tokenizers", None)  # importing it raises ImportError

@@ -8,9 +8,9 @@ import pytest
 from poisoning_corpus import BENIGN, VARIANTS
 
 import funes
-from funes.embed import HashEmbedder
+from funes.memory.safety import WARNING, instruction_flags, normalize
 from funes.models import Caller
-from funes.safety import WARNING, instruction_flags, normalize
+from funes.providers.embed import HashEmbedder
 
 
 @pytest.mark.parametrize("name, text", VARIANTS, ids=[v[0] for v in VARIANTS])

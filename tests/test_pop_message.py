@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import NotFound
+from funes.providers.embed import HashEmbedder
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ import psycopg
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import Conflict, InvalidInput
 from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
+from funes.providers.embed import HashEmbedder
 from funes.store import open_store
 from funes.store.postgres import PostgresStore
-from funes.tenancy import acting_for
+from funes.store.tenancy import acting_for
 
 pytestmark = pytest.mark.postgres
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from funes.query_dates import DateWindow, EventShift, find_dates, find_events
-from funes.retrieval import date_matcher
+from funes.memory.dates import DateWindow, EventShift, find_dates, find_events
+from funes.memory.ranking import date_matcher
 
 # A Friday afternoon.
 REF = datetime(2023, 10, 20, 15, 30, tzinfo=UTC)

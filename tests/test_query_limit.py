@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput
 from funes.interfaces.cli import main
+from funes.providers.embed import HashEmbedder
 
 
 def test_search_and_tools_refuse_an_over_long_query(tmp_path: Path) -> None:

@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.entities import fingerprint
+from funes.curation.entities import fingerprint
 from funes.errors import InvalidInput
 from funes.interfaces.cli import main
-from funes.llm import OfflineLLM, Usage
+from funes.providers.llm import OfflineLLM, Usage
 
 PAYLOAD: list[dict[str, Any]] = [
     {
@@ -173,7 +173,7 @@ def test_bad_payloads_say_what_to_send(mem: funes.Funes) -> None:
 
 
 def test_reconcile_as_a_durable_job(tmp_path: Path) -> None:
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     service = funes.open(str(tmp_path / "jobs.db"), embedder=HashEmbedder(64), worker="off")
     try:
@@ -230,7 +230,7 @@ def test_reconcile_through_an_openai_compatible_server_and_its_outage(
 ) -> None:
     from llm_servers import openai_answer, serve
 
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     with serve(openai_answer) as server:
         server.reply = {"title": "Orders", "summary": "Orders per region, with amounts."}

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import funes
 from funes.interfaces.cli import main
-from funes.relevance import Signals, coverage, fold, idf, keyword_signal, relevance
+from funes.memory.relevance import Signals, coverage, fold, idf, keyword_signal, relevance
 
 
 def test_idf_matches_fts5_and_never_goes_negative() -> None:

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.embed import HashEmbedder
 from funes.interfaces.cli import main
+from funes.memory.ranking import retention_score
 from funes.models import utcnow
-from funes.retrieval import retention_score
+from funes.providers.embed import HashEmbedder
 
 
 def _open(tmp_path: Path, **settings) -> funes.Funes:  # type: ignore[no-untyped-def]

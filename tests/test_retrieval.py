@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from funes.memory.ranking import RankSettings, boosts_for, fuse_rrf, query_terms, rank
 from funes.models import Memory, utcnow
-from funes.retrieval import RankSettings, boosts_for, fuse_rrf, query_terms, rank
 
 ids = st.text(alphabet="abcdefgh", min_size=1, max_size=3)
 ranked_lists = st.lists(st.lists(ids, unique=True, max_size=12), max_size=4)

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.ingest import SOURCE_FILTER_LABELS, SOURCE_FILTERS, describe_source_filters
+from funes.agents.specs import TOOLS_BY_NAME
 from funes.interfaces.cli import main
 from funes.models import Caller
-from funes.tool_specs import TOOLS_BY_NAME
+from funes.models.sources import SOURCE_FILTER_LABELS, SOURCE_FILTERS, describe_source_filters
 
 
 # -- the documents source filter: name, description and behaviour agree ---------------------

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.embed import HashEmbedder
 from funes.interfaces.cli import main
+from funes.providers.embed import HashEmbedder
 
 
 def run_python(code: str, home: Path, *args: str) -> subprocess.Popen[str]:
@@ -189,7 +189,7 @@ def test_damaged_pages_are_reported_by_doctor_and_never_crash_the_cli(tmp_path: 
 WRITER = """
 import sys
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 path, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with funes.open(path, embedder=HashEmbedder(32), busy_timeout_ms=30000) as mem:
@@ -222,7 +222,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path, funes_home: 
 SAME_TEXT_WRITER = """
 import sys
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 path, count = sys.argv[1], int(sys.argv[2])
 with funes.open(path, embedder=HashEmbedder(32), busy_timeout_ms=30000) as mem:
@@ -250,7 +250,7 @@ CRASHER = """
 import os
 import sys
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 path, mode = sys.argv[1], sys.argv[2]
 mem = funes.open(path, embedder=HashEmbedder(16, max_tokens=20))

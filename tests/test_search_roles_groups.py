@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 import funes
-from funes.embed import HashEmbedder
-from funes.grouping import fetch_size
 from funes.interfaces.cli import main
 from funes.interfaces.server import create_app
+from funes.memory.grouping import fetch_size
+from funes.memory.ranking import query_terms
 from funes.models import Caller, SearchFilters, SourceRef
-from funes.retrieval import query_terms
+from funes.providers.embed import HashEmbedder
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import funes
-from funes.embed import HashEmbedder
 from funes.interfaces.server import create_app
+from funes.providers.embed import HashEmbedder
 
 
 class Team:
@@ -72,7 +72,7 @@ def test_revoked_keys_stop_working_and_only_hashes_are_stored(api: Team) -> None
     assert api.client.get("/v1/me", headers=headers).status_code == 200
     listed = api.funes.keys.list("acme")
     assert all("key_hash" not in r for r in listed) and any(r["id"] == row["id"] for r in listed)
-    stored = api.funes.store.find_api_key(__import__("funes.keys").keys.hash_key(key))
+    stored = api.funes.store.find_api_key(__import__("funes.memory.keys").memory.keys.hash_key(key))
     assert stored is not None and key not in str(stored)
     api.funes.keys.revoke(row["id"])
     assert api.client.get("/v1/me", headers=headers).status_code == 401

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 import funes
-from funes.embed import HashEmbedder
 from funes.interfaces.server import create_app
+from funes.providers.embed import HashEmbedder
 
 _DIR = Path(tempfile.mkdtemp(prefix="funes-fuzz-"))
 atexit.register(shutil.rmtree, _DIR, ignore_errors=True)

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
+from funes.providers.embed import HashEmbedder
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 SERVE = "import sys; from funes.interfaces.cli import main; sys.exit(main())"

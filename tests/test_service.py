@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.models import DEFAULT_IMPORTANCE, utcnow
+from funes.providers.embed import HashEmbedder
 
 
 @pytest.fixture

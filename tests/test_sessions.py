@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.context import Budget
-from funes.embed import HashEmbedder
+from funes.conversations.assembly import Budget
 from funes.errors import InvalidInput, NotFound
 from funes.interfaces.cli import main
 from funes.models import SourceRef, utcnow
+from funes.providers.embed import HashEmbedder
 from funes.store import AccessEvent
 
 

@@ -16,16 +16,7 @@ import numpy as np
 import pytest
 
 from funes.errors import EmbedderMismatch
-from funes.models import (
-    EmbedderIdentity,
-    Memory,
-    RankFields,
-    SearchFilters,
-    SourceRef,
-    content_hash,
-    new_id,
-    utcnow,
-)
+from funes.models import EmbedderIdentity, Memory, RankFields, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store import AccessEvent, Store, Visibility, open_store, vis_key
 
 DIMS = 8

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import StoreCorrupt, StoreFull, StoreReadOnly
+from funes.providers.embed import HashEmbedder
 
 ROOT = os.geteuid() == 0
 
@@ -160,7 +160,7 @@ def test_backup_is_consistent_while_another_process_writes(tmp_path: Path) -> No
             sys.executable,
             "-c",
             "import funes, sys\n"
-            "from funes.embed import HashEmbedder\n"
+            "from funes.providers.embed import HashEmbedder\n"
             f"m = funes.open({str(db)!r}, embedder=HashEmbedder(64))\n"
             "print('ready', flush=True)\n"
             "for i in range(400):\n"

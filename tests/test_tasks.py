@@ -10,8 +10,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 import funes
+from funes.agents.tasks import analyse, hunk_counts
 from funes.interfaces.cli import main
-from funes.tasks import analyse, hunk_counts
 
 
 def git(repo: Path, *args: str) -> str:
@@ -109,7 +109,7 @@ def test_cli_record_task(tmp_path: Path, monkeypatch) -> None:  # type: ignore[n
 def test_task_insights_come_from_the_configured_llm_and_fall_back_to_rules(tmp_path: Path) -> None:
     from llm_servers import anthropic_answer, serve
 
-    from funes.embed import HashEmbedder
+    from funes.providers.embed import HashEmbedder
 
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from pydantic import TypeAdapter
 
 import funes
+from funes.agents.specs import FORMATS, TOOLS, TOOLS_BY_NAME, render_tools
+from funes.agents.tools import ToolResult
 from funes.interfaces.cli import main
 from funes.models import Caller, SourceRef, format_time, utcnow
-from funes.tool_specs import FORMATS, TOOLS, TOOLS_BY_NAME, render_tools
-from funes.tools import ToolResult
 
 ALICE = Caller(tenant="acme", user_id="alice", agent_id="procurement-agent", session_id="s1")
 MALLORY = Caller(tenant="evil", user_id="mallory", agent_id="other-agent", session_id="s9")
@@ -189,7 +189,7 @@ def test_responses_rendering_matches_the_sdk_function_tool() -> None:
 
 
 def test_source_filter_choices_are_ingestions() -> None:
-    from funes.ingest import SOURCE_FILTERS
+    from funes.models.sources import SOURCE_FILTERS
 
     enum = TOOLS_BY_NAME["memory_search"].input_schema()["properties"]["source_filter"]["enum"]
     assert set(enum) == set(SOURCE_FILTERS)
@@ -222,7 +222,7 @@ def test_schemas_and_validator_agree(name: str) -> None:
     required_only = {k: args[k] for k in spec.input_schema()["required"]}
     nulls = {k: required_only.get(k) for k in spec.strict_schema()["properties"]}
     jsonschema.validate(nulls, spec.strict_schema())
-    from funes.tool_specs import parse_args
+    from funes.agents.specs import parse_args
 
     assert parse_args(spec, strict_args) == parse_args(spec, args)
     if name != "update_memory":  # update_memory needs something to change

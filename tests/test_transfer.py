@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import funes
-from funes.embed import HashEmbedder
 from funes.models import SourceRef, utcnow
+from funes.providers.embed import HashEmbedder
 
 
 def export_text(service: funes.Funes) -> str:

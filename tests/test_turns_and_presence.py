@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 import funes
-from funes.context import Recalled
+from funes.memory.neighbours import merge_windows
+from funes.memory.relevance import named_terms
 from funes.models import SearchFilters
-from funes.neighbours import merge_windows
-from funes.relevance import named_terms
+from funes.models.messages import Recalled
 
 STANDUP = [
     ("user", "What time is the standup tomorrow?"),

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.embed import HashEmbedder
+from funes.curation.upkeep import keeper, same_words
 from funes.interfaces.cli import main
 from funes.models import Memory, utcnow
-from funes.upkeep import keeper, same_words
+from funes.providers.embed import HashEmbedder
 
 
 def _open(tmp_path: Path, embedder=None, **settings) -> funes.Funes:  # type: ignore[no-untyped-def]

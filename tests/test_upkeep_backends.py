@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import funes
-from funes.embed import HashEmbedder
 from funes.models import utcnow
+from funes.providers.embed import HashEmbedder
 
 
 def _open(url: str, **settings) -> funes.Funes:  # type: ignore[no-untyped-def]

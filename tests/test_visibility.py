@@ -11,10 +11,10 @@ import pytest
 from mcp import Client
 
 import funes
-from funes.embed import HashEmbedder
 from funes.errors import InvalidInput, NotFound
 from funes.interfaces.mcp_server import build_server
 from funes.models import Caller
+from funes.providers.embed import HashEmbedder
 
 SECRET = "The vault combination for the tulip warehouse is 4711"
 

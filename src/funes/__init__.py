@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     BackendUnavailable,
@@ -35,36 +35,30 @@ from .models import (
     SessionGroup,
     SourceRef,
 )
+from .models.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .context import Budget, BuiltContext
-    from .ingest.results import Document, IngestReport
+    from .agents.tools import ToolResult
+    from .conversations.assembly import Budget, BuiltContext
+    from .conversations.sessions import Session
+    from .knowledge.results import Document, IngestReport
     from .service import Funes, open
-    from .sessions import Session
-    from .tools import ToolResult
 
 
 _LAZY = {
     "Funes": "service",
     "open": "service",
-    "Session": "sessions",
-    "Budget": "context",
-    "BuiltContext": "context",
-    "ToolResult": "tools",
-    "Document": "ingest.results",
-    "IngestReport": "ingest.results",
+    "Session": "conversations.sessions",
+    "Budget": "conversations.assembly",
+    "BuiltContext": "conversations.assembly",
+    "ToolResult": "agents.tools",
+    "Document": "knowledge.results",
+    "IngestReport": "knowledge.results",
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load the service (numpy, SQLite, the store) on first use, so `funes --help` stays instant."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'funes' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f".{module}", __name__), name)
-
+# The service (numpy, SQLite, the store) loads on first use.
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __version__ = "0.1.0"
 

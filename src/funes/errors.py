@@ -68,7 +68,7 @@ class EmbedderUnavailable(BackendUnavailable):
     """The embedding server cannot be reached (or keeps failing) right now.
 
     Writes are still accepted (their vectors wait as jobs) and searches fall
-    back to keywords; see :mod:`funes.core`.
+    back to keywords; see :mod:`funes.memory.core`.
     """
 
     code = "embedder_unavailable"

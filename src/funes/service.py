@@ -6,27 +6,27 @@ service, so there is exactly one implementation of everything.
 
 The parts, innermost first (each may use only those before it):
 
-* ``core`` (:class:`funes.core.Core`): records over a store, with ``embedding``
-  (:class:`funes.embedding.Embedding`) turning texts into vectors;
-* ``jobs`` (:class:`funes.jobs.Jobs`): the durable job runner;
-* ``maintenance`` (:class:`funes.maintenance.Maintenance`): stats, doctor, reindex, clear;
-* ``docs`` (:class:`funes.documents.Documents`): ingestion and documents;
-* ``conversations`` (:class:`funes.sessions.Conversations`): sessions and context;
-* ``memory_folders`` (:class:`funes.folders.Folders`): Markdown memory folders, sync and watch;
-* ``writeback`` (:class:`funes.capture.Capture`): remember to Markdown, ``<save_memory>`` capture;
-* ``tasks`` (:class:`funes.tasks.Tasks`): task summaries and their insights;
-* ``agent_hooks`` (:class:`funes.hooks.Hooks`): Claude Code hooks (run and install);
-* ``claude_memory`` (:class:`funes.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
-* ``agent_tools`` (:class:`funes.tools.AgentTools`): the agent tools;
-* ``transfer`` (:class:`funes.transfer.Transfer`): export and import;
-* ``curation`` (:class:`funes.curation.Curation`): version history and restore;
-* ``entities`` (:class:`funes.entities.Entities`): entity reconciliation;
-* ``insights`` (:class:`funes.insights.Insights`): chat insights, one merged memory per topic;
-* ``learning`` (:class:`funes.learn.Learning`): facts, preferences and decisions learned from conversations;
-* ``upkeep`` (:class:`funes.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
-* ``keys`` (:class:`funes.keys.Keys`): the team server's API keys;
-* ``generation`` (:class:`funes.generation.Generation`): generate/regenerate as cooled-down jobs;
-* ``uploads`` (:class:`funes.uploads.Uploads`): uploaded documents indexed by jobs.
+* ``core`` (:class:`funes.memory.core.Core`): records over a store, with ``embedding``
+  (:class:`funes.memory.embedding.Embedding`) turning texts into vectors;
+* ``jobs`` (:class:`funes.memory.jobs.Jobs`): the durable job runner;
+* ``maintenance`` (:class:`funes.curation.health.Maintenance`): stats, doctor, reindex, clear;
+* ``docs`` (:class:`funes.knowledge.documents.Documents`): ingestion and documents;
+* ``conversations`` (:class:`funes.conversations.sessions.Conversations`): sessions and context;
+* ``memory_folders`` (:class:`funes.knowledge.folders.Folders`): Markdown memory folders, sync and watch;
+* ``writeback`` (:class:`funes.agents.capture.Capture`): remember to Markdown, ``<save_memory>`` capture;
+* ``tasks`` (:class:`funes.agents.tasks.Tasks`): task summaries and their insights;
+* ``agent_hooks`` (:class:`funes.agents.hooks.Hooks`): Claude Code hooks (run and install);
+* ``claude_memory`` (:class:`funes.agents.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
+* ``agent_tools`` (:class:`funes.agents.tools.AgentTools`): the agent tools;
+* ``transfer`` (:class:`funes.memory.transfer.Transfer`): export and import;
+* ``curation`` (:class:`funes.curation.versions.Curation`): version history and restore;
+* ``entities`` (:class:`funes.curation.entities.Entities`): entity reconciliation;
+* ``insights`` (:class:`funes.curation.insights.Insights`): chat insights, one merged memory per topic;
+* ``learning`` (:class:`funes.curation.learn.Learning`): facts, preferences and decisions learned from conversations;
+* ``upkeep`` (:class:`funes.curation.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
+* ``keys`` (:class:`funes.memory.keys.Keys`): the team server's API keys;
+* ``generation`` (:class:`funes.curation.generation.Generation`): generate/regenerate as cooled-down jobs;
+* ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs.
 
 See ``docs/architecture.md``.
 """
@@ -37,30 +37,30 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from . import config as config_mod
-from .capture import Capture
-from .core import Core
-from .curation import Curation
-from .documents import Documents
-from .embed import Embedder
-from .embedding import Embedding
-from .entities import Entities
-from .folders import Folders
-from .generation import Generation
-from .hooks import Hooks
-from .insights import Insights
-from .jobs import Jobs
-from .keys import Keys
-from .learn import Learning
-from .maintenance import Maintenance
-from .memory_tool import MemoryTool
-from .sessions import Conversations
+from .agents.capture import Capture
+from .agents.hooks import Hooks
+from .agents.memory_tool import MemoryTool
+from .agents.tasks import Tasks
+from .agents.tools import AgentTools
+from .conversations.sessions import Conversations
+from .curation.entities import Entities
+from .curation.generation import Generation
+from .curation.health import Maintenance
+from .curation.insights import Insights
+from .curation.learn import Learning
+from .curation.upkeep import Upkeep
+from .curation.versions import Curation
+from .knowledge.documents import Documents
+from .knowledge.folders import Folders
+from .knowledge.uploads import Uploads
+from .memory.core import Core
+from .memory.embedding import Embedding
+from .memory.jobs import Jobs
+from .memory.keys import Keys
+from .memory.transfer import Transfer
+from .models import config as config_mod
+from .providers.embed import Embedder
 from .store import Store, open_store
-from .tasks import Tasks
-from .tools import AgentTools
-from .transfer import Transfer
-from .upkeep import Upkeep
-from .uploads import Uploads
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -273,7 +273,7 @@ def open(
     starts it now (long-running processes), ``"off"`` never (short commands;
     run them with :meth:`Funes.run_jobs` or ``funes jobs run``).
     """
-    from .embed import create_embedder
+    from .providers.embed import create_embedder
 
     if isinstance(embedder, str):
         # The CLI's --embedder names a backend; it is the setting, not an instance.

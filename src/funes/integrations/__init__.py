@@ -9,6 +9,9 @@
 They are shells, like the CLI and the MCP server: each calls the :class:`funes.Funes`
 facade and nothing else, and each imports its framework only when the adapter module
 itself is imported (``import funes`` never loads a framework).
+
+Never another shell, nor another adapter. May import: ``funes.errors``, ``funes.models``, ``funes.store``, ``funes.providers``, ``funes.memory``,
+``funes.knowledge``, ``funes.conversations``, ``funes.curation``, ``funes.agents``, ``funes.service``.
 """
 
 from __future__ import annotations

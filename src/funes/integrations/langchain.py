@@ -1,6 +1,6 @@
 """LangChain: the Funes agent tools as ``StructuredTool`` objects, and a ``BaseRetriever`` over search.
 
-The tools are rendered from the one definition in :mod:`funes.tool_specs` (the
+The tools are rendered from the one definition in :mod:`funes.agents.specs` (the
 same names, descriptions and pydantic input models as the MCP, Anthropic and
 OpenAI renderings) and run through :meth:`funes.Funes.execute_tool`, so a
 LangChain agent gets exactly the behaviour of every other shell: text for the
@@ -29,7 +29,7 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.tools import StructuredTool, ToolException  # noqa: E402
 from pydantic import ConfigDict, Field, ValidationError  # noqa: E402
 
-from ..tool_specs import TOOLS, TOOLS_BY_NAME, ToolSpec, describe_errors  # noqa: E402
+from ..agents.specs import TOOLS, TOOLS_BY_NAME, ToolSpec, describe_errors  # noqa: E402
 
 if TYPE_CHECKING:
     from ..service import Funes

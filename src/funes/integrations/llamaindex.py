@@ -17,7 +17,7 @@ import asyncio
 from typing import Any
 
 from ..errors import InvalidInput
-from ..safety import FENCE_NOTE
+from ..memory.safety import FENCE_NOTE
 from . import require
 
 require("llama_index.core.memory", "llamaindex", "LlamaIndex")

@@ -25,9 +25,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..context import Message
 from ..errors import NotFound
 from ..models import new_id
+from ..models.messages import Message
 from . import require
 
 require("agents.memory", "openai-agents", "OpenAI Agents SDK")

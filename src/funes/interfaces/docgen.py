@@ -1,7 +1,7 @@
 """Generate ``docs/cli.md`` and ``docs/settings.md`` from the live code.
 
 The CLI reference walks the click command tree recursively (groups and their
-subcommands), and the settings reference reads :data:`funes.config.SETTINGS`,
+subcommands), and the settings reference reads :data:`funes.models.config.SETTINGS`,
 so the docs can never miss a command or a setting: ``tests/test_docs.py``
 regenerates both and fails when the files on disk differ.
 
@@ -72,7 +72,7 @@ def cli_markdown(group: click.Command | None = None) -> str:
 def settings_markdown(settings: dict[str, Any] | None = None) -> str:
     """The settings reference: name, environment variable, type, default and help of each setting."""
     if settings is None:
-        from ..config import SETTINGS
+        from ..models.config import SETTINGS
 
         settings = SETTINGS
     out = [

@@ -5,7 +5,7 @@ This is the only module that imports the official ``mcp`` SDK (major version
 :meth:`funes.Funes.execute_tool`, run in a worker thread because the core is
 synchronous.
 
-* Tools: the ones defined in :mod:`funes.tool_specs`, with annotations.
+* Tools: the ones defined in :mod:`funes.agents.specs`, with annotations.
   Failures come back as ``isError`` results the model can act on.
 * Resources: ``funes://stats``, ``funes://scopes`` and ``funes://memory/{id}``.
 * Prompt: the agent's memory-management instructions (``memory-management``),
@@ -66,7 +66,7 @@ def resolve_project(explicit: str | None, configured: str | None, cwd: Path | No
 
 def agent_instructions(prompts_dir: str | None = None) -> str:
     """The memory-management instructions for agents (user-overridable, like every prompt)."""
-    from ..prompts import load_prompt
+    from ..conversations.prompts import load_prompt
 
     return load_prompt("agent", prompts_dir=prompts_dir or None)
 
@@ -132,7 +132,7 @@ def build_server(
     ``caller_of(ctx, default)`` says who a request acts for (the team server
     resolves it from the request's API key); by default, the configured tenant and user.
     """
-    from ..tool_specs import TOOLS
+    from ..agents.specs import TOOLS
 
     session = session_id or new_id("mcp")
     text = instructions if instructions is not None else agent_instructions(funes.config.values.get("prompts_dir"))

@@ -4,7 +4,9 @@ A store does storage and raw retrieval and nothing else: it puts and deletes
 records atomically, runs keyword search and vector KNN with every filter
 applied inside the index, lists with cursor pagination, and keeps the side
 tables (embedding cache, access log). It never embeds and never ranks across
-lists; that is the service's and :mod:`funes.retrieval`'s job.
+lists; that is the service's and :mod:`funes.memory.ranking`'s job.
+
+May import: ``funes.errors``, ``funes.models``.
 """
 
 from __future__ import annotations

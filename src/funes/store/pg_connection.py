@@ -16,7 +16,7 @@ process (the SQLite store's semantics, which the feature services rely on:
 read-then-write sequences are serialised within a process; across processes,
 row locks, ``SKIP LOCKED`` claims and advisory locks do it). Reads inside a
 transaction run on its connection, so they see its writes. Every statement runs with
-``funes.tenant`` set from :data:`funes.tenancy.current_tenant`, which the
+``funes.tenant`` set from :data:`funes.store.tenancy.current_tenant`, which the
 row-level-security policies read.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
-from ..tenancy import current_tenant
+from .tenancy import current_tenant
 
 log = logging.getLogger("funes.store.postgres")
 

@@ -15,7 +15,7 @@ What differs is here and in the ``postgres_*`` modules:
   known (:meth:`PostgresStore.set_identity`). The KNN plan is chosen per
   pgvector version and tenant size (postgres_search.py).
 * Every tenant table has a row-level-security policy reading
-  ``funes.tenant`` (006_rls.sql), set from :mod:`funes.tenancy` on every
+  ``funes.tenant`` (006_rls.sql), set from :mod:`funes.store.tenancy` on every
   statement.
 * Jobs are claimed with ``FOR UPDATE SKIP LOCKED``; a record's dedup check
   takes a transaction-scoped advisory lock, so two processes remembering the

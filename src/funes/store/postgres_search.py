@@ -6,7 +6,7 @@ words of any script, no stemming) with a GIN index. The query is an OR of
 parameter, so no user text is ever parsed as tsquery syntax. Matches are
 scored with Okapi BM25 (k1 1.2, b 0.75, FTS5's IDF) computed from the
 tsvector's positions, so the calibrated relevance model
-(:mod:`funes.relevance`) reads the same scale on both stores. At most the
+(:mod:`funes.memory.relevance`) reads the same scale on both stores. At most the
 newest ``scan_cap`` matches are scored, as on SQLite.
 
 CJK: PostgreSQL's parsers do not split Chinese or Japanese either, and

@@ -4,7 +4,7 @@ A document row and its chunk records change together: :meth:`replace_document`
 deletes the old chunks, writes the new ones with their vectors and updates
 the row in ONE transaction, so a search (on its own read connection, in WAL
 mode) sees either the old version or the new one, never both or half.
-Rows are plain dicts here; :mod:`funes.documents` turns them into values.
+Rows are plain dicts here; :mod:`funes.knowledge.documents` turns them into values.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """SQLite table of registered memory folders (see sql/010_folders.sql).
 
 A folder row holds no records: its files are managed documents whose uri
-lies under the folder's path. Rows are plain dicts; :mod:`funes.folders`
+lies under the folder's path. Rows are plain dicts; :mod:`funes.knowledge.folders`
 turns them into values.
 """
 

@@ -1,4 +1,4 @@
-"""SQLite tables of durable jobs (see sql/005_jobs.sql and :mod:`funes.jobs`).
+"""SQLite tables of durable jobs (see sql/005_jobs.sql and :mod:`funes.memory.jobs`).
 
 The claim is one ``UPDATE ... RETURNING`` under SQLite's write lock, so two
 workers (threads or processes) never claim the same job. Completion checks

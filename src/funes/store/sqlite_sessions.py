@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..context import Message, ToolCall
 from ..models import Memory, Turn, format_time, from_epoch, to_epoch
+from ..models.messages import Message, ToolCall
 
 if TYPE_CHECKING:
     from .connection import Database

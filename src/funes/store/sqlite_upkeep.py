@@ -1,6 +1,6 @@
 """What maintenance asks of the SQLite store: counters, candidates for pruning and purging, index upkeep.
 
-See :mod:`funes.upkeep` for the policy; this module only finds and counts.
+See :mod:`funes.curation.upkeep` for the policy; this module only finds and counts.
 Candidate lists are bounded (``limit``) so a maintenance run never holds a
 huge list in memory; the next run takes the rest.
 """

@@ -7,13 +7,7 @@ from typing import Any
 
 import click
 
-from .common import (
-    State,
-    emit,
-    hit_line,
-    json_option,
-    pass_state,
-)
+from .common import State, emit, hit_line, json_option, pass_state
 
 
 def register(group: click.Group) -> None:
@@ -176,7 +170,7 @@ def _default_copy(state: State, label: str) -> str:
     import time
     from pathlib import Path
 
-    from ... import config as cfg
+    from ...models import config as cfg
 
     db = Path(state.db).expanduser() if state.db else cfg.load().db_file
     return str(db.with_name(f"{db.stem}.{label}-{time.strftime('%Y%m%dT%H%M%S')}{db.suffix or '.db'}"))
@@ -197,8 +191,8 @@ def _repair(state: State, as_json: bool) -> None:
     """Salvage what is readable into a new file and say how to switch to it."""
     from pathlib import Path
 
-    from ... import config as cfg
     from ...errors import InvalidInput
+    from ...models import config as cfg
     from ...store import is_postgres_url
     from ...store.sqlite import salvage_path
 
@@ -278,7 +272,7 @@ def config(
     With --project P: that project's settings, stored in the store
     (`funes config --project P`, `funes config set --project P enabled false`).
     """
-    from ... import config as cfg
+    from ...models import config as cfg
 
     if project_id is not None:
         _project_config(ctx.find_object(State), action, project_id, name, value, as_json)
@@ -375,7 +369,7 @@ def demo(state: State, query: str, as_json: bool) -> None:
     Running it again adds nothing: the same content in the same scope is
     never stored twice.
     """
-    from ... import config as cfg
+    from ...models import config as cfg
 
     if state.db is None:
         state.db = str(cfg.home() / "demo.db")

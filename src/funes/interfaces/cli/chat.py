@@ -15,7 +15,8 @@ import click
 from .common import State, emit, json_option, pass_state, read_text_arg
 
 if TYPE_CHECKING:
-    from ...context import BuiltContext, Message
+    from ...conversations.assembly import BuiltContext
+    from ...models.messages import Message
 
 
 def _read_json_file(path: str, what: str) -> Any:
@@ -237,8 +238,8 @@ def register(group: click.Group) -> None:
     @json_option
     def instructions_cmd(agent: bool, as_json: bool) -> None:
         """Print the memory instructions for system prompts (override in $FUNES_HOME/prompts/)."""
-        from ... import config
-        from ...prompts import load_prompt
+        from ...conversations.prompts import load_prompt
+        from ...models import config
 
         name = "agent" if agent else "memory"
         text = load_prompt(name, prompts_dir=config.load().prompts_dir)

@@ -17,7 +17,7 @@ import click
 from .common import SCOPES, State, emit, json_option, pass_state
 
 if TYPE_CHECKING:
-    from ...documents import Document, IngestProgress, IngestReport, IngestResult
+    from ...knowledge.documents import Document, IngestProgress, IngestReport, IngestResult
 
 KINDS = ("text", "markdown", "pdf", "sheet", "xlsx", "csv", "tsv", "chat")
 _BAR = 24
@@ -118,8 +118,8 @@ def ingest(
     Reads text, Markdown, PDF, .xlsx/.xlsm, .csv/.tsv and chat exports. Each
     file's outcome is listed at the end; the exit code is 1 if any failed.
     """
-    from ...documents import IngestReport, IngestResult
     from ...errors import FunesError
+    from ...knowledge.documents import IngestReport, IngestResult
 
     f = state.funes()
     options: dict[str, Any] = dict(

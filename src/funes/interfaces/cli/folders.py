@@ -19,7 +19,7 @@ import click
 from .common import State, emit, json_option, pass_state, read_text_arg
 
 if TYPE_CHECKING:
-    from ...folders import Folder, FolderStatus, SyncReport
+    from ...knowledge.folders import Folder, FolderStatus, SyncReport
 
 
 def register(group: click.Group) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ...ingest import describe_source_filters
+from ...models.sources import describe_source_filters
 from .common import (
     MEMORY_TYPES,
     MESSAGE_ROLES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ...keys import ROLES
+from ...memory.keys import ROLES
 from .common import State, emit, json_option, pass_state
 
 

@@ -36,7 +36,7 @@ def register(group: click.Group) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON (the output is always JSON).")
 def tools(fmt: str, names: tuple[str, ...], as_json: bool) -> None:
     """Print the agent tools' definitions, ready to pass to an LLM API."""
-    from ...tool_specs import render_tools
+    from ...agents.specs import render_tools
 
     rendered = render_tools(fmt, list(names) if names else None)
     click.echo(json.dumps(rendered, indent=2, ensure_ascii=False))
@@ -55,7 +55,7 @@ def mcp(
     state: State, use_http: bool, port: int | None, project: str | None, session_id: str | None, as_json: bool
 ) -> None:
     """Run the MCP server: stdio by default (for Claude, Cursor, VS Code, Codex), or --http."""
-    from ... import config as cfg
+    from ...models import config as cfg
 
     try:
         from .. import mcp_server

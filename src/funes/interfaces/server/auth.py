@@ -1,6 +1,6 @@
-"""Who a request acts for: API keys in, a :class:`~funes.keys.Principal` and a tenant out.
+"""Who a request acts for: API keys in, a :class:`~funes.memory.keys.Principal` and a tenant out.
 
-A pure ASGI middleware, so the tenant it sets (:func:`funes.tenancy.acting_for`)
+A pure ASGI middleware, so the tenant it sets (:func:`funes.store.tenancy.acting_for`)
 reaches the route, the worker thread it runs in and the MCP handlers alike.
 """
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ...errors import FunesError, Unauthorized
-from ...keys import Principal
-from ...tenancy import acting_for
+from ...memory.keys import Principal
+from ...store.tenancy import acting_for
 
 if TYPE_CHECKING:
     from ...service import Funes

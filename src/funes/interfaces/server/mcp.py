@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...keys import Principal
+from ...memory.keys import Principal
 from ...models import Caller
 from .auth import PRINCIPAL
 

@@ -1,0 +1,93 @@
+"""Curation of records: their version history, and restoring an older version.
+
+A record keeps its superseded states in ``previous_versions`` (the
+:data:`~funes.models.MAX_PREVIOUS_VERSIONS` latest, oldest dropped first).
+Restoring one is an ordinary update through the core: the restored text
+becomes a NEW version (version + 1), the current text joins the history (so
+a restore can itself be undone), the text is re-embedded, and the same FIFO
+limit holds. History is never rewritten in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput, NotFound
+from ..models import Memory, PreviousVersion, format_time
+
+if TYPE_CHECKING:
+    from ..memory.core import Core
+
+
+@dataclass(frozen=True)
+class Version:
+    """One state of a record: the current one or a kept previous one."""
+
+    version: int
+    content: str
+    content_hash: str
+    importance: float
+    updated_at: datetime
+    current: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "version": self.version,
+            "content": self.content,
+            "content_hash": self.content_hash,
+            "importance": self.importance,
+            "updated_at": format_time(self.updated_at),
+            "current": self.current,
+        }
+
+
+def versions_of(memory: Memory) -> list[Version]:
+    """Every kept state of a record, newest first (the current one first)."""
+    current = PreviousVersion(memory.version, memory.content, memory.content_hash, memory.importance, memory.updated_at)
+    states = [current, *reversed(memory.previous_versions)]
+    return [
+        Version(s.version, s.content, s.content_hash, s.importance, s.updated_at, current=s is current) for s in states
+    ]
+
+
+class Curation:
+    """Version history and restore of records (a feature service over the core)."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def versions(self, memory_id: str, *, tenant: str | None = None, user: str | None = None) -> list[Version]:
+        """A record's versions with their timestamps, newest first (the current one is marked ``current``)."""
+        return versions_of(self.core.get(memory_id, tenant=tenant, user=user))
+
+    def restore(self, memory_id: str, version: int, *, tenant: str | None = None, user: str | None = None) -> Memory:
+        """Make an older version current again, as a new version; the current text is kept in history.
+
+        The restored text is re-embedded (or queued for embedding while the
+        embedder is down) and its importance comes back with it. Restoring
+        the version that is already current changes nothing.
+        """
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise InvalidInput(f"Version must be a number, got {version!r}.", hint="`funes history ID` lists them.")
+        memory = self.core.get(memory_id, tenant=tenant, user=user)
+        if version == memory.version:
+            return memory
+        old = next((v for v in memory.previous_versions if v.version == version), None)
+        if old is None:
+            kept = ", ".join(str(v.version) for v in memory.previous_versions) or "none"
+            raise NotFound(
+                f"Memory {memory_id} has no version {version} (current {memory.version}; kept: {kept}).",
+                hint=f"`funes history {memory_id}` lists the kept versions; only the "
+                "latest 5 previous versions are kept.",
+            )
+        return self.core.update(
+            memory_id,
+            content=old.content,
+            importance=old.importance,
+            metadata={"restored_from_version": old.version},
+            tenant=tenant,
+            user=user,
+        )

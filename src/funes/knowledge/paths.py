@@ -1,0 +1,166 @@
+"""Which files an ingestion names: paths, folders (recursive) and globs, with short display names."""
+
+from __future__ import annotations
+
+import glob
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import FunesError, InvalidInput
+from .readers import EXTENSIONS
+
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass
+class InputFile:
+    """One input: a file (path) or bytes, or the error that stops it being read."""
+
+    uri: str
+    name: str
+    path: Path | None = None
+    data: bytes | None = None
+    size: int = 0
+    extension: str = ""
+    error: FunesError | None = None
+    #: Why this input is left out without being an error (a device, a FIFO, a socket).
+    skipped: str | None = None
+
+
+def printable(text: str) -> str:
+    """A file name that SQLite and terminals accept: undecodable bytes become ``\\xNN`` escapes.
+
+    POSIX file names are bytes; Python keeps the ones that are not UTF-8 as lone
+    surrogates, which cannot be stored or printed (issue 9: one such name aborted a
+    whole folder ingest). The escape is deterministic, so re-ingesting finds the same document.
+    """
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _not_regular(path: Path) -> str | None:
+    """Why a path is not a regular file that can be read to its end, or None when it is."""
+    try:
+        mode = path.stat().st_mode  # follows symlinks: a link to /dev/zero is a device
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    target = " (through a symbolic link)" if path.is_symlink() else ""
+    if stat.S_ISFIFO(mode):
+        return f"is a named pipe (FIFO){target}, which would block ingestion"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"is a device file{target}, which may never end"
+    if stat.S_ISSOCK(mode):
+        return f"is a socket{target}"
+    return f"is not a regular file{target}"
+
+
+def _display_name(path: Path, root: Path | None) -> str:
+    """A short name for attributions: relative to the cwd or the ingested folder, else the file name."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        pass
+    if root is not None:
+        try:
+            return path.relative_to(root.parent).as_posix()
+        except ValueError:
+            pass
+    return path.name
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
+    """Files named by paths, folders (recursively: supported files only) and globs, in order."""
+    out: list[InputFile] = []
+    seen: set[str] = set()
+
+    def add(path: Path, root: Path | None, unsupported: bool = False) -> None:
+        resolved = path.resolve()
+        if str(resolved) in seen:
+            return
+        seen.add(str(resolved))
+        reason = _not_regular(path)
+        # A link to a device is named by the link (z.txt), not by its target (zero).
+        name = printable(_display_name(resolved if reason is None else path.absolute(), root))
+        skipped = f"{name} {reason}; only regular files are ingested." if reason else None
+        if skipped is None and unsupported:
+            kind = f"type ({resolved.suffix})" if resolved.suffix else "type (no extension)"
+            skipped = (
+                f"{name} has an unsupported {kind}; in a folder Funes reads {', '.join(sorted(EXTENSIONS))}. "
+                "Name the file itself with --kind text to index it anyway."
+            )
+        out.append(
+            InputFile(
+                uri=printable(str(resolved)),
+                name=name,
+                path=resolved,
+                extension=resolved.suffix.lower(),
+                skipped=skipped,
+            )
+        )
+
+    def walk(folder: Path) -> int:
+        """Add a folder's files (hidden ones and hidden folders left out); returns how many it can read."""
+        found = 0
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for filename in sorted(filenames):
+                if filename.startswith("."):
+                    continue
+                # Unsupported files are listed as skipped, with the reason, never dropped silently (issue 8).
+                supported = Path(filename).suffix.lower() in EXTENSIONS
+                add(Path(dirpath) / filename, folder.resolve(), unsupported=not supported)
+                found += supported
+        return found
+
+    for raw in paths:
+        text = os.fspath(raw)
+        path = Path(text).expanduser()
+        if path.is_file() or (path.exists() and not path.is_dir()):
+            add(path, None)
+        elif path.is_dir():
+            if not walk(path):
+                out.append(
+                    InputFile(
+                        uri=printable(str(path.resolve())),
+                        name=printable(text),
+                        error=InvalidInput(
+                            f"No supported files in folder {printable(text)}.",
+                            hint=f"Funes reads {', '.join(sorted(EXTENSIONS))}.",
+                        ),
+                    )
+                )
+        elif _GLOB_CHARS & set(text):
+            matches = sorted(glob.glob(os.path.expanduser(text), recursive=True))
+            files = [Path(m) for m in matches if Path(m).exists() and not Path(m).is_dir()]
+            for m in matches:
+                if Path(m).is_dir():
+                    walk(Path(m))
+            for f in files:
+                add(f, None)
+            if not matches:
+                out.append(
+                    InputFile(
+                        uri=printable(text),
+                        name=printable(text),
+                        error=InvalidInput(f"No files match {printable(text)}.", hint="Check the pattern."),
+                    )
+                )
+        else:
+            out.append(
+                InputFile(
+                    uri=printable(str(path.absolute())),
+                    name=printable(text),
+                    error=InvalidInput(f"No such file or directory: {printable(text)}.", hint="Check the path."),
+                )
+            )
+    for item in out:
+        if item.path is not None and item.skipped is None:
+            try:
+                item.size = item.path.stat().st_size
+            except OSError:
+                item.size = 0
+    return out

@@ -1,0 +1,170 @@
+"""Documents uploaded to the team server: saved durably, then indexed by a ``document-ingest`` job.
+
+An upload's bytes are written (and fsynced) under ``uploads/`` beside the
+store BEFORE the job that indexes them is queued, and the job is queued
+before the caller hears 202: a crash at any point loses nothing accepted.
+Until its job is done, an upload is listed as a document of its own (its id
+is the job id) with the job's state: ``queued``, ``indexing`` or ``failed``
+with the reason. Indexing is two-phase like every job: read and embed first,
+then swap the chunks in with the job's completion. The saved file stays as
+the document's source (a reindex reads it again); upload folders that no job
+refers to any more (jobs are trimmed after ``job_keep_days``) are removed
+once they are an hour old.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput, NotFound
+from ..models import Job, format_time, new_id
+
+if TYPE_CHECKING:
+    from ..memory.core import Core
+    from ..memory.jobs import Jobs
+    from .documents import Documents
+
+KIND = "document-ingest"
+_SWEEP_AGE_SECONDS = 3600.0
+_JOB_STATUS = {"queued": "queued", "running": "indexing", "failed": "failed"}
+
+
+class Uploads:
+    """Accept uploaded documents and index them in the background."""
+
+    def __init__(self, core: Core, docs: Documents, jobs: Jobs) -> None:
+        self.core = core
+        self.docs = docs
+        jobs.register(KIND, self._job)
+
+    @property
+    def folder(self) -> Path:
+        """Where uploads wait for their job: beside a SQLite store, else in the Funes home."""
+        path = str(self.core.store.path)
+        if path and path != ":memory:" and "://" not in path:
+            return Path(path).expanduser().resolve().parent / "uploads"
+        from ..models.config import home
+
+        return home() / "uploads"
+
+    def upload(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        tenant: str | None = None,
+        user: str | None = None,
+        scope: str | None = None,
+        project: str | None = None,
+    ) -> dict[str, Any]:
+        """Save the bytes, queue their indexing; ``{"job_id", "document"}`` (the document as queued)."""
+        base = Path(str(name or "").replace("\\", "/")).name.strip()
+        if not base or base in (".", ".."):
+            raise InvalidInput("The upload has no file name.", hint="Send the file as multipart field `file`.")
+        if not data:
+            raise InvalidInput(f"{base} is empty.", hint="Upload a file with content.")
+        limit = int(self.core.config.max_file_mb) * 1024 * 1024
+        if len(data) > limit:
+            raise InvalidInput(
+                f"{base} is {len(data):,} bytes, over the limit of {limit:,}.", hint="Raise max_file_mb, or split it."
+            )
+        tenant_id = self.core.tenant_of(tenant)
+        self.core.check_scope(scope, project, None)
+        self._sweep()
+        upload_id = new_id("upl")
+        target = self.folder / upload_id / base
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        payload = {"upload": upload_id, "name": base, "scope": scope, "project": project, "user": user}
+        job_id = self.core.enqueue_job(KIND, payload, tenant=tenant_id)
+        return {"job_id": job_id, "document": self.pending(self.core.store.get_job(job_id))}
+
+    @staticmethod
+    def pending(job: Job | None) -> dict[str, Any]:
+        """An upload whose job is not done, as a document dict (its id is the job id)."""
+        assert job is not None
+        return {
+            "id": job.id,
+            "name": job.payload.get("name"),
+            "uri": job.payload.get("name"),
+            "status": _JOB_STATUS.get(job.status, job.status),
+            "error": job.last_error if job.status == "failed" else None,
+            "attempts": job.attempts,
+            "scope": job.payload.get("scope") or ("project" if job.payload.get("project") else "team"),
+            "project_id": job.payload.get("project"),
+            "job_id": job.id,
+            "created_at": format_time(job.created_at),
+        }
+
+    def pending_uploads(self, *, tenant: str | None = None, user: str | None = None) -> list[dict[str, Any]]:
+        """Uploads not indexed yet (queued, indexing or failed), newest first."""
+        tenant_id = self.core.tenant_of(tenant)
+        jobs = self.core.store.list_jobs(tenant_id, kind=KIND, limit=1000)
+        return [
+            self.pending(j)
+            for j in jobs
+            if j.status != "done" and (not j.payload.get("user") or j.payload.get("user") == user)
+        ]
+
+    def upload_job(self, job_id: str, *, tenant: str | None = None) -> Job:
+        """The job of an upload of this tenant (NotFound for any other id)."""
+        job = self.core.store.get_job(job_id)
+        if job is None or job.kind != KIND or job.tenant != self.core.tenant_of(tenant):
+            raise NotFound(f"No document {job_id!r}.", hint="GET /v1/teams/{team}/documents lists documents.")
+        return job
+
+    def reindex(self, document_id: str, *, tenant: str | None = None) -> dict[str, Any]:
+        """Queue a re-read of an uploaded document from its saved file; ``{"job_id"}``."""
+        tenant_id = self.core.tenant_of(tenant)
+        for job in self.core.store.list_jobs(tenant_id, kind=KIND, limit=1000):
+            if job.status == "done" and (job.result or {}).get("document_id") == document_id:
+                if not (self.folder / str(job.payload.get("upload")) / str(job.payload.get("name"))).is_file():
+                    break
+                payload = {**job.payload, "force": True}
+                return {"job_id": self.core.enqueue_job(KIND, payload, tenant=tenant_id)}
+        raise InvalidInput(
+            f"Document {document_id!r} has no saved upload to read again.",
+            hint="Upload the file again (POST /v1/teams/{team}/documents); it replaces the document of that name.",
+        )
+
+    def _sweep(self) -> None:
+        """Remove upload folders no job refers to, once they are an hour old."""
+        if not self.folder.is_dir():
+            return
+        live = {str(j.payload.get("upload")) for j in self.core.store.list_jobs(None, kind=KIND, limit=1000)}
+        cutoff = time.time() - _SWEEP_AGE_SECONDS
+        for entry in self.folder.iterdir():
+            if entry.is_dir() and entry.name not in live and entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def _job(self, job: Job) -> Callable[[], dict[str, Any]]:
+        """Handler of ``document-ingest`` jobs: read and embed the saved upload, swap its chunks in on completion."""
+        data = job.payload
+        path = self.folder / str(data["upload"]) / str(data["name"])
+        if not path.is_file():
+            raise NotFound(
+                f"The uploaded file {data['name']!r} is gone from {path.parent}.", hint="Upload the file again."
+            )
+        result, apply = self.docs.prepare_bytes(
+            path.read_bytes(),
+            str(data["name"]),
+            tenant=job.tenant,
+            user=data.get("user"),
+            scope=data.get("scope"),
+            project=data.get("project"),
+            force=bool(data.get("force")),
+        )
+
+        def finish() -> dict[str, Any]:
+            apply()
+            return result.to_dict()
+
+        return finish

@@ -1,0 +1,200 @@
+"""Hybrid search: the keyword and vector legs of one query, fused, boosted and judged.
+
+:class:`HybridSearch` runs a query's keyword leg (BM25, the rank rows and
+stored vectors of its hits, the term statistics the relevance model reads)
+in a worker thread beside the query embedding and the vector leg; term
+presence is queued behind it and run by whichever thread is free first.
+SQLite, torch and numpy release the GIL while they work, so on two cores a
+search costs the slower leg, not the sum, as long as neither leg hands
+Python many small rows (the keyword leg ranks inside SQLite for that). The
+legs are fused on light rows (:func:`funes.memory.ranking.rank_scored`), and only
+the winners are decoded, with the parts of one chat message collapsed into
+one hit. :class:`funes.memory.core.Core` owns the filters, the floor, the turns
+around each hit and the access log; this module only ranks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+import numpy as np
+
+from ..errors import EmbedderUnavailable, InvalidInput
+from ..models import KEYWORD_ONLY, Memory, RankFields, SearchFilters, SearchHit, SearchResults
+from ..models import config as config_mod
+from ..store import Store
+from .dates import DateWindow, find_dates
+from .embedding import Embedding
+from .ranking import RankSettings, query_terms, rank_scored
+from .relevance import named_terms, relevance_judge
+
+log = logging.getLogger("funes")
+
+
+class HybridSearch:
+    """One store's hybrid ranking: keyword and vector legs in parallel, fused and judged."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedding: Embedding,
+        config: config_mod.Config,
+        worker: Callable[[], ThreadPoolExecutor],
+        after_vector_search: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.embedding = embedding
+        self.config = config
+        self._worker = worker  # the keyword leg's thread, started on first use
+        self._after_vector_search = after_vector_search  # e.g. queue the index work the vector leg asked for
+
+    def search(
+        self,
+        query: str,
+        filters: SearchFilters,
+        now: datetime,
+        limit: int,
+        min_similarity: float | None,
+        project: str | None,
+        windows: tuple[DateWindow, ...] = (),
+    ) -> SearchResults:
+        """The best ``limit`` hits of the fused keyword and vector legs, each with its relevance explained.
+
+        ``windows``: spans of time the caller resolved itself (an event's, dated
+        by the memory: :meth:`funes.memory.core.Core.search`), boosted like the dates
+        the query names.
+        """
+        candidates = max(self.config.candidates, limit * 2)
+        # The keyword leg runs beside the query embedding and the vector leg:
+        # SQLite, torch and numpy all release the GIL, so on two cores the
+        # search costs the slower leg, not the sum.
+        terms = query_terms(query)
+
+        def keyword_leg() -> tuple[
+            list[tuple[str, float]], dict[str, RankFields], tuple[int, dict[str, int]], dict[str, list[np.ndarray]]
+        ]:
+            # What fusion and relevance read from the keyword index and of the keyword hits'
+            # records: their light rows, their stored vectors (for the cosines of those the vector
+            # leg missed) and the term statistics.
+            fields: dict[str, RankFields] = {}
+            found = self.store.keyword_search(
+                terms,
+                filters,
+                limit=candidates,
+                scan_cap=self.config.keyword_scan_cap,
+                common_ratio=self.config.keyword_common_ratio,
+                now=now,
+                fields=fields,
+            )
+            stats = self.store.term_stats(terms)
+            return found, fields, stats, self.store.vectors_for([i for i, _ in found])
+
+        worker = self._worker()
+        pending = worker.submit(keyword_leg)
+        # Which terms the memory holds at all (a relevance input) is queued behind the keyword leg;
+        # whichever thread is free first runs it (this one takes it back if the worker has not begun).
+        presence = worker.submit(self.store.term_presence, terms, filters, now)
+        degraded = None
+        vector: np.ndarray | None = None
+        nearest: list[tuple[str, float]] = []
+        fields: dict[str, RankFields] = {}
+        try:
+            try:
+                vector = self.embedding.embed_query(query)
+                nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+                fields = self.store.rank_fields([i for i, _ in nearest])
+                self._after_vector_search()
+            except EmbedderUnavailable as exc:
+                # Keywords still find things: answer with them and say so, rather than fail.
+                log.warning("embedder unavailable, searching by keyword only: %s", exc)
+                degraded, vector, min_similarity = KEYWORD_ONLY, None, None
+            # Times the query names ("last May", "on October 13, 2023"), resolved against the search's "now"
+            # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
+            named = (find_dates(query, now) + windows) if self.config.date_boost > 0 else ()
+            settings = rank_settings(self.config, min_similarity, project, named)
+            present = self.store.term_presence(terms, filters, now) if presence.cancel() else presence.result()
+        finally:
+            presence.cancel()
+            keyword, keyword_fields, stats, stored = pending.result()
+        fields.update(keyword_fields)
+        fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
+        sims = dict(nearest)
+        if vector is not None:
+            sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
+        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
+        # Rank more than asked: parts of one message collapse into one hit below, so
+        # records are decoded a batch at a time until the limit is filled.
+        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        for start in range(0, len(scored), limit):
+            batch = scored[start : start + limit]
+            records = self.store.get_many([s.id for s in batch])
+            for s in batch:
+                memory = records.get(s.id)
+                if memory is None:
+                    continue  # deleted between the two reads: left out, not half-shown
+                message = _message_of(memory)
+                if message is not None:
+                    if message in seen:
+                        continue  # a long message's better part is already a hit: one message, one hit
+                    seen.add(message)
+                hits.append(SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory)))
+                if len(hits) == limit:
+                    return SearchResults(hits, degraded=degraded)
+        return SearchResults(hits, degraded=degraded)
+
+
+def rank_settings(
+    config: config_mod.Config,
+    min_similarity: float | None = None,
+    project: str | None = None,
+    date_windows: tuple[DateWindow, ...] = (),
+) -> RankSettings:
+    """The ranking knobs from the settings (retention scores records with the same ones)."""
+    try:
+        return RankSettings(
+            fusion=config.fusion,
+            keyword_weight=config.keyword_weight,
+            vector_weight=config.vector_weight,
+            rrf_k=config.rrf_k,
+            boost_project=config.boost_project,
+            boost_team=config.boost_team,
+            importance_weight=config.importance_weight,
+            recency_weight=config.recency_weight,
+            recency_half_life_days=config.recency_half_life_days,
+            min_similarity=min_similarity,
+            strong_keyword_rank=config.strong_keyword_rank,
+            vector_floor=config.vector_floor if config.vector_floor > -1 else None,
+            current_project=project,
+            date_boost=float(config.date_boost),
+            date_windows=date_windows,
+        )
+    except ValueError as exc:
+        raise InvalidInput(
+            f"The fusion settings are invalid: {exc}.",
+            hint="Set fusion to 'convex' or 'rrf' and keyword_weight / vector_weight to numbers >= 0, "
+            "e.g. `funes config set fusion convex`.",
+        ) from exc
+
+
+def best_cosines(vectors: dict[str, list[np.ndarray]], query: np.ndarray) -> dict[str, float]:
+    """Each record's best cosine with the (unit) query over its parts' vectors: one product for all."""
+    vectors = {m: parts for m, parts in vectors.items() if len(parts)}
+    if not vectors:
+        return {}
+    counts = np.fromiter((len(v) for v in vectors.values()), dtype=np.int64, count=len(vectors))
+    sims = np.vstack([row for parts in vectors.values() for row in parts]) @ query
+    best = np.maximum.reduceat(sims, np.cumsum(counts) - counts)
+    return dict(zip(vectors, best.tolist(), strict=True))
+
+
+def _message_of(memory: Memory) -> str | None:
+    """The chat message a record is a part of (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    message = memory.source.locator.get("message_id")
+    return str(message) if message else None

@@ -1,0 +1,53 @@
+"""How a record moves to its next version: the old state joins the history, the 5 latest kept.
+
+Pure functions over :class:`~funes.models.Memory`, shared by every path that
+changes a record's text (an update, a write to an existing entity, a restore).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import MAX_PREVIOUS_VERSIONS, Memory, PreviousVersion, content_hash, utcnow
+
+
+def next_version(current: Memory, text: str) -> dict[str, Any]:
+    """The changes that make ``text`` the record's next version, the current one kept in history (FIFO of 5)."""
+    previous = PreviousVersion(
+        version=current.version,
+        content=current.content,
+        content_hash=current.content_hash,
+        importance=current.importance,
+        updated_at=current.updated_at,
+    )
+    return {
+        "content": text,
+        "content_hash": content_hash(text),
+        "previous_versions": (*current.previous_versions, previous)[-MAX_PREVIOUS_VERSIONS:],
+        "version": current.version + 1,
+    }
+
+
+def superseded(current: Memory, new: Memory) -> Memory:
+    """The stored record ``current`` updated by a new write ``new`` of the same entity.
+
+    It keeps its id, creation time, pin and access counters; takes the new
+    text (as a new version when it changed), importance, title, topic,
+    source, expiry and references; and merges the metadata.
+    """
+    changes: dict[str, Any] = {}
+    if new.content_hash != current.content_hash:
+        changes.update(next_version(current, new.content))
+    return current.evolve(
+        **changes,
+        importance=new.importance,
+        memory_type=new.memory_type,
+        title=new.title if new.title is not None else current.title,
+        topic=new.topic if new.topic is not None else current.topic,
+        source=new.source or current.source,
+        expires_at=new.expires_at,
+        references=new.references or current.references,
+        metadata={**current.metadata, **new.metadata},
+        pinned=current.pinned or new.pinned,
+        updated_at=utcnow(),
+    )
