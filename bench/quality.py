@@ -4,7 +4,7 @@ Run from the repository root (see docs/benchmarks.md for the recorded figures)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all            # ~10 min cold, ~3 min warm
     HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset locomo --limit 2   # while developing
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --calibrate               # refit funes.relevance
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --calibrate               # refit funes.memory.relevance
 
 LoCoMo (``locomo/locomo10.json``): each of the 10 conversations is a tenant,
 each session a Funes session and each turn a message (``Speaker: text``
@@ -29,7 +29,7 @@ relevance time (the embedding forward pass is measured by bench/store_bench.py).
 
 Calibration: every top-10 hit is a labelled example (evidence turn or judged
 abstract = 1). ``--calibrate`` fits the logistic model of
-``funes.relevance`` on LoCoMo conversations 1-5 plus their off-topic
+``funes.memory.relevance`` on LoCoMo conversations 1-5 plus their off-topic
 questions and prints the constants; every run reports ECE and a reliability
 table on conversations 6-10 and SciFact with the shipped constants.
 """
@@ -502,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/funes-quality"), help="Embedding cache folder.")
     parser.add_argument("--off-topic", type=int, default=60, help="Off-topic questions asked per conversation.")
     parser.add_argument("--json", type=Path, help="Also write the numbers to this JSON file.")
-    parser.add_argument("--calibrate", action="store_true", help="Refit funes.relevance and print its constants.")
+    parser.add_argument("--calibrate", action="store_true", help="Refit funes.memory.relevance and print its constants.")
     parser.add_argument(
         "--context",
         type=int,

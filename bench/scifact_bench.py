@@ -23,7 +23,7 @@ Per query it measures, with the record ranking of each method:
   whatever fusion the settings choose.
 
 ``--compare`` also re-ranks the very candidates production fused (captured by
-wrapping ``funes.core.rank_scored``) under other fusion settings, which is how
+wrapping ``rank_scored`` where ``funes.memory.search`` calls it) under other fusion settings, which is how
 the default was chosen; ``bench/locomo_bench.py --compare`` does the same on
 LoCoMo.
 """
@@ -128,7 +128,7 @@ def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> floa
 @contextmanager
 def capturing(sink: list[Captured]) -> Iterator[None]:
     """Record every ``rank_scored`` call production makes (its inputs), while still ranking normally."""
-    import funes.memory.core as service  # the core ranks; its module global is what search calls
+    import funes.memory.search as service  # HybridSearch ranks; its module global is what a search calls
 
     real = service.rank_scored
 

@@ -11,8 +11,10 @@ in its ``May import:`` line.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
 
 import funes
 
@@ -41,50 +43,30 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 
 
-def _module_name(path: Path) -> str:
-    parts = ("funes", *path.relative_to(PACKAGE).with_suffix("").parts)
-    name = ".".join(parts)
-    return name.removesuffix(".__init__")
+def _load_import_graph() -> ModuleType:
+    """scripts/import_graph.py: the one walker of the import graph (the docs' picture is drawn from it too)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "import_graph.py"
+    spec = importlib.util.spec_from_file_location("import_graph", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _import_nodes(path: Path, name: str, modules: set[str]) -> list[tuple[str, str]]:
-    """(module, imported name) for each package module ``path`` imports; the name is '' for a whole module."""
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found: list[tuple[str, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package
-                for _ in range(node.level - 1):
-                    base = base.rsplit(".", 1)[0]
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            for alias in node.names:
-                # `from . import x` imports module x when there is one, else a name defined in the package.
-                if f"{target}.{alias.name}" in modules:
-                    found.append((f"{target}.{alias.name}", ""))
-                elif target in modules:
-                    found.append((target, alias.name))
-        elif isinstance(node, ast.Import):
-            found.extend((alias.name, "") for alias in node.names if alias.name in modules)
-    return [(m, n) for m, n in found if m != name]
+import_graph = _load_import_graph()
+_part = import_graph.part
 
 
 def _files() -> dict[str, Path]:
-    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return import_graph.files(PACKAGE)
+
+
+def _import_nodes(path: Path, name: str, modules: set[str]) -> list[tuple[str, str]]:
+    return list(import_graph.imports(path, name, modules))
 
 
 def _graph() -> dict[str, set[str]]:
-    files = _files()
-    modules = set(files)
-    return {name: {m for m, _ in _import_nodes(path, name, modules)} for name, path in files.items()}
-
-
-def _part(module: str) -> str:
-    """The part a module belongs to: ``funes.memory.core`` -> ``memory``; the root package is ``funes``."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "funes"
+    return import_graph.module_graph(PACKAGE)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -183,7 +165,7 @@ def test_each_package_docstring_says_what_it_holds_and_what_it_may_import() -> N
         if not init.exists():
             continue  # a module of its own (errors, service): its rule is in MAY_IMPORT
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
-        what, _, rest = doc.partition("\n\n")
+        what = doc.partition("\n\n")[0]
         assert what.strip(), f"funes.{part} says nothing about what it holds"
         match = re.search(r"May import:(.*?)(?:\n\n|$)", doc, re.S)
         assert match, f"funes.{part}'s docstring has no 'May import:' line"
@@ -243,3 +225,9 @@ def test_framework_adapters_are_shells_nothing_inside_imports() -> None:
     for name in adapters:
         siblings = {t for t in graph[name] if t in adapters and t != "funes.integrations"}
         assert not siblings, f"{name} imports another adapter"
+
+
+def test_the_architecture_picture_is_drawn_from_the_code() -> None:
+    """docs/images/architecture.svg is what scripts/import_graph.py draws now (rerun it after moving code)."""
+    picture = import_graph.PICTURE.read_text(encoding="utf-8")
+    assert picture == import_graph.svg(_graph()), "run python scripts/import_graph.py"

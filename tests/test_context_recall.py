@@ -10,7 +10,7 @@ FACT = "By the way, my daughter Mira is allergic to peanuts, so keep that in min
 QUESTION = "Which food allergy should the caterer know about?"
 
 
-def _conversation(session: funes.sessions.Session) -> None:
+def _conversation(session: funes.Session) -> None:
     session.add_message("user", FACT)
     session.add_message("assistant", "Understood: no peanuts for Mira. I'll flag it to the caterer.")
     session.add_message("user", "Let's hold the Q3 offsite in Lisbon, near the river, for about 40 people.")

@@ -1,4 +1,4 @@
-"""Times named in a query (funes.query_dates): phrasings that resolve, and words that only look like dates."""
+"""Times named in a query (funes.memory.dates): phrasings that resolve, and words that only look like dates."""
 
 from __future__ import annotations
 

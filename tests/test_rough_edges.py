@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import funes
 from funes.agents.specs import TOOLS_BY_NAME
+from funes.providers.embed import HashEmbedder
 from funes.interfaces.cli import main
 from funes.models import Caller
 from funes.models.sources import SOURCE_FILTER_LABELS, SOURCE_FILTERS, describe_source_filters
@@ -46,7 +47,7 @@ def test_the_documents_filter_returns_markdown_as_described(mem: funes.Funes, tm
 
 # -- a team memory created by an agent belongs to no session or project ------------------------
 def test_a_team_memory_from_the_tools_carries_no_session_or_project(tmp_path: Path) -> None:
-    with funes.open(str(tmp_path / "t.db"), embedder=funes.embed.HashEmbedder(32), project="acme") as mem:
+    with funes.open(str(tmp_path / "t.db"), embedder=HashEmbedder(32), project="acme") as mem:
         caller = Caller(tenant="default", user_id="alice", agent_id="agent-1", session_id="ses-42")
         result = mem.execute_tool(
             "create_memory",
@@ -83,7 +84,7 @@ def test_a_promoted_record_drops_the_ids_narrower_than_its_new_scope(mem: funes.
 
 
 def test_remember_in_team_scope_drops_the_configured_project(tmp_path: Path) -> None:
-    with funes.open(str(tmp_path / "r.db"), embedder=funes.embed.HashEmbedder(32), project="acme") as mem:
+    with funes.open(str(tmp_path / "r.db"), embedder=HashEmbedder(32), project="acme") as mem:
         memory = mem.remember("Company holiday is May 1st", scope="team", session="ses-1")
         assert (memory.project_id, memory.session_id) == (None, None)
         assert mem.remember("Acme detail").project_id == "acme"  # project scope by default, as before
@@ -141,7 +142,7 @@ def test_session_message_attribution_is_unchanged(mem: funes.Funes) -> None:
 
 @pytest.fixture
 def mem(tmp_path: Path) -> Iterator[funes.Funes]:
-    service = funes.open(str(tmp_path / "edges.db"), embedder=funes.embed.HashEmbedder(64))
+    service = funes.open(str(tmp_path / "edges.db"), embedder=HashEmbedder(64))
     yield service
     service.close()
 

@@ -58,6 +58,7 @@ from .memory.embedding import Embedding
 from .memory.jobs import Jobs
 from .memory.keys import Keys
 from .memory.transfer import Transfer
+from .models import SearchQuery, SearchResults
 from .models import config as config_mod
 from .providers.embed import Embedder
 from .store import Store, open_store
@@ -155,7 +156,16 @@ class Funes:
     forget = _delegate("core", Core.forget)
     forget_many = _delegate("core", Core.forget_many)
     list = _delegate("core", Core.list)
-    search = _delegate("core", Core.search)
+
+    def search(self, query: str | SearchQuery, **options: Any) -> SearchResults:
+        """Hybrid search: the best hits for ``query``, each explained, attributed and with its relevance.
+
+        ``query`` is the text (``**options`` are the fields of :class:`~funes.models.SearchQuery`:
+        ``limit``, ``types``, ``project``, ``as_of``, ``min_relevance``, ``group_by``, ...) or a
+        ``SearchQuery`` built once by the caller (options then replace its fields). An unknown
+        option is refused. See :meth:`funes.memory.core.Core.search` for how it ranks.
+        """
+        return self.core.search(SearchQuery.of(query, **options))
 
     # -- version history (``history`` is a session's messages; a record's states are ``versions``) --------
     versions = _delegate("curation", Curation.versions)

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import InvalidInput
 from ..models.sources import describe_source_filters
 
 MemoryTypeArg = Literal["preference", "fact", "decision", "context", "conversation"]
@@ -509,6 +510,58 @@ def describe_errors(spec: ToolSpec, exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
+def _plain(obj: Any) -> Any:
+    """SDK objects (pydantic models) as plain dicts and lists."""
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json", exclude_none=False)
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def read_tool_calls(message: Any) -> tuple[str, list[tuple[str, str, Any]]]:
+    """(format, [(call id, tool name, arguments)]) of an assistant turn in any supported shape."""
+    data = _plain(message)
+    if isinstance(data, dict) and isinstance(data.get("choices"), list):  # a whole chat completion
+        if not data["choices"]:
+            return "openai", []
+        data = data["choices"][0].get("message") or {}
+    if isinstance(data, dict) and isinstance(data.get("output"), list):  # a whole Responses response
+        data = data["output"]
+    if isinstance(data, list):
+        calls = [
+            (str(item.get("call_id") or item.get("id")), str(item.get("name")), item.get("arguments"))
+            for item in data
+            if isinstance(item, dict) and item.get("type") == "function_call"
+        ]
+        return "responses", calls
+    if not isinstance(data, dict):
+        raise InvalidInput(
+            f"Cannot read tool calls from a {type(message).__name__}.",
+            hint="Pass an Anthropic message, an OpenAI chat message or completion, or a Responses response.",
+        )
+    # A chat message has tool_calls, or text content; Anthropic content is a list of blocks.
+    chat_text = "role" in data and "content" in data and not isinstance(data["content"], list)
+    if data.get("tool_calls") is not None or chat_text:
+        calls = []
+        for call in data.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            calls.append((str(call.get("id")), str(fn.get("name")), fn.get("arguments")))
+        return "openai", calls
+    content = data.get("content")
+    if isinstance(content, list):
+        calls = [
+            (str(block.get("id")), str(block.get("name")), block.get("input"))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
+        return "anthropic", calls
+    raise InvalidInput(
+        "The message has neither Anthropic content blocks nor OpenAI tool calls.",
+        hint="Pass the assistant message exactly as the SDK returned it.",
+    )
+
+
 __all__ = [
     "FORMATS",
     "TOOLS",
@@ -527,6 +580,7 @@ __all__ = [
     "openai_tool",
     "parse_args",
     "plain_schema",
+    "read_tool_calls",
     "render_tools",
     "responses_tool",
     "strict_schema",

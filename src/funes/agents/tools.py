@@ -26,7 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from ..memory.safety import FENCE_NOTE, WARNING, fence, instruction_flags, is_flagged
-from ..models import Caller, Memory, SearchHit, SearchResults, SourceRef, format_time, parse_time, turns_around, utcnow
+from ..models import (
+    Caller,
+    Memory,
+    SearchHit,
+    SearchQuery,
+    SearchResults,
+    SourceRef,
+    format_time,
+    parse_time,
+    turns_around,
+    utcnow,
+)
 from ..store import AccessEvent, vis_key
 
 if TYPE_CHECKING:
@@ -248,7 +259,9 @@ class AgentTools:
         message), OpenAI ``tool`` messages, or Responses ``function_call_output``
         items, in call order. A turn without tool calls returns ``[]``.
         """
-        fmt, calls = _tool_calls(message)
+        from .specs import read_tool_calls
+
+        fmt, calls = read_tool_calls(message)
         out: list[dict[str, Any]] = []
         for call_id, name, arguments in calls:
             result = self.execute_tool(name, arguments, caller=caller, project=project)
@@ -477,21 +490,23 @@ class AgentTools:
 
     def _tool_search_memories(self, args: SearchMemoriesArgs, caller: Caller, project: str | None) -> ToolResult:
         hits = self.core.search(
-            args.query,
-            tenant=caller.tenant,
-            user=caller.user_id,
-            scopes=[args.scope] if args.scope else None,
-            project=project,
-            session=caller.session_id,
-            types=args.memory_types or None,
-            kinds=AGENT_KINDS,
-            limit=args.limit or 10,
-            min_similarity=self._tool_min_similarity(),
-            min_relevance=self._tool_min_relevance(),
-            agent=caller.agent_id,
-            entity_types=[args.entity_type] if args.entity_type else None,
-            entity_ids=[args.entity_id] if args.entity_id else None,
-            refs=[(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else None,
+            SearchQuery(
+                args.query,
+                tenant=caller.tenant,
+                user=caller.user_id,
+                scopes=[args.scope] if args.scope else None,
+                project=project,
+                session=caller.session_id,
+                types=args.memory_types or None,
+                kinds=AGENT_KINDS,
+                limit=args.limit or 10,
+                min_similarity=self._tool_min_similarity(),
+                min_relevance=self._tool_min_relevance(),
+                agent=caller.agent_id,
+                entity_types=[args.entity_type] if args.entity_type else None,
+                entity_ids=[args.entity_id] if args.entity_id else None,
+                refs=[(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else None,
+            )
         )
         data = {"query": args.query, "count": len(hits), "results": self._hit_data(hits), "degraded": hits.degraded}
         if not hits:
@@ -652,17 +667,19 @@ class AgentTools:
     def _tool_memory_search(self, args: MemorySearchArgs, caller: Caller, project: str | None) -> ToolResult:
         source_filter = args.source_filter or "all"
         hits = self.core.search(
-            args.query,
-            tenant=caller.tenant,
-            user=caller.user_id,
-            project=project,
-            session=caller.session_id,
-            source_types=_source_types(source_filter),
-            roles=[args.role] if args.role else None,
-            limit=int(self.config.search_limit),
-            min_similarity=self._tool_min_similarity(),
-            min_relevance=self._tool_min_relevance(),
-            agent=caller.agent_id,
+            SearchQuery(
+                args.query,
+                tenant=caller.tenant,
+                user=caller.user_id,
+                project=project,
+                session=caller.session_id,
+                source_types=_source_types(source_filter),
+                roles=[args.role] if args.role else None,
+                limit=int(self.config.search_limit),
+                min_similarity=self._tool_min_similarity(),
+                min_relevance=self._tool_min_relevance(),
+                agent=caller.agent_id,
+            )
         )
         data = {
             "query": args.query,
@@ -743,58 +760,6 @@ def parse_time_arg(value: str, name: str) -> Any:
         raise InvalidInput(
             f"{name} {value!r} is not an ISO-8601 date.", hint="Use a form like 2026-12-31 or 2026-12-31T18:00:00Z."
         ) from exc
-
-
-def _plain(obj: Any) -> Any:
-    """SDK objects (pydantic models) as plain dicts and lists."""
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(mode="json", exclude_none=False)
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    return obj
-
-
-def _tool_calls(message: Any) -> tuple[str, list[tuple[str, str, Any]]]:
-    """(format, [(call id, tool name, arguments)]) of an assistant turn in any supported shape."""
-    data = _plain(message)
-    if isinstance(data, dict) and isinstance(data.get("choices"), list):  # a whole chat completion
-        if not data["choices"]:
-            return "openai", []
-        data = data["choices"][0].get("message") or {}
-    if isinstance(data, dict) and isinstance(data.get("output"), list):  # a whole Responses response
-        data = data["output"]
-    if isinstance(data, list):
-        calls = [
-            (str(item.get("call_id") or item.get("id")), str(item.get("name")), item.get("arguments"))
-            for item in data
-            if isinstance(item, dict) and item.get("type") == "function_call"
-        ]
-        return "responses", calls
-    if not isinstance(data, dict):
-        raise InvalidInput(
-            f"Cannot read tool calls from a {type(message).__name__}.",
-            hint="Pass an Anthropic message, an OpenAI chat message or completion, or a Responses response.",
-        )
-    # A chat message has tool_calls, or text content; Anthropic content is a list of blocks.
-    chat_text = "role" in data and "content" in data and not isinstance(data["content"], list)
-    if data.get("tool_calls") is not None or chat_text:
-        calls = []
-        for call in data.get("tool_calls") or []:
-            fn = call.get("function") or {}
-            calls.append((str(call.get("id")), str(fn.get("name")), fn.get("arguments")))
-        return "openai", calls
-    content = data.get("content")
-    if isinstance(content, list):
-        calls = [
-            (str(block.get("id")), str(block.get("name")), block.get("input"))
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "tool_use"
-        ]
-        return "anthropic", calls
-    raise InvalidInput(
-        "The message has neither Anthropic content blocks nor OpenAI tool calls.",
-        hint="Pass the assistant message exactly as the SDK returned it.",
-    )
 
 
 __all__ = ["AGENT_KINDS", "AgentTools", "ToolResult", "render_tools"]

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import EmbedderUnavailable, InvalidInput, NotFound
 from ..memory.neighbours import merge_windows
-from ..models import Memory, SourceRef, format_time, new_id, utcnow
+from ..memory.record_input import check_content
+from ..models import Memory, SearchQuery, SourceRef, format_time, new_id, utcnow
 from ..models.messages import Message, Recalled
 from ..store import AccessEvent, vis_key
 from .assembly import FORMATS, Budget, BuiltContext, ContextInputs, assemble, mentioned_sources
@@ -227,7 +228,7 @@ class Conversations:
             message_id = new_id("msg")
             records: list[Memory] = []
             if msg.content.strip():
-                self.core.check_content(msg.content)  # the size limit applies to transcripts too
+                check_content(msg.content, self.config.max_content_bytes)  # the size limit applies to transcripts too
                 pieces = self.core.embedding.parts(msg.content.strip())
                 for part, piece in enumerate(pieces, start=1):
                     locator: dict[str, Any] = {
@@ -456,17 +457,19 @@ class Conversations:
         if threshold is None and not calibrated:
             threshold = float(self.config.auto_min_similarity)
         hits = self.core.search(
-            probe,
-            tenant=sess.tenant,
-            user=viewer,
-            project=sess.project_id,
-            # Earlier sessions are what an assistant forgets: recall across every session
-            # the caller may see, not only this one (the current one is in the history).
-            session=None if self.config.context_all_sessions else sess.id,
-            min_similarity=threshold,
-            min_relevance=float(self.config.context_min_relevance) if calibrated else 0,
-            limit=limit,
-            track=False,
+            SearchQuery(
+                probe,
+                tenant=sess.tenant,
+                user=viewer,
+                project=sess.project_id,
+                # Earlier sessions are what an assistant forgets: recall across every session
+                # the caller may see, not only this one (the current one is in the history).
+                session=None if self.config.context_all_sessions else sess.id,
+                min_similarity=threshold,
+                min_relevance=float(self.config.context_min_relevance) if calibrated else 0,
+                limit=limit,
+                track=False,
+            )
         )
         if threshold is not None:
             # Held to the cosine threshold, strong keyword matches included: on LoCoMo the
@@ -549,16 +552,18 @@ class Conversations:
                 return src is not None and (src.source_id == source_id if source_id else src.uri == name)
 
             hits = self.core.search(
-                query,
-                tenant=sess.tenant,
-                user=viewer,
-                project=sess.project_id,
-                session=sess.id,
-                source_types=None if source_id else [kind],
-                source_ids=[source_id] if source_id else None,
-                limit=limit * 3,
-                min_relevance=0,  # a document the user names is wanted whatever its relevance
-                track=False,
+                SearchQuery(
+                    query,
+                    tenant=sess.tenant,
+                    user=viewer,
+                    project=sess.project_id,
+                    session=sess.id,
+                    source_types=None if source_id else [kind],
+                    source_ids=[source_id] if source_id else None,
+                    limit=limit * 3,
+                    min_relevance=0,  # a document the user names is wanted whatever its relevance
+                    track=False,
+                )
             )
             picked = [
                 Recalled(h.memory, h.explanation.vector_similarity, "named_document") for h in hits if same(h.memory)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import EmbedderUnavailable
-from ..models import MEMORY_TYPES, Job, Memory, SourceRef
+from ..models import MEMORY_TYPES, Job, Memory, SearchQuery, SourceRef
 
 if TYPE_CHECKING:
     from ..conversations.sessions import Conversations, Session
@@ -254,14 +254,16 @@ class Insights:
         "connection pool") while their concepts overlap.
         """
         hits = self.core.search(
-            _topic_text(topic, concepts),
-            tenant=tenant,
-            user=user,
-            kinds=["insight"],
-            entity_types=[INSIGHT_TYPE],
-            limit=10,
-            min_relevance=0,
-            track=False,
+            SearchQuery(
+                _topic_text(topic, concepts),
+                tenant=tenant,
+                user=user,
+                kinds=["insight"],
+                entity_types=[INSIGHT_TYPE],
+                limit=10,
+                min_relevance=0,
+                track=False,
+            )
         )
         candidates = [h.memory for h in hits if h.memory.topic]
         if not candidates:

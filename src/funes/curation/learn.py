@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
-from ..models import Job, Memory, SourceRef, format_time
+from ..models import Job, Memory, SearchQuery, SourceRef, format_time
 from ..store import AccessEvent
 from .upkeep import same_words
 
@@ -249,14 +249,16 @@ class Learning:
         steps: list[dict[str, Any]] = []
         for candidate in self._candidates(messages):
             hits = self.core.search(
-                candidate.content,
-                tenant=tenant,
-                user=user,
-                kinds=["memory"],
-                types=[candidate.memory_type],
-                limit=5,
-                min_relevance=0,
-                track=False,
+                SearchQuery(
+                    candidate.content,
+                    tenant=tenant,
+                    user=user,
+                    kinds=["memory"],
+                    types=[candidate.memory_type],
+                    limit=5,
+                    min_relevance=0,
+                    track=False,
+                )
             )
             step: dict[str, Any] = {
                 "candidate": candidate,

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from ..memory.chunking import Chunker
+from ..memory.record_input import check_scope
 from ..models import Memory, SourceRef, new_id, to_epoch, utcnow
 from ..store import vis_key
 from .paths import InputFile, expand_paths
@@ -287,7 +288,7 @@ class Documents:
         tenant_id = self.core.tenant_of(tenant)
         user_id = self.core.user_of(user)
         project_id = self.core.project_of(project)
-        scope_name = self.core.check_scope(scope, project_id, session)
+        scope_name = check_scope(scope, project_id, session)
         if scope_name != "team" and project_id and not self.core.projects.enabled(tenant_id, project_id):
             return (
                 IngestResult(uri=item.uri, name=item.name, status="skipped", error=f"project {project_id} is disabled"),

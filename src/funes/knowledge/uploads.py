@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput, NotFound
+from ..memory.record_input import check_scope
 from ..models import Job, format_time, new_id
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class Uploads:
                 f"{base} is {len(data):,} bytes, over the limit of {limit:,}.", hint="Raise max_file_mb, or split it."
             )
         tenant_id = self.core.tenant_of(tenant)
-        self.core.check_scope(scope, project, None)
+        check_scope(scope, project, None)
         self._sweep()
         upload_id = new_id("upl")
         target = self.folder / upload_id / base

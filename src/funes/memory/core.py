@@ -28,14 +28,14 @@ from ..models import (
     ENTITY_SCOPES,
     KINDS,
     MEMORY_TYPES,
-    SCOPES,
     ForgetResult,
     Job,
     Memory,
     Page,
     Reference,
     RememberResult,
-    SearchFilters,
+    SearchPlan,
+    SearchQuery,
     SearchResults,
     SourceRef,
     check_identity,
@@ -58,11 +58,12 @@ from .record_input import (
     as_reference,
     as_time,
     check_choice,
+    check_content,
     check_importance,
+    check_scope,
     check_search,
-    expand_source_types,
-    message_roles,
     remember_fields,
+    search_filters,
     with_entity_filters,
 )
 from .relevance import CALIBRATED_MODELS
@@ -224,39 +225,6 @@ class Core:
         """The caller's project, or the configured one."""
         return project if project is not None else (self.config.project or None)
 
-    # -- validation ----------------------------------------------------------------
-    def check_content(self, content: Any) -> str:
-        if not isinstance(content, str):
-            raise InvalidInput(f"Content must be text, got {type(content).__name__}.", hint="Pass a string.")
-        if not content.strip():
-            raise InvalidInput("Content is empty.", hint="Pass the text to remember.")
-        try:
-            size = len(content.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise InvalidInput(
-                "Content is not valid Unicode text (it has a lone surrogate).",
-                hint="Decode the text properly (e.g. with errors='replace') before remembering it.",
-            ) from exc
-        if size > self.config.max_content_bytes:
-            raise InvalidInput(
-                f"Content is {size:,} bytes, over the limit of {self.config.max_content_bytes:,}.",
-                hint="Ingest large texts as documents (`funes ingest FILE`), or raise max_content_bytes.",
-            )
-        return content.strip()
-
-    def check_scope(self, scope: str | None, project: str | None, session: str | None) -> str:
-        if scope is None:
-            scope = "session" if session and not project else ("project" if project else "team")
-        check_choice("scope", scope, SCOPES)
-        if scope == "project" and not project:
-            raise InvalidInput(
-                "Scope 'project' needs a project.", hint="Pass project=... (CLI: --project NAME) or use scope 'team'."
-            )
-        if scope == "session" and not session:
-            raise InvalidInput("Scope 'session' needs a session id.", hint="Pass session=... (CLI: --session ID).")
-        return scope
-
-    # -- records -------------------------------------------------------------------
     def remember(self, content: str, **fields: Unpack[RecordFields]) -> Memory:
         """Store a memory. The same content in the same scope returns the existing record.
 
@@ -435,7 +403,7 @@ class Core:
         id: str | None = None,
     ) -> Memory:
         """Validate and build a record without storing it (ingestion stores many at once)."""
-        text = self.check_content(content)
+        text = check_content(content, self.config.max_content_bytes)
         check_choice("memory type", type, MEMORY_TYPES)
         check_choice("kind", kind, KINDS)
         project = self.project_of(project)
@@ -446,7 +414,7 @@ class Core:
                     f"{entity_type} records belong to one file (project scope), and no project was given.",
                     hint="Pass project=FILE_ID (CLI: --project FILE_ID), or an explicit scope.",
                 )
-        scope = self.check_scope(scope, project, session)
+        scope = check_scope(scope, project, session)
         if scope == "project" and not self.projects.enabled(self.tenant_of(tenant), project):
             raise InvalidInput(
                 f"Project {project!r} is disabled: it neither stores nor recalls memories.",
@@ -521,7 +489,7 @@ class Core:
         vectors = None
         now = utcnow()
         if content is not None:
-            text = self.check_content(content)
+            text = check_content(content, self.config.max_content_bytes)
             if content_hash(text) != current.content_hash:
                 changes.update(next_version(current, text))
         if importance is not None:
@@ -634,86 +602,26 @@ class Core:
         """
         if not 1 <= int(limit) <= 1000:
             raise InvalidInput(f"Limit {limit} is out of range.", hint="Use a limit from 1 to 1000.")
-        filters = self._filters(tenant, user, types, kinds, scopes, project, session, source_types, source_ids)
+        filters = search_filters(
+            self.tenant_of(tenant), self.user_of(user), types, kinds, scopes, project, session, source_types, source_ids
+        )
         filters = with_entity_filters(filters, entity_types, entity_ids, refs)
         return self.store.list(
             filters, cursor=cursor, limit=int(limit), include_expired=include_expired, pinned=pinned, now=utcnow()
         )
 
-    def _filters(
-        self,
-        tenant: str | None,
-        user: str | None,
-        types: Sequence[str] | None,
-        kinds: Sequence[str] | None,
-        scopes: Sequence[str] | None,
-        project: str | None,
-        session: str | None,
-        source_types: Sequence[str] | None = None,
-        source_ids: Sequence[str] | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        roles: Sequence[str] | None = None,
-    ) -> SearchFilters:
-        for t in types or ():
-            check_choice("memory type", t, MEMORY_TYPES)
-        for k in kinds or ():
-            check_choice("kind", k, KINDS)
-        for s in scopes or ():
-            check_choice("scope", s, SCOPES)
-        return SearchFilters(
-            tenant=self.tenant_of(tenant),
-            user_id=self.user_of(user),
-            scopes=tuple(scopes) if scopes else None,
-            project_id=project,
-            session_id=session,
-            memory_types=tuple(types) if types else None,
-            kinds=tuple(kinds) if kinds else None,
-            source_types=expand_source_types(source_types),
-            source_ids=tuple(source_ids) if source_ids else None,
-            created_after=as_time(since, "since"),
-            created_before=as_time(until, "until"),
-            roles=message_roles(roles),
-        )
-
     # -- search ----------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        *,
-        tenant: str | None = None,
-        user: str | None = None,
-        scopes: Sequence[str] | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        types: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-        source_types: Sequence[str] | None = None,
-        source_ids: Sequence[str] | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        min_similarity: float | None = None,
-        min_relevance: float | None = None,
-        limit: int | None = None,
-        track: bool = True,
-        agent: str | None = None,
-        entity_types: Sequence[str] | None = None,
-        entity_ids: Sequence[str] | None = None,
-        refs: Sequence[Reference | tuple[str, str] | dict[str, str] | str] | None = None,
-        as_of: datetime | str | None = None,
-        roles: Sequence[str] | None = None,
-        group_by: str | None = None,
-        context_turns: int | None = None,
-    ) -> SearchResults:
+    def search(self, query: SearchQuery) -> SearchResults:
         """Hybrid search: BM25 and vector KNN fused (``fusion`` setting), boosted, explained.
 
-        ``project`` both restricts project-scope records to that project and
-        boosts them; ``min_similarity`` drops weak vector matches but keeps
-        strong keyword matches. Expired records are never returned. Each hit
-        updates the record's access counters and the access log.
+        The query is one value (:class:`~funes.models.SearchQuery`; ``Funes.search(text,
+        **options)`` builds it). ``project`` both restricts project-scope records to that
+        project and boosts them; ``min_similarity`` drops weak vector matches but keeps
+        strong keyword matches. Expired records are never returned. Each hit updates the
+        record's access counters and the access log (unless ``track`` is false).
         ``entity_types``, ``entity_ids`` and ``refs`` narrow it as in :meth:`list`.
 
-        Every hit carries a calibrated ``relevance`` (funes.relevance); hits
+        Every hit carries a calibrated ``relevance`` (funes.memory.relevance); hits
         under ``min_relevance`` are dropped (default: the
         ``search_min_relevance`` setting; pass 0 to keep every ranked hit), so
         an empty result means nothing relevant was found.
@@ -733,45 +641,78 @@ class Core:
         A hit that is a chat message carries the ``context_turns`` turns
         before and after it (default: the setting, 1) as ``hit.context``.
         """
-        limit = self.config.search_limit if limit is None else int(limit)
-        check_search(query, int(self.config.max_query_chars), limit, min_relevance, min_similarity)
-        width = self.config.context_turns if context_turns is None else int(context_turns)
-        if not 0 <= width <= 10:
-            raise InvalidInput(f"context_turns {width} is out of range.", hint="Use 0 (the message alone) to 10.")
-        project = self.project_of(project)
-        filters = self._filters(
-            tenant, user, types, kinds, scopes, project, session, source_types, source_ids, since, until, roles
-        )
-        filters = with_entity_filters(filters, entity_types, entity_ids, refs)
-        now = utcnow()
-        when = as_time(as_of, "as_of")
-        if when is not None:
-            before = filters.created_before
-            filters = replace(filters, created_before=when if before is None else min(before, when))
-            now = when
-        windows = self._event_windows(query, filters, now, project)
-        hits = self.hybrid.search(query, filters, now, fetch_size(group_by, limit), min_similarity, project, windows)
-        hits = self._recallable(hits, filters.tenant)
-        floor = self.default_min_relevance() if min_relevance is None else float(min_relevance)
-        if floor > 0:
-            hits = SearchResults((h for h in hits if h.relevance >= floor), degraded=hits.degraded)
-        hits = with_turns(self.store, filters.tenant, grouped(hits, group_by, limit), width, when)
-        if track:
+        if not isinstance(query, SearchQuery):
+            raise InvalidInput(
+                f"Core.search takes a SearchQuery, got {type(query).__name__}.",
+                hint="Build one with SearchQuery.of(text, **options), or call Funes.search(text, **options).",
+            )
+        plan = self.plan(query)
+        hits = self.hybrid.search(plan, self._event_windows(plan))
+        hits = self._recallable(hits, plan.filters.tenant)
+        if plan.min_relevance > 0:
+            hits = SearchResults((h for h in hits if h.relevance >= plan.min_relevance), degraded=hits.degraded)
+        grouped_hits = grouped(hits, query.group_by, plan.limit)
+        hits = with_turns(self.store, plan.filters.tenant, grouped_hits, plan.context_turns, plan.as_of)
+        if query.track:
             self.track(
                 [
                     AccessEvent(
                         memory_id=h.memory.id,
-                        tenant=filters.tenant,
+                        tenant=plan.filters.tenant,
                         action="search",
-                        query=query[:500],
+                        query=query.text[:500],
                         score=h.score,
-                        session_id=session,
-                        agent_id=agent,
+                        session_id=query.session,
+                        agent_id=query.agent,
                     )
                     for h in hits
                 ]
             )
         return hits
+
+    def plan(self, query: SearchQuery) -> SearchPlan:
+        """The query checked and resolved against the settings (every refusal says what to pass instead)."""
+        limit = self.config.search_limit if query.limit is None else int(query.limit)
+        check_search(query.text, int(self.config.max_query_chars), limit, query.min_relevance, query.min_similarity)
+        width = self.config.context_turns if query.context_turns is None else int(query.context_turns)
+        if not 0 <= width <= 10:
+            raise InvalidInput(f"context_turns {width} is out of range.", hint="Use 0 (the message alone) to 10.")
+        project = self.project_of(query.project)
+        q = query
+        filters = search_filters(
+            self.tenant_of(q.tenant),
+            self.user_of(q.user),
+            q.types,
+            q.kinds,
+            q.scopes,
+            project,
+            q.session,
+            q.source_types,
+            q.source_ids,
+            q.since,
+            q.until,
+            q.roles,
+        )
+        filters = with_entity_filters(filters, q.entity_types, q.entity_ids, q.refs)
+        now = utcnow()
+        when = as_time(q.as_of, "as_of")
+        if when is not None:
+            before = filters.created_before
+            filters = replace(filters, created_before=when if before is None else min(before, when))
+            now = when
+        floor = self.default_min_relevance() if q.min_relevance is None else float(q.min_relevance)
+        return SearchPlan(
+            query=q,
+            filters=filters,
+            now=now,
+            limit=limit,
+            fetch=fetch_size(q.group_by, limit),
+            min_similarity=q.min_similarity,
+            min_relevance=floor,
+            project=project,
+            context_turns=width,
+            as_of=when,
+        )
 
     def _recallable(self, hits: SearchResults, tenant: str) -> SearchResults:
         """The hits without those of a disabled project (a disabled project recalls nothing)."""
@@ -783,9 +724,7 @@ class Core:
             degraded=hits.degraded,
         )
 
-    def _event_windows(
-        self, query: str, filters: SearchFilters, now: datetime, project: str | None
-    ) -> tuple[DateWindow, ...]:
+    def _event_windows(self, plan: SearchPlan) -> tuple[DateWindow, ...]:
         """Spans around events the query names ("two weeks before the trip"), each dated by the memory.
 
         The event's words are searched first, with the same filters and
@@ -795,8 +734,9 @@ class Core:
         if self.config.date_boost <= 0:
             return ()
         windows: list[DateWindow] = []
-        for event in find_events(query):
-            found = self._recallable(self.hybrid.search(event.event, filters, now, 3, None, project), filters.tenant)
+        for event in find_events(plan.text):
+            sub = replace(plan, query=replace(plan.query, text=event.event), fetch=3, min_similarity=None)
+            found = self._recallable(self.hybrid.search(sub), plan.filters.tenant)
             if not found or found[0].relevance < self.default_min_relevance():
                 continue
             try:

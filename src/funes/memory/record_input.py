@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from ..errors import InvalidInput
-from ..models import MESSAGE_ROLES, Reference, SearchFilters, SourceRef, parse_time
+from ..models import KINDS, MEMORY_TYPES, MESSAGE_ROLES, SCOPES, Reference, SearchFilters, SourceRef, parse_time
 
 
 def check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -219,3 +219,75 @@ def check_search(
         raise InvalidInput(
             f"min_similarity {min_similarity} is out of range.", hint="Use a cosine value from -1 to 1, e.g. 0.4."
         )
+
+
+def check_content(content: Any, max_bytes: int) -> str:
+    """A record's text, stripped; refused when it is not text, empty, not Unicode, or over ``max_bytes``."""
+    if not isinstance(content, str):
+        raise InvalidInput(f"Content must be text, got {type(content).__name__}.", hint="Pass a string.")
+    if not content.strip():
+        raise InvalidInput("Content is empty.", hint="Pass the text to remember.")
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            "Content is not valid Unicode text (it has a lone surrogate).",
+            hint="Decode the text properly (e.g. with errors='replace') before remembering it.",
+        ) from exc
+    if size > max_bytes:
+        raise InvalidInput(
+            f"Content is {size:,} bytes, over the limit of {max_bytes:,}.",
+            hint="Ingest large texts as documents (`funes ingest FILE`), or raise max_content_bytes.",
+        )
+    return content.strip()
+
+
+def check_scope(scope: str | None, project: str | None, session: str | None) -> str:
+    """The record's scope: the one given, checked, or the narrowest its project and session allow."""
+    if scope is None:
+        scope = "session" if session and not project else ("project" if project else "team")
+    check_choice("scope", scope, SCOPES)
+    if scope == "project" and not project:
+        raise InvalidInput(
+            "Scope 'project' needs a project.", hint="Pass project=... (CLI: --project NAME) or use scope 'team'."
+        )
+    if scope == "session" and not session:
+        raise InvalidInput("Scope 'session' needs a session id.", hint="Pass session=... (CLI: --session ID).")
+    return scope
+
+
+def search_filters(
+    tenant: str,
+    user: str | None,
+    types: Sequence[str] | None,
+    kinds: Sequence[str] | None,
+    scopes: Sequence[str] | None,
+    project: str | None,
+    session: str | None,
+    source_types: Sequence[str] | None = None,
+    source_ids: Sequence[str] | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    roles: Sequence[str] | None = None,
+) -> SearchFilters:
+    """The filters of a listing or search (the caller resolved tenant and user), each choice checked."""
+    for t in types or ():
+        check_choice("memory type", t, MEMORY_TYPES)
+    for k in kinds or ():
+        check_choice("kind", k, KINDS)
+    for s in scopes or ():
+        check_choice("scope", s, SCOPES)
+    return SearchFilters(
+        tenant=tenant,
+        user_id=user,
+        scopes=tuple(scopes) if scopes else None,
+        project_id=project,
+        session_id=session,
+        memory_types=tuple(types) if types else None,
+        kinds=tuple(kinds) if kinds else None,
+        source_types=expand_source_types(source_types),
+        source_ids=tuple(source_ids) if source_ids else None,
+        created_after=as_time(since, "since"),
+        created_before=as_time(until, "until"),
+        roles=message_roles(roles),
+    )

@@ -18,12 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 
 import numpy as np
 
 from ..errors import EmbedderUnavailable, InvalidInput
-from ..models import KEYWORD_ONLY, Memory, RankFields, SearchFilters, SearchHit, SearchResults
+from ..models import KEYWORD_ONLY, Memory, RankFields, SearchHit, SearchPlan, SearchResults
 from ..models import config as config_mod
 from ..store import Store
 from .dates import DateWindow, find_dates
@@ -51,22 +50,15 @@ class HybridSearch:
         self._worker = worker  # the keyword leg's thread, started on first use
         self._after_vector_search = after_vector_search  # e.g. queue the index work the vector leg asked for
 
-    def search(
-        self,
-        query: str,
-        filters: SearchFilters,
-        now: datetime,
-        limit: int,
-        min_similarity: float | None,
-        project: str | None,
-        windows: tuple[DateWindow, ...] = (),
-    ) -> SearchResults:
-        """The best ``limit`` hits of the fused keyword and vector legs, each with its relevance explained.
+    def search(self, plan: SearchPlan, windows: tuple[DateWindow, ...] = ()) -> SearchResults:
+        """The best ``plan.fetch`` hits of the fused keyword and vector legs, each with its relevance explained.
 
         ``windows``: spans of time the caller resolved itself (an event's, dated
         by the memory: :meth:`funes.memory.core.Core.search`), boosted like the dates
         the query names.
         """
+        query, filters, now, limit = plan.text, plan.filters, plan.now, plan.fetch
+        min_similarity, project = plan.min_similarity, plan.project
         candidates = max(self.config.candidates, limit * 2)
         # The keyword leg runs beside the query embedding and the vector leg:
         # SQLite, torch and numpy all release the GIL, so on two cores the

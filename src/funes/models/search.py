@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..errors import InvalidInput
 from .records import Memory, Reference, format_time, utcnow
 
 
@@ -273,3 +274,111 @@ class SearchResults(list[SearchHit]):
         super().__init__(hits)
         self.degraded = degraded
         self.groups = groups
+
+
+#: A reference as callers give it: a Reference, (type, id), {"type": ..., "id": ...} or "type:id".
+RefLike = Reference | tuple[str, str] | dict[str, str] | str
+
+# Fields that take several values: a list becomes a tuple; a lone string is refused (a
+# typo for a list is likelier than a one-letter choice). The entity filters and refs are
+# checked where the filters are built (refs also take one "type:id").
+_MANY = ("scopes", "types", "kinds", "source_types", "source_ids", "roles")
+_CHECKED_LATER = ("entity_types", "entity_ids", "refs")
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """One search as a value: what is asked, where to look, as of when, how it is grouped, how many and how sure.
+
+    Each shell builds it once (``SearchQuery("seat preference", types=["preference"], limit=5)``,
+    or :meth:`of` from keyword options) and passes it down unchanged: the core checks it and
+    resolves it against the settings into a :class:`SearchPlan`, which the ranking layer runs.
+
+    * where to look: ``tenant``, ``user`` (None: the configured ones), ``scopes``, ``project``,
+      ``session``, ``types``, ``kinds``, ``source_types`` (source filter names such as
+      ``documents`` or raw source types), ``source_ids``, ``since``/``until``, ``entity_types``,
+      ``entity_ids``, ``refs`` (``"rfp:RFP-7"``; a record must carry every one) and ``roles``;
+    * time: ``as_of`` searches as of that moment instead of the wall clock;
+    * grouping: ``group_by="session"`` and ``context_turns`` (the turns around a chat hit);
+    * limits and floors: ``limit``, ``min_similarity``, ``min_relevance`` (None: the settings);
+    * bookkeeping: ``track`` writes the access log, ``agent`` names who asked.
+    """
+
+    text: str
+    tenant: str | None = None
+    user: str | None = None
+    scopes: tuple[str, ...] | None = None
+    project: str | None = None
+    session: str | None = None
+    types: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    source_types: tuple[str, ...] | None = None
+    source_ids: tuple[str, ...] | None = None
+    since: datetime | str | None = None
+    until: datetime | str | None = None
+    entity_types: tuple[str, ...] | None = None
+    entity_ids: tuple[str, ...] | None = None
+    refs: tuple[RefLike, ...] | None = None
+    roles: tuple[str, ...] | None = None
+    as_of: datetime | str | None = None
+    group_by: str | None = None
+    context_turns: int | None = None
+    limit: int | None = None
+    min_similarity: float | None = None
+    min_relevance: float | None = None
+    track: bool = True
+    agent: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in (*_MANY, *_CHECKED_LATER):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                if name in _CHECKED_LATER:
+                    continue
+                raise InvalidInput(f"{name} takes a list, got the string {value!r}.", hint=f'Pass {name}=["{value}"].')
+            if value is not None:
+                object.__setattr__(self, name, tuple(value) or None)
+
+    @classmethod
+    def of(cls, query: str | SearchQuery, **options: Any) -> SearchQuery:
+        """A query from a text and keyword options, or a query with some of its options replaced.
+
+        An unknown option is refused with the names that exist, so a typo never widens a search.
+        """
+        from dataclasses import fields, replace
+
+        names = [f.name for f in fields(cls) if f.name != "text"]
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise InvalidInput(
+                f"search() got unknown option(s) {', '.join(unknown)}.", hint=f"Use any of: {', '.join(names)}."
+            )
+        if isinstance(query, SearchQuery):
+            return replace(query, **options) if options else query
+        return cls(query, **options)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """A checked :class:`SearchQuery` resolved against the settings: what the ranking layer runs.
+
+    ``now`` is ``as_of`` or the wall clock; ``fetch`` is how many ranked hits to gather
+    (more than ``limit`` when hits are grouped by session); ``min_relevance`` is the floor
+    in force (the setting when the query gave none); ``project`` is the project boosted.
+    """
+
+    query: SearchQuery
+    filters: SearchFilters
+    now: datetime
+    limit: int
+    fetch: int
+    min_similarity: float | None
+    min_relevance: float
+    project: str | None
+    context_turns: int
+    as_of: datetime | None = None
+
+    @property
+    def text(self) -> str:
+        """The words searched for."""
+        return self.query.text

@@ -4,7 +4,7 @@
 
 1. ``<prompts_dir>/memory.md`` when the ``prompts_dir`` setting names a directory;
 2. ``$FUNES_HOME/prompts/memory.md``;
-3. the packaged ``funes/prompts/memory.md``.
+3. the packaged ``funes/conversations/prompts/memory.md``.
 
 So a user edits a copy in their home directory (``funes instructions >
 ~/.local/share/funes/prompts/memory.md``) without touching the package.

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ...models import SearchQuery
 from ...models.sources import describe_source_filters
 from .common import (
     MEMORY_TYPES,
@@ -271,25 +272,27 @@ def search(
     """
     text = read_text_arg(query, "search query")
     hits = state.funes().search(
-        text,
-        limit=limit,
-        types=types or None,
-        kinds=kinds or None,
-        scopes=scopes or None,
-        project=project or state.project,
-        session=session,
-        source_types=source_types or None,
-        source_ids=source_ids or None,
-        since=since,
-        until=until,
-        min_similarity=min_similarity,
-        entity_types=entity_types or None,
-        entity_ids=entity_ids or None,
-        refs=filter_refs or None,
-        min_relevance=min_relevance,
-        as_of=as_of,
-        roles=roles or None,
-        group_by=group_by,
+        SearchQuery(
+            text,
+            limit=limit,
+            types=types or None,
+            kinds=kinds or None,
+            scopes=scopes or None,
+            project=project or state.project,
+            session=session,
+            source_types=source_types or None,
+            source_ids=source_ids or None,
+            since=since,
+            until=until,
+            min_similarity=min_similarity,
+            entity_types=entity_types or None,
+            entity_ids=entity_ids or None,
+            refs=filter_refs or None,
+            min_relevance=min_relevance,
+            as_of=as_of,
+            roles=roles or None,
+            group_by=group_by,
+        )
     )
 
     def hit_lines(n: int, hit: Any, indent: str) -> list[str]:

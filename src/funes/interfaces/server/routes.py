@@ -9,7 +9,7 @@ from fastapi import FastAPI, File, Form, Header, Query, Request, Response, Uploa
 from fastapi.responses import JSONResponse
 
 from ...errors import InvalidInput, NotFound
-from ...models import utcnow
+from ...models import SearchQuery, utcnow
 from .auth import check_internal_token
 from .auth import principal_of as _principal
 from .schemas import (
@@ -145,19 +145,21 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         if limit is None:
             limit = int(funes.project_settings(file_id, tenant=p.team)["settings"]["retrieval_k"]) if file_id else 10
         hits = funes.search(
-            q,
-            tenant=p.team,
-            user=p.viewer,
-            scopes=_csv(scope),
-            project=file_id,
-            session=session_id,
-            types=_csv(memory_type),
-            kinds=_csv(kind),
-            source_types=_csv(source_type),
-            entity_types=_csv(entity_type),
-            roles=_csv(role),
-            group_by=group_by,
-            limit=limit,
+            SearchQuery(
+                q,
+                tenant=p.team,
+                user=p.viewer,
+                scopes=_csv(scope),
+                project=file_id,
+                session=session_id,
+                types=_csv(memory_type),
+                kinds=_csv(kind),
+                source_types=_csv(source_type),
+                entity_types=_csv(entity_type),
+                roles=_csv(role),
+                group_by=group_by,
+                limit=limit,
+            )
         )
         out: dict[str, Any] = {"query": q, "hits": [h.to_dict() for h in hits], "degraded": hits.degraded}
         if hits.groups is not None:

@@ -1,0 +1,5 @@
+"""``python -m funes``: the ``funes`` command."""
+
+from .interfaces.cli import main
+
+main()
