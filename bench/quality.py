@@ -502,7 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/funes-quality"), help="Embedding cache folder.")
     parser.add_argument("--off-topic", type=int, default=60, help="Off-topic questions asked per conversation.")
     parser.add_argument("--json", type=Path, help="Also write the numbers to this JSON file.")
-    parser.add_argument("--calibrate", action="store_true", help="Refit funes.memory.relevance and print its constants.")
+    parser.add_argument(
+        "--calibrate", action="store_true", help="Refit funes.memory.relevance and print its constants."
+    )
     parser.add_argument(
         "--context",
         type=int,

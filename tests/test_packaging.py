@@ -29,7 +29,9 @@ def test_no_hint_installs_the_unrelated_funes_package() -> None:
         if wrong.search(line) or "pip install 'funes[" in line or 'pip install "funes[' in line
     ]
     assert not offenders, offenders
-    assert "pip install 'funes-memory[pdf]'" in (REPO / "src/funes/knowledge/readers/pdf.py").read_text(encoding="utf-8")
+    assert "pip install 'funes-memory[pdf]'" in (REPO / "src/funes/knowledge/readers/pdf.py").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_the_distribution_is_funes_memory_with_one_extra_per_adapter() -> None:

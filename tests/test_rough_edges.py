@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 import funes
 from funes.agents.specs import TOOLS_BY_NAME
-from funes.providers.embed import HashEmbedder
 from funes.interfaces.cli import main
 from funes.models import Caller
 from funes.models.sources import SOURCE_FILTER_LABELS, SOURCE_FILTERS, describe_source_filters
+from funes.providers.embed import HashEmbedder
 
 
 # -- the documents source filter: name, description and behaviour agree ---------------------

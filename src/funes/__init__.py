@@ -45,20 +45,8 @@ if TYPE_CHECKING:
     from .service import Funes, open
 
 
-_LAZY = {
-    "Funes": "service",
-    "open": "service",
-    "Session": "conversations.sessions",
-    "Budget": "conversations.assembly",
-    "BuiltContext": "conversations.assembly",
-    "ToolResult": "agents.tools",
-    "Document": "knowledge.results",
-    "IngestReport": "knowledge.results",
-}
-
-
-# The service (numpy, SQLite, the store) loads on first use.
-__getattr__ = lazy_exports(__name__, _LAZY)
+# The names of the TYPE_CHECKING block load on first use (the service: numpy, SQLite, the store).
+__getattr__ = lazy_exports(__name__, __file__)[0]
 
 __version__ = "0.1.0"
 

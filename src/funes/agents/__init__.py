@@ -12,38 +12,15 @@ from typing import TYPE_CHECKING
 from ..models.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .capture import Capture
-    from .hooks import Hooks
-    from .memory_tool import MemoryTool
-    from .specs import TOOLS, TOOLS_BY_NAME, ToolSpec, render_tools
-    from .tasks import Tasks
-    from .tools import AgentTools, ToolResult
+    from .capture import Capture as Capture
+    from .hooks import Hooks as Hooks
+    from .memory_tool import MemoryTool as MemoryTool
+    from .specs import TOOLS as TOOLS
+    from .specs import TOOLS_BY_NAME as TOOLS_BY_NAME
+    from .specs import ToolSpec as ToolSpec
+    from .specs import render_tools as render_tools
+    from .tasks import Tasks as Tasks
+    from .tools import AgentTools as AgentTools
+    from .tools import ToolResult as ToolResult
 
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "AgentTools": "tools",
-        "ToolResult": "tools",
-        "TOOLS": "specs",
-        "TOOLS_BY_NAME": "specs",
-        "ToolSpec": "specs",
-        "render_tools": "specs",
-        "MemoryTool": "memory_tool",
-        "Capture": "capture",
-        "Tasks": "tasks",
-        "Hooks": "hooks",
-    },
-)
-
-__all__ = [
-    "TOOLS",
-    "TOOLS_BY_NAME",
-    "AgentTools",
-    "Capture",
-    "Hooks",
-    "MemoryTool",
-    "Tasks",
-    "ToolResult",
-    "ToolSpec",
-    "render_tools",
-]
+__getattr__, __all__ = lazy_exports(__name__, __file__)

@@ -11,36 +11,15 @@ from typing import TYPE_CHECKING
 from ..models.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .assembly import Budget, BuiltContext, Change, ContextInputs, assemble
-    from .prompts import load_prompt
-    from .sessions import Conversations, Session
-    from .tokens import TokenCounter, default_counter
+    from .assembly import Budget as Budget
+    from .assembly import BuiltContext as BuiltContext
+    from .assembly import Change as Change
+    from .assembly import ContextInputs as ContextInputs
+    from .assembly import assemble as assemble
+    from .prompts import load_prompt as load_prompt
+    from .sessions import Conversations as Conversations
+    from .sessions import Session as Session
+    from .tokens import TokenCounter as TokenCounter
+    from .tokens import default_counter as default_counter
 
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "Conversations": "sessions",
-        "Session": "sessions",
-        "Budget": "assembly",
-        "BuiltContext": "assembly",
-        "Change": "assembly",
-        "ContextInputs": "assembly",
-        "assemble": "assembly",
-        "TokenCounter": "tokens",
-        "default_counter": "tokens",
-        "load_prompt": "prompts",
-    },
-)
-
-__all__ = [
-    "Budget",
-    "BuiltContext",
-    "Change",
-    "ContextInputs",
-    "Conversations",
-    "Session",
-    "TokenCounter",
-    "assemble",
-    "default_counter",
-    "load_prompt",
-]
+__getattr__, __all__ = lazy_exports(__name__, __file__)

@@ -12,35 +12,13 @@ from typing import TYPE_CHECKING
 from ..models.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .entities import Entities
-    from .generation import Generation
-    from .health import Maintenance
-    from .insights import Insights
-    from .learn import Learning
-    from .upkeep import Upkeep
-    from .versions import Curation, Version
+    from .entities import Entities as Entities
+    from .generation import Generation as Generation
+    from .health import Maintenance as Maintenance
+    from .insights import Insights as Insights
+    from .learn import Learning as Learning
+    from .upkeep import Upkeep as Upkeep
+    from .versions import Curation as Curation
+    from .versions import Version as Version
 
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "Curation": "versions",
-        "Version": "versions",
-        "Entities": "entities",
-        "Generation": "generation",
-        "Insights": "insights",
-        "Learning": "learn",
-        "Upkeep": "upkeep",
-        "Maintenance": "health",
-    },
-)
-
-__all__ = [
-    "Curation",
-    "Entities",
-    "Generation",
-    "Insights",
-    "Learning",
-    "Maintenance",
-    "Upkeep",
-    "Version",
-]
+__getattr__, __all__ = lazy_exports(__name__, __file__)

@@ -11,41 +11,17 @@ from typing import TYPE_CHECKING
 from ..models.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .documents import Documents
-    from .folders import Folder, Folders, FolderStatus, SyncReport
-    from .readers import ReadOptions, read
-    from .results import Document, IngestProgress, IngestReport, IngestResult
-    from .uploads import Uploads
+    from .documents import Documents as Documents
+    from .folders import Folder as Folder
+    from .folders import Folders as Folders
+    from .folders import FolderStatus as FolderStatus
+    from .folders import SyncReport as SyncReport
+    from .readers import ReadOptions as ReadOptions
+    from .readers import read as read
+    from .results import Document as Document
+    from .results import IngestProgress as IngestProgress
+    from .results import IngestReport as IngestReport
+    from .results import IngestResult as IngestResult
+    from .uploads import Uploads as Uploads
 
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "Documents": "documents",
-        "Document": "results",
-        "IngestProgress": "results",
-        "IngestReport": "results",
-        "IngestResult": "results",
-        "ReadOptions": "readers",
-        "read": "readers",
-        "Folder": "folders",
-        "FolderStatus": "folders",
-        "Folders": "folders",
-        "SyncReport": "folders",
-        "Uploads": "uploads",
-    },
-)
-
-__all__ = [
-    "Document",
-    "Documents",
-    "Folder",
-    "FolderStatus",
-    "Folders",
-    "IngestProgress",
-    "IngestReport",
-    "IngestResult",
-    "ReadOptions",
-    "SyncReport",
-    "Uploads",
-    "read",
-]
+__getattr__, __all__ = lazy_exports(__name__, __file__)

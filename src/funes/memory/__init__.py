@@ -12,49 +12,18 @@ from typing import TYPE_CHECKING
 from ..models.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .access_log import AccessLog
-    from .chunking import Chunker, split_text
-    from .core import Core
-    from .dates import DateWindow
-    from .embedding import Embedding
-    from .jobs import Jobs
-    from .keys import Keys, Principal
-    from .project_settings import ProjectSettings
-    from .ranking import RankSettings
-    from .search import HybridSearch
-    from .transfer import Transfer
+    from .access_log import AccessLog as AccessLog
+    from .chunking import Chunker as Chunker
+    from .chunking import split_text as split_text
+    from .core import Core as Core
+    from .dates import DateWindow as DateWindow
+    from .embedding import Embedding as Embedding
+    from .jobs import Jobs as Jobs
+    from .keys import Keys as Keys
+    from .keys import Principal as Principal
+    from .project_settings import ProjectSettings as ProjectSettings
+    from .ranking import RankSettings as RankSettings
+    from .search import HybridSearch as HybridSearch
+    from .transfer import Transfer as Transfer
 
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "Core": "core",
-        "HybridSearch": "search",
-        "Embedding": "embedding",
-        "Jobs": "jobs",
-        "Keys": "keys",
-        "Principal": "keys",
-        "Transfer": "transfer",
-        "AccessLog": "access_log",
-        "ProjectSettings": "project_settings",
-        "RankSettings": "ranking",
-        "DateWindow": "dates",
-        "Chunker": "chunking",
-        "split_text": "chunking",
-    },
-)
-
-__all__ = [
-    "AccessLog",
-    "Chunker",
-    "Core",
-    "DateWindow",
-    "Embedding",
-    "HybridSearch",
-    "Jobs",
-    "Keys",
-    "Principal",
-    "ProjectSettings",
-    "RankSettings",
-    "Transfer",
-    "split_text",
-]
+__getattr__, __all__ = lazy_exports(__name__, __file__)

@@ -11,26 +11,11 @@ from typing import TYPE_CHECKING
 from ..models.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .embed import Embedder, HashEmbedder, create_embedder
-    from .llm import LLM, OfflineLLM, create_llm
+    from .embed import Embedder as Embedder
+    from .embed import HashEmbedder as HashEmbedder
+    from .embed import create_embedder as create_embedder
+    from .llm import LLM as LLM
+    from .llm import OfflineLLM as OfflineLLM
+    from .llm import create_llm as create_llm
 
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "Embedder": "embed",
-        "HashEmbedder": "embed",
-        "create_embedder": "embed",
-        "LLM": "llm",
-        "OfflineLLM": "llm",
-        "create_llm": "llm",
-    },
-)
-
-__all__ = [
-    "LLM",
-    "Embedder",
-    "HashEmbedder",
-    "OfflineLLM",
-    "create_embedder",
-    "create_llm",
-]
+__getattr__, __all__ = lazy_exports(__name__, __file__)
