@@ -104,7 +104,7 @@ def test_the_wheel_is_funes_memory_with_its_data_files(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"funes/{p.relative_to(REPO / 'src' / 'funes')}" for p in (REPO / "src" / "funes").rglob("*")}
     data = {n for n in expected if n.endswith((".sql", ".md")) or "/static/" in n}
-    assert any(n.startswith("funes/store/sql/") for n in data) and "funes/prompts/agent.md" in data
+    assert any(n.startswith("funes/store/sql/") for n in data) and "funes/conversations/prompts/agent.md" in data
     assert data <= names, f"missing from the wheel: {sorted(data - names)}"
     code = {n for n in expected if n.endswith(".py")}
     assert code <= names, f"missing from the wheel: {sorted(code - names)}"
