@@ -4,6 +4,7 @@
 >>> mem = funes.open()                      # $FUNES_HOME/funes.db, local model
 >>> mem.remember("I prefer US-based vendors", type="preference")
 >>> mem.search("which suppliers does the user like?")
+>>> mem.search(funes.SearchQuery("vendors", types=["preference"], limit=3))
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .models import (
     RememberResult,
     SearchFilters,
     SearchHit,
+    SearchQuery,
     SearchResults,
     SessionGroup,
     SourceRef,
@@ -73,6 +75,7 @@ __all__ = [
     "RememberResult",
     "SearchFilters",
     "SearchHit",
+    "SearchQuery",
     "SearchResults",
     "Session",
     "SessionGroup",
