@@ -93,6 +93,17 @@ def test_seed_002_profiles() -> None:
     assert tiny.system + tiny.snapshot + tiny.conversation + tiny.retrieved + tiny.response <= 8000
 
 
+def test_history_grows_with_a_window_past_128k() -> None:
+    """Seed 002's 128k caps hold exactly; a larger window gives its extra tokens to the history."""
+    assert Budget.for_window(128_000).conversation == 10_000
+    large = Budget.for_window(200_000)
+    assert large.conversation == 10_000 + 72_000
+    assert (large.system, large.snapshot, large.retrieved, large.response) == (2000, 3000, 5000, 10_000)
+    caps = large.system + large.snapshot + large.conversation + large.retrieved
+    assert caps <= large.prompt_limit
+    assert Budget.for_window(1_000_000).conversation == 10_000 + 872_000
+
+
 def test_bad_budgets_say_what_to_do() -> None:
     with pytest.raises(InvalidInput, match="response buffer"):
         Budget(window=1000, response=1000).check()

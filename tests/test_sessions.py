@@ -420,3 +420,19 @@ def test_imported_old_history_is_not_pruned_at_once(tmp_path: Path) -> None:
         }
     pruned = run_cli(tmp_path, "--db", db, "sessions", "prune", "--json")
     assert pruned.exit_code == 0 and json.loads(pruned.output)["sessions"] == []
+
+
+def test_a_200k_window_keeps_a_long_conversation_a_128k_window_trims_it(mem: funes.Funes) -> None:
+    """122 turns of about 500 tokens: all fit a 200k window; at 128k seed 002's 10k history cap holds."""
+    session = mem.session("long-chat")
+    turn = " ".join(f"word{i}" for i in range(240))
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i}: {turn}"} for i in range(122)
+    ]
+    mem.add_messages(session, messages)
+    wide = session.build_context("What did we say?", model_window=200_000)
+    assert wide.dropped_turns == []
+    assert len(wide.messages) == 123  # the whole history and the question
+    narrow = session.build_context("What did we say?", model_window=128_000)
+    assert narrow.report()["conversation_cap"] == 10_000
+    assert len(narrow.dropped_turns) > 100

@@ -146,11 +146,14 @@ class Budget:
 
     @classmethod
     def for_window(cls, window: int, base: Budget | None = None) -> Budget:
-        """Caps for a model window: ``base`` (seed 002's 128k numbers) scaled down for small windows.
+        """Caps for a model window: ``base`` (seed 002's 128k numbers) scaled to the window.
 
         At 32k the profile follows seed 002: 3 retrieved chunks of 256 tokens,
         about 12k in all. Between 32k and 128k the caps are interpolated;
-        under 32k they shrink in proportion; at 128k and above ``base`` holds.
+        under 32k they shrink in proportion; at 128k ``base`` holds exactly.
+        Above 128k the history gets the extra window: the other sections are
+        already ample there, and a long conversation is what a larger window is
+        bought for (at 200k, history may take 82k tokens instead of 10k).
         """
         base = base or cls()
         if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
@@ -158,7 +161,7 @@ class Budget:
                 f"The model window must be a positive number of tokens, got {window!r}.", hint="E.g. 200000."
             )
         if window >= LARGE_WINDOW:
-            return replace(base, window=window)
+            return replace(base, window=window, conversation=base.conversation + window - LARGE_WINDOW)
         small = {
             "system": min(base.system, 2000),
             "snapshot": min(base.snapshot, 1000),

@@ -309,7 +309,8 @@ register(
     "context_conversation_tokens",
     10_000,
     int,
-    "Cap on history plus the current user message (128k window; scaled down for smaller ones).",
+    "Cap on history plus the current user message at a 128k window (scaled down for smaller windows; "
+    "a larger window adds its extra tokens to it).",
 )
 register(
     "context_retrieved_tokens",
