@@ -377,3 +377,16 @@ def test_cli_progress_bar_draws_on_stderr_only() -> None:
     assert "1/4 files" in line and "120 chunks" in line and "ETA 00:15" in line and "[######" in line
     clear()
     assert stream.getvalue().endswith("\r")
+
+
+def test_cli_ingest_takes_project_after_the_command_as_the_docs_show(tmp_path: Path) -> None:
+    """docs/ingestion.md: `funes ingest --project acme FILE` files the chunks under that project."""
+    db = str(tmp_path / "cli.db")
+    (tmp_path / "plan.md").write_text("# Plan\n\nThe migration starts in March.\n", encoding="utf-8")
+    runner = CliRunner()
+    base = ["--db", db, "--embedder", "hash"]
+    result = runner.invoke(main, [*base, "ingest", "--project", "acme", str(tmp_path / "plan.md")])
+    assert result.exit_code == 0, result.output
+    with funes.open(db, embedder=HashEmbedder(64)) as mem:
+        chunks = mem.list().items
+    assert chunks and {(c.scope, c.project_id) for c in chunks} == {("project", "acme")}

@@ -254,3 +254,24 @@ def test_a_keyless_sqlite_store_on_loopback_serves_single_user_and_says_so(tmp_p
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "Single-user mode" in err.decode()
+
+
+def test_a_busy_port_is_a_clear_error_before_any_announcement(tmp_path: Path) -> None:
+    """`funes serve` on a port another process holds says so and how to pick another, and prints no URL."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        env = {**os.environ, "FUNES_EMBEDDER": "hash"}
+        code = "from funes.interfaces.cli import main; main()"
+        done = subprocess.run(
+            [sys.executable, "-c", code, "serve", "--db", str(tmp_path / "t.db"), "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode != 0
+    assert f"Cannot listen on 127.0.0.1:{port}: the port is in use." in done.stderr
+    assert "--port" in done.stderr and "Hint" in done.stderr
+    assert "Funes team server:" not in done.stderr and "http://" not in done.stderr

@@ -426,9 +426,7 @@ def test_a_200k_window_keeps_a_long_conversation_a_128k_window_trims_it(mem: fun
     """122 turns of about 500 tokens: all fit a 200k window; at 128k seed 002's 10k history cap holds."""
     session = mem.session("long-chat")
     turn = " ".join(f"word{i}" for i in range(240))
-    messages = [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i}: {turn}"} for i in range(122)
-    ]
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i}: {turn}"} for i in range(122)]
     mem.add_messages(session, messages)
     wide = session.build_context("What did we say?", model_window=200_000)
     assert wide.dropped_turns == []

@@ -91,6 +91,7 @@ def summary(report: IngestReport) -> str:
 @click.option("--kind", type=click.Choice(KINDS), help="Reader to use (default: detected from content and extension).")
 @click.option("--name", help="Name (and uri) of the document read from stdin ('-'); default 'stdin'.")
 @click.option("--scope", type=click.Choice(SCOPES), help="Default: project if --project is set, else team.")
+@click.option("--project", "project", help="Project id of the documents (overrides the global --project).")
 @click.option("--session", help="Session id (for session scope).")
 @click.option("--encoding", help="Text encoding of non-UTF-8 files (e.g. cp1252); detected when not given.")
 @click.option("--password", help="Password of an encrypted PDF.")
@@ -105,6 +106,7 @@ def ingest(
     kind: str | None,
     name: str | None,
     scope: str | None,
+    project: str | None,
     session: str | None,
     encoding: str | None,
     password: str | None,
@@ -125,7 +127,7 @@ def ingest(
     options: dict[str, Any] = dict(
         kind=kind,
         scope=scope,
-        project=state.project,
+        project=project or state.project,
         session=session,
         encoding=encoding,
         password=password,

@@ -17,7 +17,9 @@ def register(group: click.Group) -> None:
 @click.command()
 @click.option("--db", "serve_db", help="Store: a SQLite path or a postgresql:// URL (default: the global --db).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told).")
-@click.option("--port", default=8700, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option(
+    "--port", default=8700, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on (0: a free one)."
+)
 @click.option(
     "--keys/--no-keys",
     "require_keys",

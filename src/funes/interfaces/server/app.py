@@ -9,8 +9,10 @@ Errors are translated at this edge into ``{"error": {"code", "message", "hint"}}
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import logging
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -188,8 +190,9 @@ def serve(
         )
     if require_keys is None:
         require_keys = postgres or not is_loopback(host) or bool(funes.keys.list())
+    sock = _listen(host, port)
     app = create_app(funes, require_keys=require_keys, close=True)
-    where = f"http://{host}:{port}"
+    where = f"http://{host}:{sock.getsockname()[1]}"
     if announce_json:
         import json
 
@@ -219,6 +222,23 @@ def serve(
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sock.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything is announced: a busy port is a clear error."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        busy = exc.errno == errno.EADDRINUSE
+        raise InvalidInput(
+            f"Cannot listen on {host}:{port}: " + ("the port is in use." if busy else f"{exc.strerror or exc}."),
+            hint=f"Pick another port with `funes serve --port N` (0 picks a free one), or stop what holds {port}."
+            if busy
+            else "Check --host (an address of this machine, e.g. 127.0.0.1) and --port.",
+        ) from exc
