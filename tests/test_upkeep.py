@@ -298,3 +298,25 @@ def test_the_background_run_only_checks_what_was_written_since_the_last_run(tmp_
         assert sum(mem.store.get(m.id) is not None for m in (a, b, c)) == 1  # one of the three stands
     finally:
         mem.close()
+
+
+def test_every_fix_stale_suggests_runs_and_leaves_nothing_stale(tmp_path: Path) -> None:
+    """`funes stale` names a fix per document; each one works, for a changed file and a deleted one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    changed, gone = docs / "changed.md", docs / "gone.md"
+    for p in (changed, gone):
+        p.write_text(f"# {p.stem}\n\nSome text about {p.stem}.\n", encoding="utf-8")
+    runner = CliRunner()
+    base = ["--db", str(tmp_path / "s.db"), "--embedder", "hash"]
+    assert runner.invoke(main, [*base, "ingest", str(docs)]).exit_code == 0
+    changed.write_text("# changed\n\nDifferent words now.\n", encoding="utf-8")
+    gone.unlink()
+    found = json.loads(runner.invoke(main, [*base, "stale", "--json"]).output)["stale"]
+    assert len(found) == 2
+    for doc in found:
+        command = doc["fix"].split()
+        assert command[0] == "funes"
+        done = runner.invoke(main, [*base, *command[1:]])
+        assert done.exit_code == 0, f"{doc['fix']}: {done.output}"
+    assert runner.invoke(main, [*base, "stale"]).output.strip() == "Nothing is stale."

@@ -398,8 +398,10 @@ class Upkeep:
             if doc.uri.startswith("stdin") or not path.is_absolute():
                 continue
             indexed = doc.indexed_at or doc.updated_at
+            fix = f"funes docs reindex {doc.id}"
             if not path.exists():
-                reason = "the source file is gone"
+                # Reindexing reads the file, so a vanished file is removed (or restored and reindexed).
+                reason, fix = "the source file is gone", f"funes docs rm {doc.id}"
             else:
                 mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=indexed.tzinfo if indexed else None)
                 if indexed is not None and mtime <= indexed:
@@ -416,7 +418,7 @@ class Upkeep:
                     "indexed_at": format_time(indexed),
                     "records": doc.chunk_count,
                     "reason": reason,
-                    "fix": f"funes docs reindex {doc.id}",
+                    "fix": fix,
                 }
             )
         return out
