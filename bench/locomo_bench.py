@@ -11,7 +11,7 @@ fusion settings (see ``bench/scifact_bench.py``), and with a random
 importance on every record, to show how far that boost can override
 relevance.
 
-The data set (``/work/shared/bench/locomo/locomo10.json``, read in place and
+The data set (``shared/bench/locomo/locomo10.json`` beside the checkout, read in place and
 never copied) holds 10 long two-person conversations of about 600 turns in
 19-35 dated sessions, and questions whose answers are in given turns
 ("evidence"). Each conversation goes into its own tenant of a fresh store;
@@ -57,10 +57,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from quality_data import DATA as BENCH_DATA
 from quality_data import ingest_locomo, parse_evidence  # same directory: run as bench/locomo_bench.py
 from scifact_bench import capturing, noise_checks, rerank, variants
 
-DATA = Path("/work/shared/bench/locomo/locomo10.json")
+DATA = BENCH_DATA / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5)
 KS = (1, 5, 10)

@@ -20,10 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from poisoning_corpus import BENIGN, VARIANTS
+from quality_data import DATA as BENCH_DATA
 
 from funes.memory.safety import instruction_flags
 
-DATA = Path("/work/shared/bench/locomo/locomo10.json")
+DATA = BENCH_DATA / "locomo" / "locomo10.json"
 
 # The 0.1 patterns, verbatim, as the baseline.
 _OLD = (

@@ -499,7 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", choices=("locomo", "scifact", "all"), default="all")
     parser.add_argument("--limit", type=int, help="First N LoCoMo conversations / first N SciFact claims.")
     parser.add_argument("--data", type=Path, default=DATA, help="Folder holding locomo/ and scifact/ (read only).")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/funes-quality"), help="Embedding cache folder.")
+    parser.add_argument(
+        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "funes-quality", help="Embedding cache folder."
+    )
     parser.add_argument("--off-topic", type=int, default=60, help="Off-topic questions asked per conversation.")
     parser.add_argument("--json", type=Path, help="Also write the numbers to this JSON file.")
     parser.add_argument(

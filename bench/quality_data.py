@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 import re
 import sys
@@ -23,7 +24,9 @@ from typing import Any
 
 import numpy as np
 
-DATA = Path("/work/shared/bench")
+# The public data sets sit in the workspace's shared/ folder, beside the checkout; FUNES_BENCH_DATA
+# (or each script's --data) points elsewhere.
+DATA = Path(os.environ.get("FUNES_BENCH_DATA") or Path(__file__).resolve().parents[2] / "shared" / "bench")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
@@ -32,8 +35,8 @@ def require(path: Path) -> Path:
     if not path.exists():
         sys.exit(
             f"Data set not found at {path}. The benchmarks read LoCoMo and SciFact in place from "
-            f"/work/shared/bench (locomo/locomo10.json, scifact/corpus.jsonl, queries.jsonl, qrels/test.tsv); "
-            "pass --data DIR to point elsewhere."
+            f"{DATA} (locomo/locomo10.json, scifact/corpus.jsonl, queries.jsonl, qrels/test.tsv); "
+            "pass --data DIR (or set FUNES_BENCH_DATA) to point elsewhere."
         )
     return path
 

@@ -46,7 +46,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-DATA = Path("/work/shared/bench/scifact")
+from quality_data import DATA as BENCH_DATA  # same directory: run as bench/scifact_bench.py
+
+DATA = BENCH_DATA / "scifact"
 TENANT = "scifact"
 # Published figures (BEIR paper, Thakur et al. 2021, and the sentence-transformers
 # model card tables), printed for context only: they are not measured here.

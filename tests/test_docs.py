@@ -78,3 +78,16 @@ def test_check_mode_reports_stale_docs(tmp_path: Path) -> None:
     assert docgen.run([str(tmp_path)]) == 0
     assert docgen.run([str(tmp_path), "--check"]) == 0
     assert (tmp_path / "settings.md").read_text(encoding="utf-8") == docgen.settings_markdown()
+
+
+def test_the_docs_name_no_path_of_a_development_machine() -> None:
+    """What a reader sees never points into one developer's disk (home folders, the workspace, /tmp)."""
+    root = Path(__file__).resolve().parents[1]
+    machine = re.compile(r"(?<![\w.])/(?:work|root|home|Users|tmp)/[\w.-]")
+    found = [
+        f"{page.relative_to(root)}:{n}: {line.strip()}"
+        for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if machine.search(line)
+    ]
+    assert found == []
