@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 import funes
@@ -57,3 +60,54 @@ def test_a_new_session_recalls_promoted_facts(real_mem: funes.Funes) -> None:
     real_mem.promote(list(message.record_ids))
     later = real_mem.session("s2", project="events").build_context(QUESTION)
     assert "allergic to peanuts" in later.system
+
+
+FACTS = (
+    "The team prefers vendors based in the United States.",
+    "Invoices are paid on the 15th of every month.",
+    "The data warehouse migrates to the new cluster in March.",
+)
+
+
+def _store_with_facts(path: str, embedder: object) -> None:
+    with funes.open(path, embedder=embedder) as mem:
+        for fact in FACTS:
+            mem.remember(fact, type="fact")
+        mem.session("s1").add_message("user", "Hello")
+
+
+def _recalled(system: str) -> int:
+    return sum(fact in system for fact in FACTS)
+
+
+@pytest.mark.slow
+def test_auto_min_similarity_is_honoured_by_the_library_cli_and_rest(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Set, the cosine floor of automatic context applies with the calibrated model in every shell."""
+    from click.testing import CliRunner
+    from fastapi.testclient import TestClient
+
+    from funes.interfaces.cli import main
+    from funes.interfaces.server import create_app
+
+    db = str(tmp_path / "ctx.db")
+    _store_with_facts(db, local_embedder)
+    question = "Which vendors does the team prefer, and when are invoices paid?"
+    with funes.open(db, embedder=local_embedder) as mem:
+        assert _recalled(mem.build_context("s1", question).system) >= 1  # the default floor lets them in
+    with funes.open(db, embedder=local_embedder, auto_min_similarity=0.95) as strict:
+        assert _recalled(strict.build_context("s1", question).system) == 0
+
+    runner = CliRunner()
+    for value, expect_some in (("0.1", True), ("0.95", False)):
+        out = runner.invoke(
+            main, ["--db", db, "context", question, "--session", "s1", "--json"],
+            env={"FUNES_AUTO_MIN_SIMILARITY": value},
+        )  # fmt: skip
+        assert out.exit_code == 0, out.output
+        assert (_recalled(json.loads(out.output)["request"]["system"]) > 0) is expect_some, value
+
+    with funes.open(db, embedder=local_embedder, auto_min_similarity=0.95) as served:
+        with TestClient(create_app(served, require_keys=False)) as client:
+            answer = client.post("/v1/teams/default/sessions/s1/context", json={"query": question})
+            assert answer.status_code == 200, answer.text
+            assert _recalled(answer.json()["system"]) == 0

@@ -450,11 +450,12 @@ class Conversations:
         cap = int(self.config.max_query_chars)
         probe = query[:cap] if cap > 0 else query
         # With the calibrated model, what reaches the prompt is held to a relevance floor
-        # (context_min_relevance); with another embedder, or when the caller passes
-        # min_similarity, to a cosine threshold (auto_min_similarity).
+        # (context_min_relevance); with another embedder, when the caller passes
+        # min_similarity, or when auto_min_similarity was set (file, env or argument),
+        # to a cosine threshold as well: a setting someone set is honoured.
         calibrated = self.core.relevance_calibrated()
         threshold: float | None = float(min_similarity) if min_similarity is not None else None
-        if threshold is None and not calibrated:
+        if threshold is None and (not calibrated or self.config.origins["auto_min_similarity"] != "default"):
             threshold = float(self.config.auto_min_similarity)
         hits = self.core.search(
             SearchQuery(

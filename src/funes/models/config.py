@@ -215,8 +215,8 @@ register(
     "auto_min_similarity",
     0.4,
     float,
-    "Cosine similarity automatic context needs when the embedder has no calibrated relevance "
-    "(or when build_context is given min_similarity).",
+    "Cosine similarity automatic context needs. By default it applies when the embedder has no calibrated "
+    "relevance; set it (file, env or argument) and it applies with the bundled model too.",
 )
 register(
     "strong_keyword_rank",
