@@ -179,3 +179,18 @@ def test_cli_insights(tmp_path: Path) -> None:
     assert data["status"] == "created" and data["memory"]["kind"] == "insight"
     missing = CliRunner().invoke(main, ["--db", db, "--embedder", "hash:64", "insights", "nope"])
     assert missing.exit_code == 1 and "No session" in missing.output
+
+
+def test_insights_and_learning_are_on_where_a_worker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`funes serve`, `mcp` and `watch` run a worker: there a user's message queues insights and learn jobs."""
+    db = str(tmp_path / "w.db")
+    with funes.open(db, embedder=HashEmbedder(64), worker="on", insights_delay_seconds=3600) as served:
+        assert (served.config.auto_insights, served.config.auto_learn) == (True, True)
+        assert served.config.origins["auto_insights"] == "worker"
+        served.session("chat").add_message("user", "We decided to move the standup to 10am.")
+        assert {j.kind for j in served.jobs.list(status="queued")} >= {"insights", "learn"}
+    with funes.open(db, embedder=HashEmbedder(64), worker="auto") as library:
+        assert (library.config.auto_insights, library.config.auto_learn) == (False, False)
+    monkeypatch.setenv("FUNES_AUTO_INSIGHTS", "false")
+    with funes.open(db, embedder=HashEmbedder(64), worker="on") as chosen:
+        assert (chosen.config.auto_insights, chosen.config.auto_learn) == (False, True)  # a set value wins

@@ -33,6 +33,7 @@ See ``docs/architecture.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -64,6 +65,9 @@ from .providers.embed import Embedder
 from .store import Store, open_store
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+#: Settings that default to on in a process that runs the worker (``open(worker="on")``).
+WORKER_DEFAULTS = ("auto_insights", "auto_learn")
 
 
 def _delegate(part: str, func: _F) -> _F:
@@ -280,8 +284,9 @@ def open(
 
     ``worker`` says who runs this process's background jobs: ``"auto"`` (the
     default) starts the worker thread when the process queues a job, ``"on"``
-    starts it now (long-running processes), ``"off"`` never (short commands;
-    run them with :meth:`Funes.run_jobs` or ``funes jobs run``).
+    starts it now (long-running processes; there ``auto_insights`` and
+    ``auto_learn`` are on unless set), ``"off"`` never (short commands; run
+    them with :meth:`Funes.run_jobs` or ``funes jobs run``).
     """
     from .providers.embed import create_embedder
 
@@ -289,6 +294,14 @@ def open(
         # The CLI's --embedder names a backend; it is the setting, not an instance.
         settings["embedder"], embedder = embedder, None
     config = config_mod.load(db_path=path, **settings)
+    if worker == "on":
+        # Where a worker runs (funes serve, mcp, watch), chat insights and learning are on unless set.
+        worker_defaults = {n: True for n in WORKER_DEFAULTS if config.origins[n] == "default"}
+        config = dataclasses.replace(
+            config,
+            values={**config.values, **worker_defaults},
+            origins={**config.origins, **dict.fromkeys(worker_defaults, "worker")},
+        )
     location = config.db_location
     if isinstance(location, str):
         store = open_store(

@@ -358,7 +358,8 @@ register(
     "auto_insights",
     False,
     bool,
-    "Queue a chat-insight job after each user message (on for `funes serve`, off for the library by default).",
+    "Queue a chat-insight job after each user message (default: on where a worker runs, as in `funes serve`, "
+    "`funes mcp` and `funes watch`; off for the library and short commands).",
 )
 register(
     "insights_delay_seconds",
@@ -378,7 +379,8 @@ register(
     "auto_learn",
     False,
     bool,
-    "Queue a learn job (facts, preferences and decisions from the user's turns) after a session's messages.",
+    "Queue a learn job (facts, preferences and decisions from the user's turns) after a session's messages "
+    "(default: on where a worker runs, off for the library and short commands).",
 )
 register(
     "learn_update_similarity",
