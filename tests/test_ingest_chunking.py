@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from funes.interfaces.cli import main
 from funes.knowledge.readers import ReadOptions, detect_kind
 from funes.knowledge.readers.markdown import parse_front_matter, read_markdown
 from funes.knowledge.readers.pdf import _is_heading
@@ -115,3 +120,33 @@ def test_all_text_tables_take_only_their_first_row_as_header() -> None:
 def test_format_value() -> None:
     assert format_value(3.0) == "3" and format_value(0.1 + 0.2) == "0.3" and format_value(True) == "TRUE"
     assert format_value("  a \n b ") == "a b"
+
+
+def test_a_chunk_size_over_the_model_limit_is_said_once_at_config_set_ingest_and_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seeds ask for 300-512 tokens; the model reads fewer. Funes caps the size and says so, once per place."""
+    monkeypatch.setenv("FUNES_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    done = runner.invoke(main, ["config", "set", "chunk_tokens", "512"])
+    assert done.exit_code == 0, done.output
+    assert done.output.count("Note: A chunk size of 512 tokens is over the 254") == 1
+    listed = json.loads(runner.invoke(main, ["config", "--json"]).output)["settings"]
+    row = next(r for r in listed if r["name"] == "chunk_tokens")
+    assert (row["value"], row["effective"]) == (512, 254)
+    assert "[effective 254" in runner.invoke(main, ["config"]).output
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("a.md", "b.md"):
+        (folder / name).write_text(f"# {name}\n\n" + "A sentence about the quarterly plan. " * 80, encoding="utf-8")
+    base = ["--db", str(tmp_path / "c.db"), "--embedder", "hash"]
+    text = runner.invoke(main, [*base, "ingest", str(folder)])
+    assert text.exit_code == 0, text.output
+    assert text.output.count("Note: A chunk size of 512 tokens is over the 256") == 1  # once, not per file
+    again = json.loads(runner.invoke(main, [*base, "ingest", "--force", "--json", str(folder)]).output)
+    assert len(again["notes"]) == 1 and "chunks are 256 tokens" in again["notes"][0]
+
+    project = runner.invoke(main, [*base, "config", "set", "--project", "acme", "chunk_size", "400"])
+    assert project.exit_code == 0, project.output
+    assert "Note: A chunk size of 400 tokens is over the 256" in project.output

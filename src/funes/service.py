@@ -208,6 +208,7 @@ class Funes:
     parts = _delegate("embedding", Embedding.parts)
 
     # -- documents -----------------------------------------------------------------------
+    chunk_note = _delegate("docs", Documents.chunk_note)
     ingest = _delegate("docs", Documents.ingest)
     ingest_paths = _delegate("docs", Documents.ingest_paths)
     documents = _delegate("docs", Documents.documents)

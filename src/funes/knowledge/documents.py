@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, cast
 import numpy as np
 
 from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
-from ..memory.chunking import Chunker
+from ..memory.chunking import Chunker, chunk_size_for
 from ..memory.record_input import check_scope
 from ..models import Memory, SourceRef, new_id, to_epoch, utcnow
 from ..store import vis_key
@@ -124,9 +124,14 @@ class Documents:
     def _chunker(self, tenant: str | None = None, project: str | None = None) -> Chunker:
         """The chunker of a project's documents: its chunk_size/chunk_overlap, else the store-wide settings."""
         settings = self.core.projects.effective(self.core.tenant_of(tenant), project)
-        size = max(16, min(int(settings["chunk_size"]), int(self.core.embedding.embedder.max_tokens)))
+        size, _ = chunk_size_for(settings["chunk_size"], self.core.embedding.embedder.max_tokens)
         overlap = max(0, min(int(settings["chunk_overlap"]), size // 2))
         return Chunker(self.core.embedding.embedder.count_tokens, size, overlap)
+
+    def chunk_note(self, tenant: str | None = None, project: str | None = None) -> str | None:
+        """Why chunks are smaller than the settings ask, when the embedding model's limit caps them (else None)."""
+        settings = self.core.projects.effective(self.core.tenant_of(tenant), project)
+        return chunk_size_for(settings["chunk_size"], self.core.embedding.embedder.max_tokens)[1]
 
     def _pipeline(self, hidden: bool, tenant: str | None = None, project: str | None = None) -> str:
         c = self._chunker(tenant, project)
@@ -167,7 +172,8 @@ class Documents:
         result, error = self._ingest_one(item, **options)
         if error is not None:
             raise error
-        return result
+        note = self.chunk_note(options.get("tenant"), options.get("project"))
+        return replace(result, warnings=(note, *result.warnings)) if note and result.chunks else result
 
     def ingest_paths(
         self,
@@ -184,6 +190,9 @@ class Documents:
         """
         paths = list(paths)
         report = self._ingest_items(expand_paths(paths), progress, dict(options))
+        note = self.chunk_note(options.get("tenant"), options.get("project"))
+        if note and report.indexed:
+            report = replace(report, notes=(note,))
         if not sync:
             return report
         removed: list[IngestResult] = []

@@ -136,6 +136,8 @@ class IngestReport:
 
     results: tuple[IngestResult, ...]
     seconds: float = 0.0
+    # Said once for the whole run (a chunk size the embedding model caps, ...).
+    notes: tuple[str, ...] = ()
 
     @property
     def indexed(self) -> list[IngestResult]:
@@ -177,6 +179,7 @@ class IngestReport:
             "skipped": len(self.skipped),
             "chunks": self.chunks,
             "seconds": round(self.seconds, 3),
+            "notes": list(self.notes),
             "results": [r.to_dict() for r in self.results],
         }
 

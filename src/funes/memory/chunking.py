@@ -179,3 +179,14 @@ class Chunker:
         used = sum(self.count(c) + 1 for c in context if c)
         # A huge header must not starve the body: keep at least a quarter.
         return max(self.max_tokens - used, self.max_tokens // 4, 1)
+
+
+def chunk_size_for(requested: int, model_limit: int) -> tuple[int, str | None]:
+    """The chunk size used for a requested one (at most what the model reads), and a note when it was capped."""
+    size = max(16, min(int(requested), int(model_limit)))
+    if int(requested) <= int(model_limit):
+        return size, None
+    return size, (
+        f"A chunk size of {requested} tokens is over the {model_limit} the embedding model reads, "
+        f"so chunks are {size} tokens (never truncated). Lower chunk_tokens to {model_limit} or less to silence this."
+    )

@@ -285,7 +285,12 @@ def config(
         if not name or value is None:
             raise click.UsageError("Usage: funes config set NAME VALUE")
         path = cfg.write_setting(name, value)
-        emit(as_json, {"name": name, "value": value, "file": str(path)}, f"Set {name} in {path}.")
+        note = _chunk_note(cfg.load()) if name == "chunk_tokens" else None
+        emit(
+            as_json,
+            {"name": name, "value": value, "file": str(path), **({"note": note} if note else {})},
+            f"Set {name} in {path}." + (f"\nNote: {note}" if note else ""),
+        )
         return
     loaded = cfg.load()
     if action == "get":
@@ -305,14 +310,41 @@ def config(
         {"name": s.name, "value": loaded.values[s.name], "origin": loaded.origins[s.name], "env": s.env, "help": s.help}
         for s in cfg.SETTINGS.values()
     ]
+    if _chunk_note(loaded):
+        # What ingestion really uses: the embedding model caps the chunk size.
+        row = next(r for r in rows if r["name"] == "chunk_tokens")
+        row["effective"] = _chunk_limit(loaded)
     emit(
         as_json,
         {"home": str(cfg.home()), "config_file": str(cfg.config_path()), "settings": rows},
         lambda: "\n".join(
             [f"# home: {cfg.home()}", f"# config file: {cfg.config_path()}"]
-            + [f"{r['name']} = {r['value']!r}  ({r['origin']})  # {r['help']}" for r in rows]
+            + [
+                f"{r['name']} = {r['value']!r}  ({r['origin']})"
+                + (f"  [effective {r['effective']}: the embedding model's limit]" if "effective" in r else "")
+                + f"  # {r['help']}"
+                for r in rows
+            ]
         ),
     )
+
+
+def _chunk_limit(loaded: Any) -> int:
+    """The most tokens the configured embedder reads (no model is loaded to know it)."""
+    from ...providers.embed import create_embedder
+
+    return int(create_embedder(loaded).max_tokens)
+
+
+def _chunk_note(loaded: Any) -> str | None:
+    """The note ingestion gives when chunk_tokens is over the embedding model's limit (None: it fits)."""
+    from ...errors import FunesError
+    from ...memory.chunking import chunk_size_for
+
+    try:
+        return chunk_size_for(loaded.chunk_tokens, _chunk_limit(loaded))[1]
+    except FunesError:
+        return None  # an embedder that cannot be set up says so where it is used
 
 
 def _project_config(
@@ -325,7 +357,12 @@ def _project_config(
         if not name or value is None:
             raise click.UsageError("Usage: funes config set --project P NAME VALUE")
         data = f.configure_project(project, {name: None if value == "default" else value}, tenant=state.tenant)
-        emit(as_json, data, f"Set {name} of project {project}.")
+        note = f.chunk_note(tenant=state.tenant, project=project) if name == "chunk_size" else None
+        emit(
+            as_json,
+            {**data, **({"note": note} if note else {})},
+            f"Set {name} of project {project}." + (f"\nNote: {note}" if note else ""),
+        )
         return
     data = f.project_settings(project, tenant=state.tenant)
     if action == "get":

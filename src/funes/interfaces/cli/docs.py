@@ -83,7 +83,7 @@ def summary(report: IngestReport) -> str:
         + (f", {len(report.skipped)} skipped" if report.skipped else "")
         + f" in {report.seconds:.1f}s."
     )
-    return "\n".join([head, *(_result_line(r) for r in report.results)])
+    return "\n".join([head, *(f"Note: {n}" for n in report.notes), *(_result_line(r) for r in report.results)])
 
 
 @click.command()
@@ -145,6 +145,7 @@ def ingest(
         except FunesError as exc:
             results.append(IngestResult(uri=label, name=label, status="failed", error=exc.message, hint=exc.hint))
     files = [p for p in paths if p != "-"]
+    notes: tuple[str, ...] = ()
     if files:
         show, clear = (None, None)
         if sys.stderr.isatty() and not as_json:
@@ -155,7 +156,8 @@ def ingest(
             if clear is not None:
                 clear()
         results.extend(report.results)
-    total = IngestReport(results=tuple(results), seconds=time.monotonic() - started)
+        notes = report.notes
+    total = IngestReport(results=tuple(results), seconds=time.monotonic() - started, notes=notes)
     emit(as_json, total.to_dict(), lambda: summary(total))
     if total.failed:
         sys.exit(1)
