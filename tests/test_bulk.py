@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,9 +10,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import funes
 from funes.errors import InvalidInput, NotFound
+from funes.interfaces.cli import main
 from funes.providers.embed import HashEmbedder
 
 
@@ -199,6 +202,7 @@ def test_add_messages_reads_anthropic_tool_use_and_tool_result_blocks(mem: funes
 
 
 def test_add_messages_rejects_the_whole_conversation_when_one_message_is_invalid(mem: funes.Funes) -> None:
+    """With atomic=True (the default stores the rest: see the next test)."""
     session = mem.session("bad")
     for messages, expected in [
         ([{"role": "user", "content": "hi"}, {"role": "system", "content": "be nice"}], "Message 1: Invalid role"),
@@ -209,9 +213,52 @@ def test_add_messages_rejects_the_whole_conversation_when_one_message_is_invalid
         ("hello", "list of message objects"),
     ]:
         with pytest.raises(InvalidInput, match=expected) as info:
-            session.add_messages(messages)  # type: ignore[arg-type]
+            session.add_messages(messages, atomic=True)  # type: ignore[arg-type]
         assert info.value.hint
     assert session.history() == [] and mem.list().items == ()
+
+
+def test_add_messages_stores_the_valid_messages_and_reports_each_invalid_one(mem: funes.Funes) -> None:
+    """One empty turn no longer sinks a 6-turn import: it is reported by index, as remember_many does."""
+    session = mem.session("partial")
+    added = session.add_messages(
+        [
+            {"role": "user", "content": "We ship the release on Friday."},
+            {"role": "assistant", "content": "   "},
+            {"role": "user", "content": "Then the retro is on Monday."},
+            {"role": "system", "content": "be terse"},
+            {"role": "assistant", "content": "Noted: release Friday, retro Monday."},
+            {"role": "user", "content": "x" * 1_000_001},
+        ]
+    )
+    assert [m.content[:20] for m in added] == ["We ship the release ", "Then the retro is on", "Noted: release Frida"]
+    assert added.inputs == (0, 2, 4)  # how a stored message maps back to its turn
+    assert [m.seq for m in added] == [1, 2, 3]  # no gap in seq; a skipped turn is mapped through inputs
+    reasons = {s.index: s.error.message for s in added.skipped}
+    assert set(reasons) == {1, 3, 5}
+    assert reasons[1].startswith("Message 1: The message is empty")
+    assert reasons[3].startswith("Message 3: Invalid role")
+    assert reasons[5].startswith("Message 5: Content is") and "over the limit" in reasons[5]
+    assert all(s.error.hint for s in added.skipped)
+    assert [m.content for m in session.history()] == [m.content for m in added]
+    data = added.to_dict()
+    assert [m["input"] for m in data["messages"]] == [0, 2, 4] and [s["index"] for s in data["skipped"]] == [1, 3, 5]
+    with pytest.raises(InvalidInput, match="None of the messages can be added; Message 0: The message is empty"):
+        session.add_messages([{"role": "user", "content": ""}])
+
+
+def test_chat_import_lists_skipped_turns_and_exits_1(tmp_path: Path) -> None:
+    convo = tmp_path / "chat.json"
+    convo.write_text(
+        json.dumps([{"role": "user", "content": "Book the venue."}, {"role": "assistant", "content": ""}]),
+        encoding="utf-8",
+    )
+    out = CliRunner().invoke(
+        main, ["--db", str(tmp_path / "c.db"), "--embedder", "hash", "chat", "import", str(convo), "--session", "s"]
+    )
+    assert out.exit_code == 1, out.output
+    assert "Added 1 messages (#1-#1) to session s." in out.output
+    assert "Skipped message 1: The message is empty. (Pass the message text.)" in out.output
 
 
 def test_add_message_is_add_messages_of_one(mem: funes.Funes) -> None:

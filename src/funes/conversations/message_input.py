@@ -130,8 +130,8 @@ def _blocks(content: Any) -> tuple[str, list[dict[str, Any]], list[tuple[str, st
     return "\n".join(t for t in texts if t), calls, results
 
 
-def read_messages(messages: Iterable[Mapping[str, Any]]) -> list[PendingMessage]:
-    """Validate a conversation given as message dicts; the error names the message (from 0) at fault.
+def read_each(messages: Iterable[Mapping[str, Any]]) -> list[tuple[int, list[PendingMessage] | InvalidInput]]:
+    """Each input message (by its index from 0) as the messages it stands for, or the reason it is invalid.
 
     Accepted per message: ``role``, ``content`` (a string, or Anthropic /
     OpenAI content blocks), ``at`` (or ``timestamp`` / ``created_at``),
@@ -143,14 +143,24 @@ def read_messages(messages: Iterable[Mapping[str, Any]]) -> list[PendingMessage]
         raise InvalidInput(
             "Messages must be a list of message objects.", hint='Pass [{"role": "user", "content": "..."}].'
         )
-    out: list[PendingMessage] = []
+    out: list[tuple[int, list[PendingMessage] | InvalidInput]] = []
     for index, item in enumerate(messages):
         try:
-            out.extend(_read_one(item))
+            out.append((index, _read_one(item)))
         except InvalidInput as exc:
-            raise InvalidInput(f"Message {index}: {exc.message}", hint=exc.hint) from exc
+            out.append((index, InvalidInput(f"Message {index}: {exc.message}", hint=exc.hint)))
     if not out:
         raise InvalidInput("There are no messages to add.", hint='Pass [{"role": "user", "content": "..."}].')
+    return out
+
+
+def read_messages(messages: Iterable[Mapping[str, Any]]) -> list[PendingMessage]:
+    """A whole conversation validated (see :func:`read_each`); the first invalid message is the error, named by index."""
+    out: list[PendingMessage] = []
+    for _, read in read_each(messages):
+        if isinstance(read, InvalidInput):
+            raise read
+        out.extend(read)
     return out
 
 
@@ -189,4 +199,4 @@ def _read_one(item: Any) -> list[PendingMessage]:
     ]
 
 
-__all__ = ["MESSAGE_KEYS", "PendingMessage", "check_message", "read_messages", "usage_numbers"]
+__all__ = ["MESSAGE_KEYS", "PendingMessage", "check_message", "read_each", "read_messages", "usage_numbers"]

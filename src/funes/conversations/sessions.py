@@ -22,10 +22,10 @@ from ..errors import EmbedderUnavailable, InvalidInput, NotFound
 from ..memory.neighbours import merge_windows
 from ..memory.record_input import check_content
 from ..models import Memory, SearchQuery, SourceRef, format_time, new_id, utcnow
-from ..models.messages import Message, Recalled
+from ..models.messages import AddedMessages, Message, Recalled, SkippedMessage
 from ..store import AccessEvent, vis_key
 from .assembly import FORMATS, Budget, BuiltContext, ContextInputs, assemble, mentioned_sources
-from .message_input import PendingMessage, check_message, read_messages, usage_numbers
+from .message_input import PendingMessage, check_message, read_each, usage_numbers
 from .tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
@@ -54,9 +54,9 @@ class Session:
         """Persist a message (see :meth:`Conversations.add_message`)."""
         return self.service.add_message(self, role, content, **options)
 
-    def add_messages(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+    def add_messages(self, messages: Iterable[Mapping[str, Any]], *, atomic: bool = False) -> AddedMessages:
         """Persist a whole conversation in one call (see :meth:`Conversations.add_messages`)."""
-        return self.service.add_messages(self, messages)
+        return self.service.add_messages(self, messages, atomic=atomic)
 
     def history(self, limit: int | None = None) -> list[Message]:
         """The messages, oldest first (the newest ``limit`` when given)."""
@@ -199,6 +199,8 @@ class Conversations:
         """
         sess = self.resolve(session, tenant, user)
         pending = check_message(role, content, tool_calls=tool_calls, tool_call_id=tool_call_id, usage=usage, at=at)
+        if pending.content.strip():
+            check_content(pending.content, self.config.max_content_bytes)  # the size limit applies to transcripts too
         return self._write_messages(sess, [pending])[0]
 
     def add_messages(
@@ -208,27 +210,56 @@ class Conversations:
         *,
         tenant: str | None = None,
         user: str | None = None,
-    ) -> list[Message]:
+        atomic: bool = False,
+    ) -> AddedMessages:
         """Persist a whole conversation in one transaction, with one batched embedding; returns the messages.
 
         ``messages`` are dicts in the OpenAI or Anthropic shape: ``role``,
         ``content`` (text or content blocks) and optionally ``at``,
         ``tool_calls``, ``tool_call_id`` and ``usage`` (see
-        :func:`funes.conversations.message_input.read_messages`). Every message is checked
-        before any is written: one invalid message rejects the call (the
-        error names it), so a conversation is never stored with a gap.
+        :func:`funes.conversations.message_input.read_each`). Every message is
+        checked before any is written. An invalid one (empty, an unknown role,
+        over the size limit, ...) is left out and reported in ``.skipped`` with
+        its index and reason, as ``remember_many`` does; the rest are stored,
+        and ``.inputs`` maps each stored message back to its input. With
+        ``atomic=True`` one invalid message rejects the call instead (the error
+        names it), so the conversation is stored whole or not at all.
         """
         sess = self.resolve(session, tenant, user)
-        return self._write_messages(sess, read_messages(messages))
+        limit = self.config.max_content_bytes
+        pending: list[tuple[int, PendingMessage]] = []
+        skipped: list[SkippedMessage] = []
+        for index, read in read_each(messages):
+            try:
+                if isinstance(read, InvalidInput):
+                    raise read
+                for msg in read:
+                    if msg.content.strip():
+                        check_content(msg.content, limit)  # the size limit applies to transcripts too
+            except InvalidInput as exc:
+                error = (
+                    exc
+                    if exc.message.startswith("Message ")
+                    else InvalidInput(f"Message {index}: {exc.message}", hint=exc.hint)
+                )
+                if atomic:
+                    raise error from exc
+                skipped.append(SkippedMessage(index, error))
+                continue
+            pending += [(index, msg) for msg in read]
+        if not pending:
+            first = skipped[0].error
+            raise InvalidInput(f"None of the messages can be added; {first.message}", hint=first.hint)
+        stored = self._write_messages(sess, [msg for _, msg in pending])
+        return AddedMessages(stored, inputs=[index for index, _ in pending], skipped=skipped)
 
     def _write_messages(self, sess: Session, pending: Sequence[PendingMessage]) -> list[Message]:
-        """Index and store validated messages: one embedding call, one transaction."""
+        """Index and store checked messages (their size too): one embedding call, one transaction."""
         planned: list[tuple[PendingMessage, str, list[Memory]]] = []
         for msg in pending:
             message_id = new_id("msg")
             records: list[Memory] = []
             if msg.content.strip():
-                check_content(msg.content, self.config.max_content_bytes)  # the size limit applies to transcripts too
                 pieces = self.core.embedding.parts(msg.content.strip())
                 for part, piece in enumerate(pieces, start=1):
                     locator: dict[str, Any] = {

@@ -13,8 +13,10 @@ from .jobs import (
     Job,
 )
 from .messages import (
+    AddedMessages,
     Message,
     Recalled,
+    SkippedMessage,
     ToolCall,
     parse_tool_calls,
 )
@@ -90,6 +92,7 @@ __all__ = [
     "SOURCE_FILTERS",
     "SOURCE_FILTER_LABELS",
     "SOURCE_TYPES",
+    "AddedMessages",
     "Caller",
     "Config",
     "EmbedderIdentity",
@@ -113,6 +116,7 @@ __all__ = [
     "SearchQuery",
     "SearchResults",
     "SessionGroup",
+    "SkippedMessage",
     "SourceRef",
     "ToolCall",
     "Turn",

@@ -6,12 +6,12 @@ Stored by the store, assembled by :mod:`funes.conversations`, read by the adapte
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import FunesError, InvalidInput
 from .records import Memory, format_time
 from .search import Turn, turns_around
 
@@ -123,3 +123,40 @@ class Recalled:
         lines.append(f"{role}: {self.memory.content}")
         lines += [f"{t.role}: {t.content}" for t in after]
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SkippedMessage:
+    """An input of ``add_messages`` that was not stored: its index (from 0) and why."""
+
+    index: int
+    error: FunesError
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the index and the error (message and hint)."""
+        return {"index": self.index, "error": self.error.to_dict()}
+
+
+class AddedMessages(list[Message]):
+    """The messages ``add_messages`` stored, oldest first, with the inputs it left out.
+
+    ``inputs[i]`` is the index of the input message that ``self[i]`` came from
+    (one input can become several messages: Anthropic ``tool_result`` blocks
+    are one tool message each), so a skipped turn leaves no gap in ``seq``
+    and is mapped through ``inputs``. ``skipped`` lists each invalid input
+    with its reason.
+    """
+
+    def __init__(
+        self, messages: Iterable[Message] = (), *, inputs: Iterable[int] = (), skipped: Iterable[SkippedMessage] = ()
+    ) -> None:
+        super().__init__(messages)
+        self.inputs = tuple(inputs)
+        self.skipped = tuple(skipped)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the stored messages (each with its input index) and the skipped inputs."""
+        return {
+            "messages": [{**m.to_dict(), "input": i} for m, i in zip(self, self.inputs, strict=True)],
+            "skipped": [s.to_dict() for s in self.skipped],
+        }

@@ -7,6 +7,7 @@ the service loads when a command runs.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,11 +150,20 @@ def register(group: click.Group) -> None:
         f = state.funes()
         session = f.session(session_id, project=state.project)
         added = session.add_messages(messages)
+        skipped = [
+            f"Skipped message {s.index}: {s.error.message.removeprefix(f'Message {s.index}: ')}"
+            + (f" ({s.error.hint})" if s.error.hint else "")
+            for s in added.skipped
+        ]
         emit(
             as_json,
-            {"session": session.id, "messages": [m.to_dict() for m in added]},
-            f"Added {len(added)} messages (#{added[0].seq}-#{added[-1].seq}) to session {session.id}.",
+            {"session": session.id, **added.to_dict()},
+            "\n".join(
+                [f"Added {len(added)} messages (#{added[0].seq}-#{added[-1].seq}) to session {session.id}.", *skipped]
+            ),
         )
+        if added.skipped:
+            sys.exit(1)
 
     @chat.command(name="history")
     @click.argument("session_id")
