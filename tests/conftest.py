@@ -23,6 +23,9 @@ def funes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "funes-home"
     monkeypatch.setenv("FUNES_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # Each test's short-lived stores would leave detached workers behind (memory.autowork);
+    # the tests of that behaviour turn it on for the processes they start.
+    monkeypatch.setenv("FUNES_AUTO_WORK", "off")
     return home
 
 

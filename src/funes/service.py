@@ -94,6 +94,13 @@ class Funes:
         worker: str = "auto",
     ) -> None:
         self.core = Core(store, embedder, config, check_embedder=check_embedder)
+        # What a detached worker needs to open this store the same way; None when the embedder is an
+        # instance the caller made (a child process cannot rebuild it: this process drains its own jobs).
+        self._worker_settings: dict[str, str | None] | None = (
+            None
+            if hasattr(embedder, "embed_batch")
+            else {"FUNES_DB_PATH": str(config.db_location), "FUNES_EMBEDDER": str(config.embedder)}
+        )
         self.embedding = self.core.embedding
         self.jobs = Jobs(self.core, worker=worker)
         self.maintenance = Maintenance(self.core)
@@ -138,8 +145,10 @@ class Funes:
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
-        """Stop the job worker (if this process started one) and close the store."""
+        """Stop the job worker (if this process started one), hand due jobs to a detached one, close the store."""
         self.jobs.stop()
+        if self._worker_settings is not None:
+            self.jobs.hand_off(self._worker_settings)
         self.entities.close()
         self.core.close()
 

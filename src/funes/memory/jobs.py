@@ -338,6 +338,23 @@ class Jobs:
             thread.join(timeout)
         self._thread = None
 
+    def hand_off(self, settings: dict[str, str | None]) -> bool:
+        """When this process runs no worker and leaves jobs due, start the store's detached one (memory.autowork).
+
+        ``settings`` (FUNES_* values) let the child open the same store the same
+        way. Never fails the caller: a worker that cannot start leaves the jobs
+        queued for the next chance or ``funes jobs run``.
+        """
+        if self.mode == "on":
+            return False
+        from .autowork import start_worker
+
+        try:
+            return start_worker(self.config, self.store, settings)
+        except Exception:  # the store is closing or busy: the jobs stay queued, nothing is lost
+            log.warning("could not hand the due jobs to a background worker", exc_info=True)
+            return False
+
     # -- visibility ---------------------------------------------------------------------------
     def list(
         self, *, tenant: str | None = None, status: str | None = None, kind: str | None = None, limit: int = 50

@@ -549,6 +549,21 @@ register(
 )
 register("job_poll_seconds", 1.0, float, "How often an idle worker looks for new background jobs.", minimum=0.01)
 register(
+    "auto_work",
+    True,
+    bool,
+    "When a command or library process that runs no worker leaves jobs due, start one short-lived detached "
+    "worker that drains them and exits (as `git gc --auto` does); off: jobs wait for `funes jobs run`.",
+)
+register(
+    "auto_work_linger_seconds",
+    30.0,
+    float,
+    "How long that detached worker stays idle, and how far ahead it waits for a job about to fall due "
+    "(a debounced insight), before it exits: a burst of commands is served by one worker.",
+    minimum=0,
+)
+register(
     "job_keep_days",
     7.0,
     float,

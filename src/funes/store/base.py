@@ -320,6 +320,10 @@ class Store(Protocol):
         """Jobs per status."""
         ...
 
+    def next_job_due(self) -> datetime | None:
+        """When the earliest queued job may run (None: nothing is queued)."""
+        ...
+
     def running_workers(self) -> list[str]:
         """Workers that hold running jobs."""
         ...

@@ -235,6 +235,11 @@ class JobTables:
             params = (tenant,)
         return {str(s): int(n) for s, n in self.db.reader().execute(sql + " GROUP BY status", params)}
 
+    def next_job_due(self) -> datetime | None:
+        """When the earliest queued job may run (None: nothing is queued)."""
+        row = self.db.reader().execute("SELECT MIN(run_after) FROM jobs WHERE status = 'queued'").fetchone()
+        return from_epoch(row[0]) if row and row[0] is not None else None
+
     def running_workers(self) -> list[str]:
         """The workers holding running jobs."""
         rows = self.db.reader().execute("SELECT DISTINCT locked_by FROM jobs WHERE status = 'running'")

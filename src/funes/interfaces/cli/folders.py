@@ -48,6 +48,26 @@ def _sync_line(report: SyncReport) -> str:
     return "\n".join(lines)
 
 
+def _jobs_text(f: Any) -> str | None:
+    """One line on background work: queued (how many due now) and failed jobs, and what runs them."""
+    from ...models import utcnow
+
+    counts = f.jobs.counts()
+    queued, failed = counts.get("queued", 0), counts.get("failed", 0)
+    if not queued and not failed:
+        return None
+    now = utcnow()
+    due = sum(1 for j in f.jobs.list(status="queued", limit=1000) if j.run_after <= now)
+    runner = (
+        "a background worker runs them after each command"
+        if f.config.auto_work
+        else "auto_work is off: `funes jobs run` runs them now"
+    )
+    return f"Background jobs: {queued} queued ({due} due now), {failed} failed; {runner}" + (
+        " (`funes jobs list --status failed`, `funes jobs retry ID`)." if failed else "."
+    )
+
+
 def _status_text(found: list[FolderStatus]) -> str:
     if not found:
         return "No memory folders. Register one with `funes folders add PATH` (default: .funes/memory)."
@@ -124,8 +144,9 @@ def sync(state: State, path: str | None, as_json: bool) -> None:
 @pass_state
 def status(state: State, path: str | None, as_json: bool) -> None:
     """Show each memory folder's drift (files not yet indexed) and last sync time."""
-    found = state.reader().folder_status(path)
-    emit(as_json, [s.to_dict() for s in found], lambda: _status_text(found))
+    f = state.reader()
+    found = f.folder_status(path)
+    emit(as_json, [s.to_dict() for s in found], lambda: "\n".join(filter(None, [_status_text(found), _jobs_text(f)])))
 
 
 @click.command()

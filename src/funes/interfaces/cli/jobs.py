@@ -88,18 +88,34 @@ def jobs_retry(state: State, job_ids: tuple[str, ...], as_json: bool) -> None:
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Stop after this many jobs.")
 @click.option("--max-seconds", type=click.FloatRange(min=0), help="Stop starting new jobs after this many seconds.")
 @click.option("--kind", "kinds", multiple=True, help="Only jobs of this kind (repeatable).")
+@click.option(
+    "--auto",
+    is_flag=True,
+    help="Be the store's one detached worker: exit at once if another runs, else drain what is due "
+    "(waiting auto_work_linger_seconds for jobs about to fall due) and exit.",
+)
 @json_option
 @pass_state
 def jobs_run(
-    state: State, max_jobs: int | None, max_seconds: float | None, kinds: tuple[str, ...], as_json: bool
+    state: State, max_jobs: int | None, max_seconds: float | None, kinds: tuple[str, ...], auto: bool, as_json: bool
 ) -> None:
     """Run the ready jobs now and exit (for cron); jobs that fail again wait for their backoff.
 
     Also queues the scheduled jobs (session retention) that are due and have none queued.
     """
     f = state.funes()
-    f.jobs.ensure_scheduled()
-    counts = f.run_jobs(max_jobs=max_jobs, max_seconds=max_seconds, kinds=list(kinds) or None)
+    if auto:
+        from ...memory.autowork import drain, lock_path, worker_lock
+
+        with worker_lock(lock_path(f.config)) as mine:
+            if not mine:
+                emit(as_json, {"skipped": "another worker runs"}, "Another worker runs; nothing to do.")
+                return
+            f.jobs.ensure_scheduled()
+            counts = drain(lambda: f.run_jobs(kinds=list(kinds) or None), f.store, f.config)
+    else:
+        f.jobs.ensure_scheduled()
+        counts = f.run_jobs(max_jobs=max_jobs, max_seconds=max_seconds, kinds=list(kinds) or None)
     left = f.jobs.counts()
     data = {**counts, "queued": left.get("queued", 0), "failed_total": left.get("failed", 0)}
     emit(
