@@ -10,7 +10,10 @@ It reads the material to work on from the prompt's tagged sections
   a chat (who spoke, what was asked, the key terms) or prose (the leading
   sentences and key terms); for a merge, the union of both summaries'
   sentences without duplicates;
-* ``title``, ``topic`` / ``primary_topic``: the leading key terms;
+* ``title``: from the content itself (a heading, an entity's name, code's leading comment or
+  what it defines, a table's columns, the question a chat opens with, the leading sentence),
+  under 80 characters and never a ``field: value`` dump;
+* ``topic`` / ``primary_topic``: the strongest run of content words (counted by English stem), lowercase;
 * ``related_concepts`` / ``concepts`` / ``keywords`` / ``key_terms``: keyword extraction;
 * ``knowledge_type`` and ``scope``: cue words, within the schema's enum;
 * anything else: the type's empty value (or the enum's first value).
@@ -21,6 +24,8 @@ are reproducible.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
 from collections import Counter
@@ -39,6 +44,7 @@ _STOP = frozenset(
     per via use used using one two three four five six seven eight nine ten true false none null def return import
     self let var const function print else elif while pass class lambda value values data new old user assistant
     please thanks thank okay yes sure like want need know think make get got say said see way may might must shall
+    after before since still until again already ever never hi hello hey right well now today tomorrow yesterday
     """.split()
 )
 _CODE_CUES = re.compile(r"^\s*(def |class |import |from \S+ import |function |const |let |SELECT |#include)", re.M)
@@ -176,15 +182,15 @@ def summarize_chat(turns: list[tuple[str, str]]) -> str:
 
 def summarize_text(text: str, max_chars: int = 400) -> str:
     """The leading sentences of a text (up to ``max_chars``) and its key terms."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) >= 2 and all(line.count(",") == lines[0].count(",") > 0 for line in lines[:5]):
+    chat = _chat_turns(text)
+    if chat:
+        return summarize_chat(chat)
+    if _looks_like_csv(text):
+        lines = [line for line in text.splitlines() if line.strip()]
         header = [c.strip() for c in lines[0].split(",")]
         return summarize_table({"name": "CSV", "columns": header, "rows": len(lines) - 1, "cols": len(header)})
     if len(_CODE_CUES.findall(text)) >= 2:
         return summarize_code({"code": text})
-    chat = _chat_turns(text)
-    if chat:
-        return summarize_chat(chat)
     kept: list[str] = []
     for sentence in sentences(text):
         if kept and len(" ".join([*kept, sentence])) > max_chars:
@@ -195,6 +201,15 @@ def summarize_text(text: str, max_chars: int = 400) -> str:
     if terms and len(text) > len(out):
         out += " Key terms: " + ", ".join(terms) + "."
     return out
+
+
+def _looks_like_csv(text: str) -> bool:
+    """A header and at least two rows with the same number of commas, in short cells, not sentences."""
+    lines = [line for line in text.splitlines() if line.strip()][:6]
+    if len(lines) < 3 or not all(line.count(",") == lines[0].count(",") > 0 for line in lines):
+        return False
+    cells = [c.strip() for line in lines for c in line.split(",")]
+    return all(len(c) <= 40 and not c.endswith((".", "?", "!")) for c in cells)
 
 
 def _chat_turns(text: str) -> list[tuple[str, str]]:
@@ -223,8 +238,28 @@ def summarize(material: str) -> str:
             return summarize_file(fields)
         if isinstance(fields.get("messages"), list):
             return summarize(json.dumps(fields["messages"]))
-        return summarize_text(". ".join(f"{k}: {v}" for k, v in fields.items() if v not in (None, "", [], {})))
+        return summarize_text(_prose(fields))
     return summarize_text(str(data))
+
+
+# Fields that hold what an entity is about, in the order a reader looks at them; ids and types are labels.
+_CONTENT_FIELDS = ("content", "text", "description", "summary", "body", "notes", "query", "sql", "url", "name", "title")
+_LABEL_FIELDS = frozenset({"id", "type", "entity_type", "entity_id", "kind", "role", "language", "scope"})
+
+
+def _prose(fields: dict[str, Any]) -> str:
+    """An entity's words as sentences: its content fields first, then any other text; never ``key: value``."""
+    ordered = [k for k in _CONTENT_FIELDS if k in fields] + [k for k in fields if k not in _CONTENT_FIELDS]
+    parts: list[str] = []
+    for key in ordered:
+        if key in _LABEL_FIELDS:
+            continue
+        value = fields[key]
+        text = value if isinstance(value, str) else plain_text(json.dumps(value, default=str))
+        text = " ".join(str(text).split())
+        if text and text not in parts:
+            parts.append(text if text[-1] in ".!?" else text + ".")
+    return " ".join(parts) or " ".join(str(fields.get(k) or "") for k in ("type", "id")).strip()
 
 
 def plain_text(material: str) -> str:
@@ -248,6 +283,125 @@ def plain_text(material: str) -> str:
 
     walk(data)
     return "\n".join(found)
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+_LANGUAGES = {"sql": "SQL", "javascript": "JavaScript", "typescript": "TypeScript", "js": "JavaScript", "r": "R"}
+_GREETING = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay)\b[\s,!.]*", re.I)
+_FIELD_PREFIX = re.compile(r"^(?:[A-Za-z_]{2,20}\s*:\s+)+")
+TITLE_CHARS = 80
+
+
+def _clip(text: str, limit: int = TITLE_CHARS - 1) -> str:
+    """One line of at most ``limit`` characters, cut at a word, without a trailing stop."""
+    line = " ".join(text.split()).strip(" .:;,-")
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0].rstrip(" .:;,-")
+    return (cut or line[: limit - 1]) + "…"
+
+
+def title_of(material: str) -> str:
+    """A short title from the content itself: a heading, a name, the subject of a chat or the leading sentence."""
+    try:
+        data = json.loads(material)
+    except ValueError:
+        data = None
+    if isinstance(data, list) and data and all(isinstance(m, dict) and "role" in m for m in data):
+        return title_of("\n".join(f"{m['role']}: {m.get('content') or ''}" for m in data))
+    if isinstance(data, dict):
+        fields = {**(data.get("fields") or {}), **{k: v for k, v in data.items() if k != "fields"}}
+        return _entity_title(fields) or "Untitled"
+    text = material if data is None else str(data)
+    heading = _HEADING.search(text)
+    if heading:
+        return _clip(heading.group(1))
+    chat = _chat_turns(text)
+    if chat:
+        asked = next((t for r, t in chat if r in ("user", "human") and t.strip()), chat[0][1])
+        return _clip(_GREETING.sub("", _FIELD_PREFIX.sub("", sentences(asked)[0]))) or _clip(sentences(asked)[0])
+    if _looks_like_csv(text):
+        columns = [c.strip() for c in text.strip().splitlines()[0].split(",")]
+        return _clip("Table of " + ", ".join(columns[:5]))
+    first = next((_FIELD_PREFIX.sub("", s) for s in sentences(text) if _WORD.search(s)), "")
+    return _clip(first) or _clip(" ".join(keywords(text, 3)).capitalize()) or "Untitled"
+
+
+def _entity_title(fields: dict[str, Any]) -> str:
+    named = next(
+        (str(fields[k]) for k in ("title", "name") if isinstance(fields.get(k), str) and fields[k].strip()), ""
+    )
+    if "code" in fields:
+        code = str(fields.get("code") or "")
+        raw = str(fields.get("language") or "").strip()
+        language = _LANGUAGES.get(raw.lower(), raw.capitalize()) or "Code cell"
+        defined = re.findall(r"^\s*(?:def|class|function)\s+([A-Za-z_]\w*)", code, re.M)
+        comment = next(
+            (ln.strip().lstrip("#/-\"' ").strip() for ln in code.splitlines() if re.match(r"\s*(#|//|--)", ln)), ""
+        )
+        # The first statement, keyword arguments left out (`plot(s, title='x')` reads as `plot(s, 'x')`).
+        head, paren, args = next((ln.strip() for ln in code.splitlines() if ln.strip()), "").partition("(")
+        first_line = head + paren + re.sub(r"\b\w+\s*=(?!=)\s*", "", args)
+        what = comment or (", ".join(dict.fromkeys(defined)) if defined else "") or named or first_line
+        return _clip(f"{language}: {what}" if what else f"{language} {fields.get('id') or ''}".strip())
+    if "columns" in fields:
+        columns = ", ".join(str(c) for c in (fields.get("columns") or [])[:5])
+        label = named or str(fields.get("id") or "Table")
+        return _clip(f"{label}: {columns}" if columns else label)
+    if "sheet_names" in fields or "sheets" in fields:
+        return _clip(f"File {named or fields.get('id') or ''}".strip())
+    if named:
+        return _clip(named)
+    if not any(k not in _LABEL_FIELDS and fields[k] not in (None, "", [], {}) for k in fields):
+        kind = str(fields.get("type") or "").replace("_", " ").capitalize()
+        return _clip(f"{kind} {fields.get('id') or ''}".strip())
+    return title_of(_prose(fields))
+
+
+@functools.cache
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+def _stem(word: str) -> str:
+    """The word's English stem: "probation", "probationary" and "probations" count as one."""
+    return str(_stemmer().stemWord(word))
+
+
+def topic_of(material: str) -> str:
+    """A topic label: the text's most frequent content word (by English stem), with its partner when they recur as a pair.
+
+    One strong word is what two texts on one subject in other words most often
+    share ("probation" in "vendors on probation" and "a probationary
+    supplier"); a pair that recurs ("offsite catering" twice) is kept whole.
+    """
+    try:
+        data = json.loads(material)
+    except ValueError:
+        data = None
+    fields = {**(data.get("fields") or {}), **data} if isinstance(data, dict) else {}
+    named = next((fields[k] for k in ("title", "name") if isinstance(fields.get(k), str) and fields[k].strip()), None)
+    heading = _HEADING.search(material) if data is None else None
+    # A name or a heading says what the rest is about.
+    text = named or (heading.group(1) if heading else plain_text(material))
+    tokens = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*|[^\sA-Za-z]", text)]
+    stems = [_stem(w) if len(w) > 2 and w[0].isalpha() and w not in _STOP and not w.isdigit() else None for w in tokens]
+    counts = Counter(x for x in stems if x)
+    if not counts:
+        return ""
+    first = {stem: i for i, stem in reversed(list(enumerate(stems))) if stem}
+    spelled: dict[str, Counter[str]] = {}
+    for word, stem in zip(tokens, stems, strict=True):
+        if stem:
+            spelled.setdefault(stem, Counter())[word] += 1
+    # Ties go to the longer word (a rough "more specific": "postgres" over "picked"), then the earlier.
+    top = min(counts, key=lambda x: (-counts[x], -len(spelled[x].most_common(1)[0][0]), first[x]))
+    pairs = Counter((a, b) for a, b in itertools.pairwise(stems) if a and b and a != b and top in (a, b))
+    pair = min(pairs, key=lambda p: (-pairs[p], first[p[0]]), default=None)
+    chosen = pair if pair is not None and pairs[pair] >= 2 else (top,)
+    return " ".join(spelled[x].most_common(1)[0][0] for x in chosen)
 
 
 class OfflineLLM:
@@ -302,10 +456,9 @@ class OfflineLLM:
         if key in ("summary", "description", "merged", "merged_summary", "content") and kind == "string":
             return summary()
         if key in ("title", "name", "label") and kind == "string":
-            first = sentences(summary())
-            return (first[0] if first else "")[:80].rstrip(".")
+            return title_of(material)
         if key in ("topic", "primary_topic") and kind == "string":
-            return " ".join(terms()[:2])
+            return topic_of(material) or " ".join(terms()[:2])
         if kind == "array" and key in ("related_concepts", "concepts", "keywords", "key_terms", "tags", "topics"):
             return terms()
         if key == "knowledge_type":
