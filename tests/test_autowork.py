@@ -50,6 +50,12 @@ def _wait(condition: Any, seconds: float) -> bool:
     return condition()
 
 
+def _twelve_writes_over_a_limit_of_ten(db: Path, env: dict[str, str]) -> None:
+    _cli(db, "config", "set", "--project", "p", "max_records", "10", **env)
+    for i in range(12):
+        _cli(db, "add", f"Project note number {i} about the quarterly budget", "--project", "p", **env)
+
+
 def _worker_gone(db: Path) -> bool:
     with worker_lock(db.with_name(db.name + ".worker.lock")) as free:
         return free
@@ -58,10 +64,7 @@ def _worker_gone(db: Path) -> bool:
 @pytest.mark.slow
 def test_retention_runs_after_writes_over_the_limit_with_no_command_and_one_worker(tmp_path: Path) -> None:
     db = tmp_path / "auto.db"
-    env = {"FUNES_MAINTAIN_EVERY_WRITES": "3", "FUNES_AUTO_WORK_LINGER_SECONDS": "15"}
-    _cli(db, "config", "set", "--project", "p", "max_records", "10", **env)
-    for i in range(12):
-        _cli(db, "add", f"Project note number {i} about the quarterly budget", "--project", "p", **env)
+    _twelve_writes_over_a_limit_of_ten(db, {"FUNES_MAINTAIN_EVERY_WRITES": "3", "FUNES_AUTO_WORK_LINGER_SECONDS": "15"})
     # Retention brings the project back to 80% of its 10 records, with nobody running `funes jobs run`.
     assert _wait(lambda: _count(db) <= 8, 30), _count(db)
     assert _wait(lambda: _worker_gone(db), 60), "the worker did not exit"
@@ -90,9 +93,7 @@ def test_a_library_script_hands_its_due_jobs_to_the_worker_when_it_closes(
 def test_auto_work_off_leaves_the_jobs_queued(tmp_path: Path) -> None:
     db = tmp_path / "off.db"
     env = {"FUNES_MAINTAIN_EVERY_WRITES": "3", "FUNES_AUTO_WORK": "off"}
-    _cli(db, "config", "set", "--project", "p", "max_records", "10", **env)
-    for i in range(12):
-        _cli(db, "add", f"Project note number {i}", "--project", "p", **env)
+    _twelve_writes_over_a_limit_of_ten(db, env)
     time.sleep(2)
     assert _count(db) == 12 and _worker_runs(db) == []
     status = _cli(db, "status", **env).stdout
