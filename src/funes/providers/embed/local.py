@@ -59,7 +59,10 @@ def model_dir() -> Path:
 
 def torch_installed() -> bool:
     """Whether torch can be imported (found without importing it)."""
-    return importlib.util.find_spec("torch") is not None
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # an import hook refused it, or a stand-in without a spec sits in sys.modules
+        return False
 
 
 class LocalEmbedder:
