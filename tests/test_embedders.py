@@ -246,16 +246,21 @@ def test_numpy_and_torch_backends_agree(local_embedder: Any, real_mem: funes.Fun
     assert np.abs(shuffled - reference).max() < 1e-5
 
 
-def test_the_auto_backend_keeps_small_batches_in_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_auto_backend_uses_torch_only_for_batches_once_torch_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
     from funes.errors import InvalidInput
     from funes.providers.embed import local
 
     embedder = local.LocalEmbedder()
-    monkeypatch.setattr(local, "torch_installed", lambda: True)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
     assert embedder._backend_for(1) == "numpy"
+    assert embedder._backend_for(local.TORCH_MIN_TEXTS) == "numpy"  # importing torch costs more than it wins
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    assert embedder._backend_for(local.TORCH_MIN_TEXTS - 1) == "numpy"
     assert embedder._backend_for(local.TORCH_MIN_TEXTS) == "torch"
-    monkeypatch.setattr(local, "torch_installed", lambda: False)
-    assert embedder._backend_for(local.TORCH_MIN_TEXTS) == "numpy"
+    assert local.LocalEmbedder(backend="numpy")._backend_for(100) == "numpy"
     assert local.LocalEmbedder(backend="torch")._backend_for(1) == "torch"
     with pytest.raises(InvalidInput) as info:
         local.LocalEmbedder(backend="tensorflow")
@@ -283,9 +288,7 @@ class NoTorch(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, NoTorch())
 import numpy as np
 import funes
-from funes.providers.embed.local import LocalEmbedder, torch_installed
-
-assert not torch_installed()
+from funes.providers.embed.local import LocalEmbedder
 with funes.open({str(tmp_path / "local.db")!r}) as mem:
     mem.remember("The staging database lives in Frankfurt.")
     mem.remember_many([f"Note {{n}}: vendor {{n}} ships from warehouse {{n % 5}}." for n in range(80)])

