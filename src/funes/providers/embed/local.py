@@ -10,15 +10,14 @@ and that they match sentence-transformers' own):
 
 * numpy (``numpy_bert.py``), always available: the ``[local]`` install has no
   torch at all. Texts are sorted by length and batched so a batch is barely
-  padded; its matrix products run in numpy's BLAS on ``batch_threads`` threads
-  (``query_threads`` for a search query).
+  padded; the batches run on ``batch_threads`` Python threads
+  (``query_threads`` for a search query), each with a one-thread BLAS.
 * torch (``funes-memory[torch]``), with ``embed_runtime = "torch"``; the
   default ``"auto"`` runs batches of ``TORCH_MIN_TEXTS`` or more in torch only
   when the process has imported torch already. Importing it costs about a
   second, more than it can win back: on 2 cores numpy's batch throughput
-  measured 1.18x torch's with OpenBLAS's own kernel choice and 0.82x with an
-  older kernel forced (OPENBLAS_CORETYPE); single texts are faster in numpy
-  (bench/embed_bench.py).
+  measured 0.82x-1.18x torch's on an idle machine (by OpenBLAS kernel) and
+  1.8x-3.2x under load; single texts are faster in numpy (bench/README.md).
 
 The model reads at most 256 word pieces, [CLS] and [SEP] included. Longer
 text is never truncated here: it raises, and the service splits it first.
