@@ -11,13 +11,29 @@ downloading anything. Funes itself is left out (the same in both). It prints
 both totals, the difference, the largest distributions, and those in the
 closure that Funes never imports (found by scanning ``src/funes`` for imports
 of each distribution's top-level modules).
+
+    python bench/install_size.py --fresh --baseline main   # real installs, both revisions, ~5 min
+
+``--fresh`` installs for real instead, in new virtualenvs under the temp
+directory, for the baseline revision (its tree from ``git archive``) and for
+this checkout: the README's Quickstart 1 command verbatim (read from each
+revision's README, ``funes demo`` included), timed; then the same install
+command with ``.[all]`` instead of ``.[local]``. For each venv it prints the
+wall time, the size of site-packages and the number of distributions
+(``pip list``). pip's cache is warm for both sides (run it twice to be sure).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import os
+import re
+import shutil
 import subprocess
+import sys
+import tempfile
+import time
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -127,12 +143,65 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:8.1f} MB"
 
 
+def quickstart(readme: str) -> str:
+    """The README's Quickstart 1 command (the line after the ```bash fence under its marker), as .ci/run reads it."""
+    match = re.search(r"^<!-- quickstart:run -->\n```bash\n(.+)$", readme, flags=re.MULTILINE)
+    if not match:
+        raise SystemExit("no <!-- quickstart:run --> command in the README")
+    return match.group(1)
+
+
+def _fresh_venv(tree: Path, command: str, work: Path) -> tuple[float, int, int]:
+    """Run ``command`` in ``tree`` inside a new venv: (seconds, bytes of site-packages, distributions)."""
+    venv = Path(tempfile.mkdtemp(dir=work)) / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = dict(os.environ, VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:{os.environ['PATH']}", HF_HUB_OFFLINE="1")
+    env["FUNES_HOME"] = tempfile.mkdtemp(dir=work)
+    env.pop("PYTHONHOME", None)
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", command], cwd=tree, env=env, capture_output=True, text=True
+    )
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{command!r} failed in {tree}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    [site] = (venv / "lib").glob("python3*/site-packages")
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and not f.is_symlink())
+    listed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, env=env
+    ).stdout.split()
+    shutil.rmtree(venv.parent, ignore_errors=True)
+    return seconds, size, len([line for line in listed if line.strip()])
+
+
+def fresh(baseline: str) -> None:
+    """Quickstart 1 and the [all] install in fresh venvs, for the baseline revision and this checkout."""
+    work = Path(tempfile.mkdtemp(prefix="funes-install-size-"))
+    old_tree = work / "baseline"
+    old_tree.mkdir()
+    archive = subprocess.run(["git", "archive", baseline], cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old_tree)], input=archive, check=True)
+    print(f"fresh venvs under {work}; python {sys.version.split()[0]}")
+    print(f"{'revision':<14} {'install':<10} {'wall time':>10} {'site-packages':>14} {'distributions':>14}  command")
+    for label, tree in ((baseline, old_tree), ("this checkout", REPO)):
+        run = quickstart((tree / "README.md").read_text(encoding="utf-8"))
+        install_all = run.replace('".[local]"', '".[all]"').removesuffix(" && funes demo")
+        for name, command in (("quickstart", run), ("[all]", install_all)):
+            seconds, size, count = _fresh_venv(tree, command, work)
+            print(f"{label:<14} {name:<10} {seconds:>9.1f}s {_mb(size):>14} {count:>14}  {command}", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--extra", default="local", help="extra to measure ('' for the base install)")
     parser.add_argument("--baseline", default="main", help="git revision whose pyproject.toml is the baseline")
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--fresh", action="store_true", help="install for real in fresh venvs (see above)")
     args = parser.parse_args()
+    if args.fresh:
+        fresh(args.baseline)
+        return
 
     label = f"funes-memory[{args.extra}]" if args.extra else "funes-memory"
     before = closure(_pyproject(args.baseline)["project"], args.extra)

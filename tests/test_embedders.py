@@ -208,21 +208,119 @@ def test_local_embedder_never_truncates(local_embedder: Any, real_mem: funes.Fun
     assert hit.memory.id == memory.id
 
 
-def test_single_queries_run_in_numpy_and_match_the_torch_pass(local_embedder: Any) -> None:
+AGREEMENT_TEXTS = [
+    "which vendors does the user prefer?",
+    "a",
+    "Ünïcödé, emoji 🎉 and 東京",
+    "I prefer US-based vendors with at least 90% energy efficiency",
+    " ".join(["word"] * 250),
+    "The staging database lives in Frankfurt; production moved to Dublin in March.",
+]
+
+
+def _long_text_parts(mem: funes.Funes) -> list[str]:
+    """A text over the model's limit, split into parts the way the service splits it before embedding."""
+    long_text = " ".join(f"Meeting {n}: the team agreed to move service {n} to region eu-{n % 7}." for n in range(90))
+    parts = mem.parts(long_text)
+    assert len(parts) >= 3
+    return parts
+
+
+@pytest.mark.slow
+def test_numpy_and_torch_backends_agree(local_embedder: Any, real_mem: funes.Funes) -> None:
     from funes.providers.embed.local import LocalEmbedder
 
-    texts = [
-        "which vendors does the user prefer?",
-        "a",
-        "Ünïcödé, emoji 🎉 and 東京",
-        " ".join(["word"] * 250),
-    ]
-    fresh = LocalEmbedder()
-    numpy_vectors = np.stack([fresh.embed_batch([t], query=True)[0] for t in texts])
-    assert fresh._weights is None  # no torch weights were loaded for them
-    torch_vectors = local_embedder.embed_batch(texts)
-    assert np.abs(numpy_vectors - torch_vectors).max() < 1e-5
-    assert np.allclose(np.linalg.norm(numpy_vectors, axis=1), 1.0, atol=1e-5)
+    texts = AGREEMENT_TEXTS + _long_text_parts(real_mem)
+    numpy_side = LocalEmbedder(backend="numpy")
+    torch_side = LocalEmbedder(backend="torch")
+    batched = numpy_side.embed_batch(texts)  # one padded, length-sorted batch
+    one_by_one = np.stack([numpy_side.embed_batch([t], query=True)[0] for t in texts])  # unpadded
+    reference = torch_side.embed_batch(texts)
+    assert numpy_side._weights is None and torch_side._bert is None  # each ran its own backend only
+    assert np.abs(batched - reference).max() < 1e-5
+    assert np.abs(one_by_one - reference).max() < 1e-5
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    # The same vectors in another order and batch size: padding never leaks into a vector.
+    small = LocalEmbedder(backend="numpy", batch_size=3)
+    shuffled = small.embed_batch(texts[::-1])[::-1]
+    assert np.abs(shuffled - reference).max() < 1e-5
+
+
+def test_the_auto_backend_uses_torch_only_for_batches_once_torch_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from funes.errors import InvalidInput
+    from funes.providers.embed import local
+
+    embedder = local.LocalEmbedder()
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert embedder._backend_for(1) == "numpy"
+    assert embedder._backend_for(local.TORCH_MIN_TEXTS) == "numpy"  # importing torch costs more than it wins
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    assert embedder._backend_for(local.TORCH_MIN_TEXTS - 1) == "numpy"
+    assert embedder._backend_for(local.TORCH_MIN_TEXTS) == "torch"
+    assert local.LocalEmbedder(backend="numpy")._backend_for(100) == "numpy"
+    assert local.LocalEmbedder(backend="torch")._backend_for(1) == "torch"
+    with pytest.raises(InvalidInput) as info:
+        local.LocalEmbedder(backend="tensorflow")
+    assert "numpy" in (info.value.hint or "")
+
+
+@pytest.mark.slow
+def test_the_local_extra_never_imports_torch(tmp_path: Path) -> None:
+    """Without torch installed (imports of it fail here), remember, bulk writes and search all work."""
+    import subprocess
+    import sys
+
+    script = f"""
+import importlib.abc, sys
+
+attempts = []
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers", "sentence_transformers"):
+            attempts.append(name)
+            raise ModuleNotFoundError(f"No module named {{name!r}}")
+        return None
+
+sys.meta_path.insert(0, NoTorch())
+import numpy as np
+import funes
+from funes.providers.embed.local import LocalEmbedder
+with funes.open({str(tmp_path / "local.db")!r}) as mem:
+    mem.remember("The staging database lives in Frankfurt.")
+    mem.remember_many([f"Note {{n}}: vendor {{n}} ships from warehouse {{n % 5}}." for n in range(80)])
+    mem.remember(" ".join(f"sentence {{n}} mentions topic{{n}}." for n in range(120)))  # split into parts
+    hit = mem.search("where is staging?")[0]
+    assert "Frankfurt" in hit.memory.content, hit
+vectors = LocalEmbedder().embed_batch([f"text {{n}}" for n in range(100)])
+assert vectors.shape == (100, 384)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "sentence_transformers"))
+print("HEAVY", heavy)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_store_written_with_torch_is_searched_with_numpy_without_a_reindex(tmp_path: Path) -> None:
+    from funes.providers.embed.local import LocalEmbedder
+
+    db = str(tmp_path / "before.db")
+    text = "The staging database lives in Frankfurt."
+    with funes.open(db, embedder=LocalEmbedder(backend="torch")) as mem:  # how every store was written before
+        memory = mem.remember(text)
+        [stored] = mem.store.vectors_for([memory.id])[memory.id]
+    with funes.open(db, embed_runtime="numpy") as mem:
+        assert mem.stats()["embedder"] == {"model_id": "sentence-transformers/all-MiniLM-L6-v2", "dimensions": 384}
+        assert mem.search("where is the staging database?")[0].memory.id == memory.id
+        mem.remember("Production runs in Dublin.")
+        assert mem.search("production region")[0].memory.content == "Production runs in Dublin."
+    again = LocalEmbedder(backend="numpy").embed_batch([text])[0]
+    assert np.abs(again - np.asarray(stored)).max() < 1e-5
 
 
 @pytest.mark.slow

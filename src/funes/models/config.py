@@ -122,6 +122,13 @@ register(
 register("embed_dimensions", 0, int, "Vector size requested from an OpenAI-compatible server; 0 means the model's own.")
 register("embed_batch_size", 32, int, "Texts per embedding batch.", minimum=1)
 register(
+    "embed_runtime",
+    "auto",
+    str,
+    "How the local model runs: 'numpy' (no torch needed), 'torch' (needs funes-memory[torch]) or 'auto' "
+    "(numpy; torch for large batches in a process that has imported torch already). All give the same vectors.",
+)
+register(
     "embed_threads", 0, int, "CPU threads for batch embedding (ingestion, reindex); 0 means one per core.", minimum=0
 )
 register(

@@ -3,7 +3,7 @@
 It parses options, calls the service and formats the result. Every command
 takes ``--json``; text arguments are read from stdin when piped; exit codes
 are 0 (ok), 1 (error) and 2 (usage). Nothing heavy is imported at start-up:
-the service (and torch) load only when a command needs them.
+the service (and the embedding model) load only when a command needs them.
 
 Layout: this entry module defines the group and imports the command modules
 (one per command group); they share :mod:`.common` and never import back here.

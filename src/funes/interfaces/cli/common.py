@@ -2,7 +2,7 @@
 
 Command modules import this module and nothing else of the CLI; the entry
 module (``__init__``) imports the command modules. Nothing heavy is imported
-here: the service (and torch) load only when a command needs them.
+here: the service (and the embedding model) load only when a command needs them.
 """
 
 from __future__ import annotations

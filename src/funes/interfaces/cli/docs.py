@@ -1,7 +1,7 @@
 """CLI commands for knowledge ingestion: ``funes ingest`` and ``funes docs``.
 
 Registered on the main group by cli.py. Only click and the standard library
-are imported at load time; the service (and pypdf, openpyxl, torch) load
+are imported at load time; the service (and pypdf, openpyxl, the embedding model) load
 when a command runs. Progress goes to stderr, and only on a TTY.
 """
 

@@ -139,7 +139,9 @@ def create_embedder(config: Config, known: EmbedderIdentity | None = None) -> Em
     if name == "local":
         from .local import LocalEmbedder
 
-        return LocalEmbedder(batch_threads=config.embed_threads, query_threads=config.query_threads)
+        return LocalEmbedder(
+            batch_threads=config.embed_threads, query_threads=config.query_threads, backend=config.embed_runtime
+        )
     if name == "openai":
         from .openai import OpenAIEmbedder
 
