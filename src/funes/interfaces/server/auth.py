@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ...errors import FunesError, Unauthorized
+from ...errors import Forbidden, FunesError, Unauthorized
 from ...memory.keys import Principal
 from ...store.tenancy import acting_for
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 INTERNAL_TOKEN_ENV = "FUNES_INTERNAL_TOKEN"
 PRINCIPAL = "funes.principal"
+ROLE = "funes.role"
+ROLE_KEY = "x-funes-role"  # a route's ``openapi_extra`` entry naming the role it needs (default "read")
 _OPEN = ("/v1/health", "/v1/internal/")
 
 
@@ -47,6 +49,17 @@ def check_internal_token(given: str | None) -> None:
             "The internal token is missing or wrong.",
             hint=f"Send X-Internal-Token with the value of {INTERNAL_TOKEN_ENV}.",
         )
+
+
+def declared_role(app: Any, scope: dict[str, Any]) -> str:
+    """The role the route matching ``scope`` declares (``openapi_extra[ROLE_KEY]``); "read" when none does."""
+    from starlette.routing import Match
+
+    for route in getattr(app, "routes", ()):
+        match, _ = route.matches(scope)
+        if match is Match.FULL:
+            return str((getattr(route, "openapi_extra", None) or {}).get(ROLE_KEY, "read"))
+    return "read"
 
 
 async def error_response(send: Any, status: int, error: FunesError) -> None:
@@ -98,17 +111,28 @@ class KeyAuth:
         except FunesError as exc:
             await error_response(send, 503, exc)
             return
-        scope.setdefault("state", {})[PRINCIPAL] = principal
+        # The role is checked before the route reads or validates anything (issue 31: a read
+        # key's write was refused only for a missing field, after parsing the body).
+        role = declared_role(self.app, scope)
+        try:
+            principal.require(role)
+        except Forbidden as exc:
+            await error_response(send, 403, exc)
+            return
+        state = scope.setdefault("state", {})
+        state[PRINCIPAL] = principal
+        state[ROLE] = role
         with acting_for(principal.team):
             await self.app(scope, receive, send)
 
 
-def principal_of(request: Any, team: str | None = None, role: str = "read") -> Principal:
-    """The request's principal, after checking the path's team (another team: 404) and the role (403)."""
+def principal_of(request: Any, team: str | None = None) -> Principal:
+    """The request's principal, after checking the path's team (another team: 404) and the route's role (403)."""
     from ...errors import NotFound
 
-    principal: Principal = request.scope["state"][PRINCIPAL]
+    state = request.scope["state"]
+    principal: Principal = state[PRINCIPAL]
     if team is not None and team != principal.team:
         raise NotFound(f"No team {team!r}.", hint="Use the team of your API key (GET /v1/me shows it).")
-    principal.require(role)
+    principal.require(state.get(ROLE, "read"))
     return principal
