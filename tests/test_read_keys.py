@@ -9,10 +9,6 @@ the team's whole state with what it was before.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,18 +17,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from served import funes_serve
 
 import funes
 
-SERVE = "from funes.interfaces.cli import main; main()"
 TEAM = "/v1/teams/t"
 ROUTE = "/v1/teams/{team}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -42,26 +32,14 @@ def served(store_url: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]
         service.remember("setup", tenant="setup")
         read_key = service.keys.create("t", "read", user="ana")[0]
         admin_key = service.keys.create("t", "admin", user="ana")[0]
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FUNES_")}
-    env.update(FUNES_HOME=str(tmp_path / "home"), FUNES_EMBEDDER="hash", FUNES_JOB_POLL_SECONDS="0.05")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "serve", "--db", store_url, "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
+    with funes_serve(store_url, tmp_path / "home") as base:
+        yield from _seeded(base, read_key, admin_key)
+
+
+def _seeded(
+    base: str, read_key: str, admin_key: str
+) -> Iterator[tuple[str, dict[str, str], dict[str, str], dict[str, str]]]:
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-        assert time.monotonic() < deadline, "funes serve did not start"
-        time.sleep(0.1)
     admin = {"Authorization": f"Bearer {admin_key}"}
     memory = httpx.post(
         f"{base}{TEAM}/memories", json={"content": "The vault code is 8812", "file_id": "f1"}, headers=admin
@@ -75,13 +53,11 @@ def served(store_url: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]
     ).json()
     job_id = upload["job_id"]
     while httpx.get(f"{base}/v1/jobs/{job_id}", headers=admin).json()["status"] not in ("done", "failed"):
-        assert time.monotonic() < deadline + 60, "the upload was not indexed"
+        assert time.monotonic() < deadline, "the upload was not indexed"
         time.sleep(0.1)
     document = httpx.get(f"{base}/v1/jobs/{job_id}", headers=admin).json()["result"]["document_id"]
     ids = {"memory": memory["id"], "document": document, "job": job_id}
     yield base, {"Authorization": f"Bearer {read_key}"}, admin, ids
-    proc.terminate()
-    proc.communicate(timeout=30)
 
 
 def _state(base: str, admin: dict[str, str]) -> dict[str, Any]:

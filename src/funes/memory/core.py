@@ -22,7 +22,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
+from ..errors import Conflict, EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from ..models import (
     DEFAULT_IMPORTANCE,
     ENTITY_SCOPES,
@@ -521,6 +521,20 @@ class Core:
                 )
                 vectors, deferred = [], True
         with self.store.transaction():
+            # Compare-and-swap under the write lock: the record read above may have been
+            # deleted or edited since, and writing it back undid a delete (issue 31).
+            stored = self.store.get_for_update(memory_id)
+            if stored is None:
+                raise Conflict(
+                    f"Memory {memory_id!r} was deleted while it was being edited; this edit was not applied.",
+                    hint="Create it again (create_memory / POST .../memories) if the edited text should be kept.",
+                )
+            if (stored.version, stored.updated_at) != (current.version, current.updated_at):
+                raise Conflict(
+                    f"Memory {memory_id!r} changed while it was being edited; this edit was not applied.",
+                    hint="Read the memory again and reapply the change to what it says now.",
+                )
+            updated = stored.evolve(**changes, updated_at=now)
             self.store.put(updated, vectors)
             if deferred:
                 self.defer_vectors([updated.id], updated.tenant)

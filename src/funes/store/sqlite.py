@@ -91,6 +91,8 @@ class SqliteStore(
 ):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
+    row_lock: str = ""  # BEGIN IMMEDIATE already excludes every other writer
+
     def __init__(
         self,
         path: str | Path,
@@ -373,6 +375,17 @@ class SqliteStore(
     def get(self, memory_id: str) -> Memory | None:
         """A record by id."""
         row = self.db.reader().execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else to_memory(row)
+
+    def get_for_update(self, memory_id: str) -> Memory | None:
+        """A record by id, read under the write lock (PostgreSQL also locks its row) until the transaction ends.
+
+        Call it inside :meth:`transaction`: a read-modify-write that read
+        outside brought back a record a concurrent delete had removed (issue 31).
+        """
+        with self.db.write() as conn:
+            sql = f"SELECT {COLUMNS} FROM memories WHERE id = ?{self.row_lock}"
+            row = conn.execute(sql, (memory_id,)).fetchone()
         return None if row is None else to_memory(row)
 
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
