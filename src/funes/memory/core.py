@@ -60,6 +60,7 @@ from .record_input import (
     check_choice,
     check_content,
     check_importance,
+    check_metadata,
     check_scope,
     check_search,
     remember_fields,
@@ -450,7 +451,7 @@ class Core:
             content_hash=content_hash(text),
             created_at=now,
             updated_at=now,
-            metadata=flag_instruction_like(text, metadata),  # memory-poisoning defence (issue 4)
+            metadata=flag_instruction_like(text, check_metadata(metadata)),  # memory-poisoning defence (issue 4)
             references=refs,
         )
 
@@ -505,7 +506,7 @@ class Core:
         if topic is not _UNSET:
             changes["topic"] = topic
         if metadata is not None:
-            changes["metadata"] = {**current.metadata, **metadata}
+            changes["metadata"] = check_metadata({**current.metadata, **check_metadata(metadata)})
         if not changes:
             return current
         updated = current.evolve(**changes, updated_at=now)

@@ -7,12 +7,24 @@ what to pass instead; the core builds records only from checked values.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
 from ..errors import InvalidInput
-from ..models import KINDS, MEMORY_TYPES, MESSAGE_ROLES, SCOPES, Reference, SearchFilters, SourceRef, parse_time
+from ..models import (
+    KINDS,
+    MEMORY_TYPES,
+    MESSAGE_ROLES,
+    METADATA_MAX_DEPTH,
+    SCOPES,
+    Reference,
+    SearchFilters,
+    SourceRef,
+    metadata_depth,
+    parse_time,
+)
 
 
 def check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -240,6 +252,46 @@ def check_content(content: Any, max_bytes: int) -> str:
             hint="Ingest large texts as documents (`funes ingest FILE`), or raise max_content_bytes.",
         )
     return content.strip()
+
+
+METADATA_MAX_BYTES = 65_536  # a record's metadata as JSON; larger data belongs in content or a document
+METADATA_MAX_KEYS = 256
+
+
+def check_metadata(metadata: Any) -> dict[str, Any]:
+    """A record's metadata: a JSON object of at most 64 KiB and 256 keys, nesting at most 32 levels, no NaN.
+
+    Refused at write time, because a record stored with 254+ levels answered
+    every later listing and search with 500 (issue 31).
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"Metadata must be an object, got {type(metadata).__name__}.", hint='Pass {"key": "value"}.')
+    depth = metadata_depth(metadata)
+    if depth > METADATA_MAX_DEPTH:
+        raise InvalidInput(
+            f"Metadata nests more than {METADATA_MAX_DEPTH} levels deep.",
+            hint=f"Flatten it to at most {METADATA_MAX_DEPTH} levels (e.g. dotted keys such as 'a.b.c').",
+        )
+    if len(metadata) > METADATA_MAX_KEYS:
+        raise InvalidInput(
+            f"Metadata has {len(metadata):,} keys, over the limit of {METADATA_MAX_KEYS}.",
+            hint="Keep metadata to a few descriptive keys; store bulk data as content or a document.",
+        )
+    try:
+        text = json.dumps(metadata, allow_nan=False, default=str)
+    except ValueError as exc:
+        raise InvalidInput(
+            "Metadata holds NaN or Infinity, which JSON cannot carry.",
+            hint="Use null, or a string such as 'NaN', for a missing number.",
+        ) from exc
+    if len(text.encode()) > METADATA_MAX_BYTES:
+        raise InvalidInput(
+            f"Metadata is {len(text.encode()):,} bytes as JSON, over the limit of {METADATA_MAX_BYTES:,}.",
+            hint="Keep metadata small; store bulk data as content or a document.",
+        )
+    return dict(metadata)
 
 
 def check_scope(scope: str | None, project: str | None, session: str | None) -> str:
