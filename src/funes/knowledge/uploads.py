@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput, NotFound
 from ..memory.record_input import check_scope
 from ..models import Job, format_time, new_id
+from .paths import read_regular
 
 if TYPE_CHECKING:
     from ..memory.core import Core
@@ -150,12 +151,19 @@ class Uploads:
         """Handler of ``document-ingest`` jobs: read and embed the saved upload, swap its chunks in on completion."""
         data = job.payload
         path = self.folder / str(data["upload"]) / str(data["name"])
-        if not path.is_file():
-            raise NotFound(
-                f"The uploaded file {data['name']!r} is gone from {path.parent}.", hint="Upload the file again."
-            )
+        if not path.exists() and not path.is_symlink():
+            raise NotFound(f"The uploaded file {data['name']!r} is gone.", hint="Upload the file again.")
+        limit = int(self.core.config.max_file_mb) * 1024 * 1024
+        content = read_regular(
+            path,
+            str(data["name"]),
+            limit,
+            within=self.folder,
+            over=f"the {self.core.config.max_file_mb} MB limit",
+            hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
+        )
         result, apply = self.docs.prepare_bytes(
-            path.read_bytes(),
+            content,
             str(data["name"]),
             tenant=job.tenant,
             user=data.get("user"),
