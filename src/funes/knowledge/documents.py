@@ -360,6 +360,10 @@ class Documents:
             max_unpacked_bytes=int(self.config.max_unpacked_mb) * 1024 * 1024,
             max_cells=int(self.config.max_sheet_cells),
             max_seconds=float(self.config.ingest_file_seconds),
+            max_text_bytes=int(self.config.max_text_mb) * 1024 * 1024,
+            max_messages=int(self.config.max_chat_messages),
+            max_depth=int(self.config.max_markdown_depth),
+            max_shared_strings_bytes=int(self.config.max_shared_strings_mb) * 1024 * 1024,
         )
         try:
             parsed = read(data, options, self._chunker(tenant_id, project_id), requested_kind)

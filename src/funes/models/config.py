@@ -264,7 +264,35 @@ register(
     "ingest_file_seconds",
     300.0,
     float,
-    "Longest time spent reading one workbook before it fails alone with an error; 0 means no limit.",
+    "Longest time spent reading one file (any format) before it fails alone with an error; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "max_text_mb",
+    20,
+    int,
+    "Largest text, Markdown or chat file read, in megabytes (about 5 million tokens); 0 means max_file_mb only.",
+    minimum=0,
+)
+register(
+    "max_chat_messages",
+    100_000,
+    int,
+    "Most messages read from one chat export; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "max_markdown_depth",
+    32,
+    int,
+    "Deepest nesting of lists and block quotes read from one Markdown file; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "max_shared_strings_mb",
+    64,
+    int,
+    "Largest shared-strings table of a workbook (.xlsx/.xlsm), unpacked, in megabytes; 0 means no limit.",
     minimum=0,
 )
 register(
