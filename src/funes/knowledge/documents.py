@@ -647,7 +647,7 @@ class Documents:
         row = store.get_document(ref)
         candidates = [row] if row is not None else []
         if not candidates:
-            uri = str(Path(ref).expanduser().resolve()) if not ref.startswith("stdin") else ref
+            uri = _as_uri(ref)
             candidates = store.find_documents_by_uri(tenant_id, uri) or store.find_documents_by_uri(tenant_id, ref)
         visible = [
             r
@@ -761,6 +761,20 @@ __all__ = [
     "ProgressCallback",
     "expand_paths",
 ]
+
+
+def _as_uri(ref: str) -> str:
+    """The absolute path a document reference may name; as given when it names none.
+
+    ``~x`` with no home directory (a server's service account) or a name the OS
+    refuses must read as "no such document", never as a 500 (issue 31).
+    """
+    if ref.startswith("stdin"):
+        return ref
+    try:
+        return str(Path(ref).expanduser().resolve())
+    except (RuntimeError, OSError, ValueError):
+        return ref
 
 
 def _file_date(item: InputFile) -> str | None:

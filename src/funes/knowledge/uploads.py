@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 KIND = "document-ingest"
 _SWEEP_AGE_SECONDS = 3600.0
+_NAME_MAX_BYTES = 255  # NAME_MAX of Linux and macOS file systems
 _JOB_STATUS = {"queued": "queued", "running": "indexing", "failed": "failed"}
 
 
@@ -68,6 +69,12 @@ class Uploads:
         base = Path(str(name or "").replace("\\", "/")).name.strip()
         if not base or base in (".", ".."):
             raise InvalidInput("The upload has no file name.", hint="Send the file as multipart field `file`.")
+        if len(base.encode("utf-8", "surrogatepass")) > _NAME_MAX_BYTES or "\x00" in base:
+            # The name becomes a file on disk: a 300-character one failed the write with a 500 (issue 31).
+            raise InvalidInput(
+                f"The upload's file name is over {_NAME_MAX_BYTES} bytes or holds a NUL character.",
+                hint="Rename the file to a shorter name (the name is what search results cite).",
+            )
         if not data:
             raise InvalidInput(f"{base} is empty.", hint="Upload a file with content.")
         limit = int(self.core.config.max_file_mb) * 1024 * 1024

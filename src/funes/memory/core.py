@@ -60,6 +60,7 @@ from .record_input import (
     check_choice,
     check_content,
     check_importance,
+    check_labels,
     check_metadata,
     check_scope,
     check_search,
@@ -405,6 +406,9 @@ class Core:
     ) -> Memory:
         """Validate and build a record without storing it (ingestion stores many at once)."""
         text = check_content(content, self.config.max_content_bytes)
+        check_labels(
+            title=title, topic=topic, entity_type=entity_type, entity_id=entity_id, project=project, session=session
+        )
         check_choice("memory type", type, MEMORY_TYPES)
         check_choice("kind", kind, KINDS)
         project = self.project_of(project)
@@ -509,6 +513,7 @@ class Core:
             changes["metadata"] = check_metadata({**current.metadata, **check_metadata(metadata)})
         if not changes:
             return current
+        check_labels(title=changes.get("title"), topic=changes.get("topic"))
         updated = current.evolve(**changes, updated_at=now)
         deferred = False
         if "content" in changes or ("title" in changes and changes["title"] != current.title):

@@ -58,7 +58,7 @@ def as_time(value: datetime | str | None, name: str) -> datetime | None:
     """An ISO-8601 text or datetime as an aware datetime, or an error naming the field."""
     try:
         return parse_time(value)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise InvalidInput(
             f"{name} {value!r} is not a date.", hint="Use ISO-8601, e.g. 2026-12-31 or 2026-12-31T18:00:00Z."
         ) from exc
@@ -239,6 +239,9 @@ def check_content(content: Any, max_bytes: int) -> str:
         raise InvalidInput(f"Content must be text, got {type(content).__name__}.", hint="Pass a string.")
     if not content.strip():
         raise InvalidInput("Content is empty.", hint="Pass the text to remember.")
+    if "\x00" in content:
+        # PostgreSQL cannot store NUL in text, and no reader or terminal shows it (issue 31).
+        raise InvalidInput("Content holds a NUL character (\\x00).", hint="Remove the NUL characters from the text.")
     try:
         size = len(content.encode("utf-8"))
     except UnicodeEncodeError as exc:
@@ -252,6 +255,26 @@ def check_content(content: Any, max_bytes: int) -> str:
             hint="Ingest large texts as documents (`funes ingest FILE`), or raise max_content_bytes.",
         )
     return content.strip()
+
+
+#: The longest each short text field of a record may be, in characters (issue 31: a title of
+#: any length was stored as given). The file and session ids are names, never documents.
+LABEL_MAX_CHARS = {"title": 1000, "topic": 200, "entity_type": 100, "entity_id": 500, "project": 500, "session": 500}
+
+
+def check_labels(**labels: Any) -> None:
+    """Refuse a short text field (title, topic, entity_type, ...) that holds a NUL or is over its limit."""
+    for name, value in labels.items():
+        if not isinstance(value, str):
+            continue
+        if "\x00" in value:
+            raise InvalidInput(f"The {name} holds a NUL character (\\x00).", hint=f"Remove it from the {name}.")
+        limit = LABEL_MAX_CHARS[name]
+        if len(value) > limit:
+            raise InvalidInput(
+                f"The {name} is {len(value):,} characters, over the limit of {limit:,}.",
+                hint=f"Shorten the {name}; put longer text in the content.",
+            )
 
 
 METADATA_MAX_BYTES = 65_536  # a record's metadata as JSON; larger data belongs in content or a document

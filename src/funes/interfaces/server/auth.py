@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ...errors import Forbidden, FunesError, Unauthorized
+from ...errors import Forbidden, FunesError, InvalidInput, Unauthorized
 from ...memory.keys import Principal
 from ...store.tenancy import acting_for
 
@@ -49,6 +49,51 @@ def check_internal_token(given: str | None) -> None:
             "The internal token is missing or wrong.",
             hint=f"Send X-Internal-Token with the value of {INTERNAL_TOKEN_ENV}.",
         )
+
+
+class BodyLimit:
+    """Answer 413 to a body over its limit before anything reads it: uploads up to ``upload_bytes``, the rest ``json_bytes``.
+
+    A declared Content-Length is checked first; a chunked body is counted as it
+    arrives and cut off (the route sees a disconnect) once over (issue 31).
+    """
+
+    def __init__(self, app: Any, *, json_bytes: int, upload_bytes: int) -> None:
+        self.app = app
+        self.json_bytes = json_bytes
+        self.upload_bytes = upload_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Pass a request within its limit on; refuse any other with 413."""
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or ())
+        multipart = headers.get(b"content-type", b"").lower().startswith(b"multipart/")
+        limit = self.upload_bytes if multipart else self.json_bytes
+        declared = headers.get(b"content-length", b"").strip()
+        if declared.isdigit() and int(declared) > limit:
+            await error_response(
+                send,
+                413,
+                InvalidInput(
+                    f"The request body is {int(declared):,} bytes, over the limit of {limit:,}.",
+                    hint="Upload large files as documents (max_file_mb bounds them); keep JSON bodies small.",
+                ),
+            )
+            return
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    return {"type": "http.disconnect"}
+            return message
+
+        await self.app(scope, counted, send)
 
 
 def declared_role(app: Any, scope: dict[str, Any]) -> str:
