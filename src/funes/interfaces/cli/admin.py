@@ -285,7 +285,7 @@ def config(
         if not name or value is None:
             raise click.UsageError("Usage: funes config set NAME VALUE")
         path = cfg.write_setting(name, value)
-        emit(as_json, {"name": name, "value": value, "file": str(path)}, f"Set {name} in {path}.")
+        emit(as_json, {"name": name, "value": _shown(value), "file": str(path)}, f"Set {name} in {path}.")
         return
     loaded = cfg.load()
     if action == "get":
@@ -297,12 +297,18 @@ def config(
             raise InvalidInput(f"Unknown setting {name!r}.", hint="`funes config` lists every setting.")
         emit(
             as_json,
-            {"name": name, "value": loaded.values[name], "origin": loaded.origins[name]},
-            str(loaded.values[name]),
+            {"name": name, "value": _shown(loaded.values[name]), "origin": loaded.origins[name]},
+            str(_shown(loaded.values[name])),
         )
         return
     rows = [
-        {"name": s.name, "value": loaded.values[s.name], "origin": loaded.origins[s.name], "env": s.env, "help": s.help}
+        {
+            "name": s.name,
+            "value": _shown(loaded.values[s.name]),
+            "origin": loaded.origins[s.name],
+            "env": s.env,
+            "help": s.help,
+        }
         for s in cfg.SETTINGS.values()
     ]
     emit(
@@ -313,6 +319,13 @@ def config(
             + [f"{r['name']} = {r['value']!r}  ({r['origin']})  # {r['help']}" for r in rows]
         ),
     )
+
+
+def _shown(value: Any) -> Any:
+    """A setting's value as `funes config` prints it: a store URL's password masked (issue 31)."""
+    from ...store.pg_connection import redact
+
+    return redact(value) if isinstance(value, str) else value
 
 
 def _project_config(
