@@ -216,7 +216,8 @@ def build_server(
 
     def read(uri: str, caller: Caller) -> types.ReadResourceResult:
         if uri == STATS_URI:
-            return _json(uri, funes.stats(tenant=caller.tenant))
+            # Never the store's file-system path: an agent has no use for it (issue 31).
+            return _json(uri, {k: v for k, v in funes.stats(tenant=caller.tenant).items() if k != "path"})
         if uri == SCOPES_URI:
             return _json(uri, funes.execute_tool("list_scopes", {}, caller=caller, project=project).data)
         if uri.startswith(MEMORY_URI_PREFIX):

@@ -152,8 +152,12 @@ def create_app(
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
+        # The exception's text stays in the server log: it may name files of the server (issue 31).
         return _error(
-            500, "internal_error", f"{type(exc).__name__}: {exc}", "This is a bug in Funes; please report it."
+            500,
+            "internal_error",
+            f"An unexpected {type(exc).__name__} stopped this request; the server log has the details.",
+            "This is a bug in Funes; please report it with the server log.",
         )
 
     from .routes import register_routes

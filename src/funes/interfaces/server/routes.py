@@ -385,6 +385,7 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         """Counts per source type and tier, storage bytes, database size (the breakdown rows in ``storage``)."""
         p = _principal(request, team)
         data = funes.stats(tenant=p.team, storage=True)
+        data.pop("path", None)  # the server's file system is none of a team's business (issue 31)
         storage = data["storage"]
         data["by_source_type"] = data.pop("by_source", {})
         data["by_tier"] = {tier: totals["records"] for tier, totals in storage["tiers"].items()}
