@@ -87,8 +87,9 @@ class Uploads:
         self._sweep()
         upload_id = new_id("upl")
         target = self.folder / upload_id / base
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "wb") as fh:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Owner-only, like the store: an upload is a team's document (issue 31).
+        with os.fdopen(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

@@ -719,6 +719,9 @@ def write_setting(name: str, value: str) -> Path:
     path = config_path()
     data = _read_toml(path)
     data[name] = _coerce(SETTINGS[name], value, "the command line")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(tomli_w.dumps(data), encoding="utf-8")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Owner-only: the file may hold a store URL with its password (issue 31).
+    with os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "w", encoding="utf-8") as out:
+        out.write(tomli_w.dumps(data))
+    os.chmod(path, 0o600)
     return path
