@@ -97,3 +97,27 @@ def test_an_upload_whose_saved_file_became_a_link_is_refused(tmp_path: Path, tar
         assert job.status in ("failed", "queued") and job.last_error, job
         assert "regular file" in job.last_error or "outside its folder" in job.last_error, job.last_error
         assert not [m for m in mem.list(limit=100).items if "wJalrXUtnFEMI" in m.content]
+
+
+HOSTILE_COMMANDS = [
+    {"command": "create", "path": "/memories/" + "a" * 300 + ".md", "file_text": "x"},
+    {"command": "create", "path": "/memories/good.md/inner.md", "file_text": "x"},
+    {"command": "create", "path": "/memories/x/" + "b/" * 3000 + "c.md", "file_text": "x"},
+    {"command": "rename", "old_path": "/memories/sub", "new_path": "/memories/sub/inner"},
+    {"command": "create", "path": "/memories/bad.md", "file_text": "x\ud800"},
+    {"command": "view", "path": "/memories/a\x00.md"},
+]
+
+
+@pytest.mark.parametrize(
+    "command", HOSTILE_COMMANDS, ids=["long-name", "file-as-folder", "deep", "into-itself", "surrogate", "nul"]
+)
+def test_hostile_memory_tool_paths_answer_with_errors(tmp_path: Path, command: dict[str, str]) -> None:
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "good.md").write_text("# Good\n")
+    with funes.open(str(tmp_path / "t.db"), embedder="hash", worker="off") as mem:
+        mem.add_folder(folder)
+        answer = mem.claude_memory.memory_tool(command, folder=folder)
+    assert answer.startswith("Error: "), answer
+    assert str(tmp_path) not in answer

@@ -62,7 +62,20 @@ class MemoryTool:
             if handler is None:
                 raise InvalidInput(f"Unknown memory command {name!r}.", hint=f"Use one of: {', '.join(COMMANDS)}.")
             root.mkdir(parents=True, exist_ok=True)
-            text, wrote = handler(root, command)
+            try:
+                text, wrote = handler(root, command)
+            except OSError as exc:
+                # A name too long, a folder where a file should be, a folder moved into itself:
+                # an error for the model, never an exception with the server's paths (issue 31).
+                raise InvalidInput(
+                    f"The memory folder refused this {name}: {exc.strerror or type(exc).__name__}.",
+                    hint=f"Use a short path naming a file (not a folder) under {ROOT}; `view` {ROOT} shows what exists.",
+                ) from exc
+            except UnicodeError as exc:
+                raise InvalidInput(
+                    "The text is not valid Unicode (it holds a lone surrogate).",
+                    hint="Send UTF-8 text.",
+                ) from exc
         except FunesError as exc:
             if strict:
                 raise
