@@ -96,6 +96,42 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def _host_name(host: str) -> str:
+    """``host[:port]`` without the port (an IPv6 literal keeps its brackets)."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def browser_problem(scope: dict[str, Any], *, keyless: bool) -> tuple[int, str] | None:
+    """Why a ``/v1`` request must be refused as a browser attack (status, reason), or None.
+
+    As ``/mcp`` does (issue 31): an ``Origin`` must be this server's own or
+    loopback; without keys, the ``Host`` must be loopback (DNS rebinding: a page
+    whose name resolves to 127.0.0.1) and a write must not come from another
+    site (``Sec-Fetch-Site``), since no key stands in its way.
+    """
+    headers = dict(scope.get("headers") or ())
+    host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+    if keyless and _host_name(host) not in _LOOPBACK:
+        return 421, f"This keyless server answers only to a loopback Host, not {host[:100]!r}."
+    origin = headers.get(b"origin", b"").decode("latin-1").strip().lower()
+    if origin and origin != "null":
+        authority = origin.split("://", 1)[-1]
+        if authority != host and _host_name(authority) not in _LOOPBACK:
+            return 403, f"Requests from the web page at {origin[:100]!r} are refused."
+    elif origin == "null":
+        return 403, "Requests from an opaque origin (a sandboxed page or file) are refused."
+    site = headers.get(b"sec-fetch-site", b"").decode("latin-1").strip().lower()
+    if keyless and scope.get("method", "GET") not in _SAFE_METHODS and site in ("cross-site", "same-site"):
+        return 403, "A write from another site is refused on a server without keys."
+    return None
+
+
 def declared_role(app: Any, scope: dict[str, Any]) -> str:
     """The role the route matching ``scope`` declares (``openapi_extra[ROLE_KEY]``); "read" when none does."""
     from starlette.routing import Match
@@ -143,6 +179,18 @@ class KeyAuth:
             return
         if path.startswith(_OPEN):
             await self.app(scope, receive, send)
+            return
+        problem = browser_problem(scope, keyless=not self.require_keys)
+        if problem is not None:
+            status, reason = problem
+            await error_response(
+                send,
+                status,
+                Forbidden(
+                    reason,
+                    hint="Call the API from a program or from this server's own pages (/ui), at http://127.0.0.1:PORT.",
+                ),
+            )
             return
         key = presented_key(dict(scope.get("headers") or ()))
         try:
