@@ -125,7 +125,10 @@ def test_bad_headers_are_refused(mem: funes.Funes, first: str) -> None:
     assert info.value.hint
 
 
-texts = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80).filter(lambda t: t.strip())
+# NUL is refused in content and titles since issue 31 (PostgreSQL cannot store it), so it is left out here.
+texts = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=80
+).filter(lambda t: t.strip())
 record_specs = st.lists(
     st.fixed_dictionaries(
         {

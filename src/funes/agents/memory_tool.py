@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ..errors import Conflict, FunesError, InvalidInput, NotFound
+from ..knowledge.paths import read_regular
 
 if TYPE_CHECKING:
     from ..knowledge.folders import Folders
@@ -61,7 +62,20 @@ class MemoryTool:
             if handler is None:
                 raise InvalidInput(f"Unknown memory command {name!r}.", hint=f"Use one of: {', '.join(COMMANDS)}.")
             root.mkdir(parents=True, exist_ok=True)
-            text, wrote = handler(root, command)
+            try:
+                text, wrote = handler(root, command)
+            except OSError as exc:
+                # A name too long, a folder where a file should be, a folder moved into itself:
+                # an error for the model, never an exception with the server's paths (issue 31).
+                raise InvalidInput(
+                    f"The memory folder refused this {name}: {exc.strerror or type(exc).__name__}.",
+                    hint=f"Use a short path naming a file (not a folder) under {ROOT}; `view` {ROOT} shows what exists.",
+                ) from exc
+            except UnicodeError as exc:
+                raise InvalidInput(
+                    "The text is not valid Unicode (it holds a lone surrogate).",
+                    hint="Send UTF-8 text.",
+                ) from exc
         except FunesError as exc:
             if strict:
                 raise
@@ -105,17 +119,20 @@ class MemoryTool:
     def _limit(self) -> int:
         return int(self.config.memory_file_kb) * 1024
 
-    def _read(self, path: Path, shown: str) -> str:
-        if not path.is_file():
+    def _read(self, path: Path, shown: str, root: Path) -> str:
+        if not path.exists() and not path.is_symlink():
             raise NotFound(f"The path {shown} does not exist.", hint=f"`view` {ROOT} lists the memory files.")
-        size = path.stat().st_size
-        if size > self._limit():
-            raise InvalidInput(
-                f"{shown} is {size:,} bytes, over the {self._limit():,}-byte limit of memory files.",
-                hint="Split it into smaller files, or raise memory_file_kb.",
-            )
+        # The one safe open (devices, FIFOs and links out of the folder refused; issue 31).
+        data = read_regular(
+            path,
+            shown,
+            self._limit(),
+            within=root,
+            over=f"the {self._limit():,}-byte limit of memory files",
+            hint="Split it into smaller files, or raise memory_file_kb.",
+        )
         try:
-            return path.read_text(encoding="utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"{shown} is not UTF-8 text.", hint="Memory files are UTF-8 Markdown.") from exc
 
@@ -170,7 +187,7 @@ class MemoryTool:
                 + "\n".join([head, *lines])
             ), False
         path, shown = self._path(root, command.get("path"), file=True)
-        text = self._read(path, shown)
+        text = self._read(path, shown, root)
         lines = text.split("\n")
         start, end = 1, len(lines)
         window = command.get("view_range")
@@ -211,7 +228,7 @@ class MemoryTool:
             raise InvalidInput("`new_str` must be text.", hint="Send `new_str` as a string (empty to delete).")
         if not old:
             raise InvalidInput("`old_str` is empty.", hint="Send the exact text to replace, as it is in the file.")
-        text = self._read(path, shown)
+        text = self._read(path, shown, root)
         count = text.count(old)
         if count == 0:
             raise InvalidInput(
@@ -236,7 +253,7 @@ class MemoryTool:
         path, shown = self._path(root, command.get("path"), file=True)
         insert = self._text(command, "insert_text")
         at = command.get("insert_line")
-        text = self._read(path, shown)
+        text = self._read(path, shown, root)
         lines = text.split("\n")
         if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= len(lines):
             raise InvalidInput(

@@ -39,6 +39,7 @@ from ..errors import FunesError
 from ..models import Caller, new_id
 
 if TYPE_CHECKING:
+    from ..agents.specs import ToolSpec
     from ..service import Funes
 
 log = logging.getLogger("funes.mcp")
@@ -126,13 +127,17 @@ def build_server(
     agent_id: str | None = None,
     instructions: str | None = None,
     caller_of: Callable[[Any, Caller], Caller] | None = None,
+    authorize: Callable[[Any, ToolSpec | None], None] | None = None,
 ) -> Server[Any]:
     """An MCP server over one Funes service; ``project`` is the resolved default project.
 
     ``caller_of(ctx, default)`` says who a request acts for (the team server
     resolves it from the request's API key); by default, the configured tenant and user.
+    ``authorize(ctx, spec)`` runs before anything else of a tool call and raises
+    a :class:`~funes.errors.FunesError` (``Forbidden``) to refuse it; ``spec`` is
+    None for an unknown tool name.
     """
-    from ..agents.specs import TOOLS
+    from ..agents.specs import TOOLS, TOOLS_BY_NAME
 
     session = session_id or new_id("mcp")
     text = instructions if instructions is not None else agent_instructions(funes.config.values.get("prompts_dir"))
@@ -154,6 +159,16 @@ def build_server(
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if authorize is not None:
+            # The role comes first: a read key's delete_memory used to run (issue 31).
+            try:
+                authorize(ctx, TOOLS_BY_NAME.get(params.name))
+            except FunesError as exc:
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=f"Error: {exc.message} {exc.hint or ''}".strip())],
+                    structured_content={"error": exc.to_dict()},
+                    is_error=True,
+                )
         run = partial(funes.execute_tool, params.name, params.arguments or {}, caller=caller_for(ctx), project=project)
         result = await anyio.to_thread.run_sync(run)
         return types.CallToolResult(
@@ -201,7 +216,8 @@ def build_server(
 
     def read(uri: str, caller: Caller) -> types.ReadResourceResult:
         if uri == STATS_URI:
-            return _json(uri, funes.stats(tenant=caller.tenant))
+            # Never the store's file-system path: an agent has no use for it (issue 31).
+            return _json(uri, {k: v for k, v in funes.stats(tenant=caller.tenant).items() if k != "path"})
         if uri == SCOPES_URI:
             return _json(uri, funes.execute_tool("list_scopes", {}, caller=caller, project=project).data)
         if uri.startswith(MEMORY_URI_PREFIX):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -37,7 +36,7 @@ from ..memory.chunking import Chunker, chunk_size_for
 from ..memory.record_input import check_scope
 from ..models import Memory, SourceRef, new_id, to_epoch, utcnow
 from ..store import vis_key
-from .paths import InputFile, expand_paths
+from .paths import InputFile, expand_paths, read_regular
 from .readers import EXTENSIONS, READER_VERSION, Parsed, ReadOptions, normalize_kind, read
 from .results import Document, IngestProgress, IngestReport, IngestResult, ProgressCallback
 
@@ -370,6 +369,10 @@ class Documents:
             max_unpacked_bytes=int(self.config.max_unpacked_mb) * 1024 * 1024,
             max_cells=int(self.config.max_sheet_cells),
             max_seconds=float(self.config.ingest_file_seconds),
+            max_text_bytes=int(self.config.max_text_mb) * 1024 * 1024,
+            max_messages=int(self.config.max_chat_messages),
+            max_depth=int(self.config.max_markdown_depth),
+            max_shared_strings_bytes=int(self.config.max_shared_strings_mb) * 1024 * 1024,
         )
         try:
             parsed = read(data, options, self._chunker(tenant_id, project_id), requested_kind)
@@ -526,28 +529,13 @@ class Documents:
             data = item.data
         else:
             assert item.path is not None
-            try:
-                size = item.path.stat().st_size
-            except FileNotFoundError as exc:
-                raise InvalidInput(f"No such file: {item.name}.", hint="Check the path.") from exc
-            if size > limit:
-                raise InvalidInput(
-                    f"{item.name} is {size / 1024 / 1024:,.1f} MB, over the {self.config.max_file_mb} MB limit.",
-                    hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
-                )
-            try:
-                # Read at most limit + 1 bytes: the file may have become a device or grown since it was listed.
-                # O_NONBLOCK: opening a FIFO would otherwise wait forever for a writer.
-                fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-                with os.fdopen(fd, "rb") as handle:
-                    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                        raise InvalidInput(
-                            f"{item.name} is not a regular file (a device, FIFO or socket).",
-                            hint="Copy its content into a regular file to ingest it.",
-                        )
-                    data = handle.read(limit + 1)
-            except OSError as exc:
-                raise InvalidInput(f"Cannot read {item.name} ({exc.strerror}).", hint="Check its permissions.") from exc
+            data = read_regular(
+                item.path,
+                item.name,
+                limit,
+                over=f"the {self.config.max_file_mb} MB limit",
+                hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
+            )
         if len(data) > limit:
             raise InvalidInput(
                 f"{item.name} is {len(data) / 1024 / 1024:,.1f} MB, over the {self.config.max_file_mb} MB limit.",
@@ -668,7 +656,7 @@ class Documents:
         row = store.get_document(ref)
         candidates = [row] if row is not None else []
         if not candidates:
-            uri = str(Path(ref).expanduser().resolve()) if not ref.startswith("stdin") else ref
+            uri = _as_uri(ref)
             candidates = store.find_documents_by_uri(tenant_id, uri) or store.find_documents_by_uri(tenant_id, ref)
         visible = [
             r
@@ -782,6 +770,20 @@ __all__ = [
     "ProgressCallback",
     "expand_paths",
 ]
+
+
+def _as_uri(ref: str) -> str:
+    """The absolute path a document reference may name; as given when it names none.
+
+    ``~x`` with no home directory (a server's service account) or a name the OS
+    refuses must read as "no such document", never as a 500 (issue 31).
+    """
+    if ref.startswith("stdin"):
+        return ref
+    try:
+        return str(Path(ref).expanduser().resolve())
+    except (RuntimeError, OSError, ValueError):
+        return ref
 
 
 def _file_date(item: InputFile) -> str | None:

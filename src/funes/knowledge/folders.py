@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import DependencyMissing, InvalidInput, NotFound
 from ..models import Job, Memory, format_time, from_epoch, new_id, to_epoch, utcnow
-from .paths import expand_paths
+from .paths import expand_paths, read_regular
 from .results import IngestReport
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from ..memory.jobs import Jobs
     from .documents import Documents
 
+log = logging.getLogger("funes.folders")
 FOLDER_SYNC = "folder-sync"  # the job kind of a watcher batch
 # The marker of a section written back from a stored memory (see funes.capture).
 WRITTEN_BACK = re.compile(r"<!-- funes:(mem_[0-9A-Za-z]+) -->")
@@ -294,9 +296,13 @@ class Folders:
             out[row["uri"]] = _Indexed(row["id"], row["content_hash"], row["status"])
         return out
 
-    @staticmethod
-    def _on_disk(root: Path) -> dict[str, str]:
-        """Each Markdown file under ``root`` with text in it, by absolute path: its content hash."""
+    def _on_disk(self, root: Path) -> dict[str, str]:
+        """Each Markdown file under ``root`` with text in it, by absolute path: its content hash.
+
+        Files are read with :func:`~.paths.read_regular`: a device, a FIFO or a link
+        out of the folder is left out, never read (issue 31).
+        """
+        limit = int(self.config.max_file_mb) * 1024 * 1024
         out: dict[str, str] = {}
         if not root.is_dir():
             return out
@@ -308,9 +314,11 @@ class Folders:
                     continue
                 path = Path(dirpath) / name
                 try:
-                    data = path.read_bytes()
-                except OSError:
-                    continue  # vanished or unreadable mid-scan; the next sync sees it settled
+                    data = read_regular(path, name, limit, within=root, hint="Split the note.")
+                except InvalidInput as exc:
+                    # Vanished or unreadable mid-scan (the next sync sees it settled), or not a note to read.
+                    log.info("memory folder: %s left out: %s", name, exc.message)
+                    continue
                 if data.strip():
                     out[str(path)] = "sha256:" + hashlib.sha256(data).hexdigest()
         return out

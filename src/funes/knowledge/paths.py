@@ -58,6 +58,49 @@ def _not_regular(path: Path) -> str | None:
     return f"is not a regular file{target}"
 
 
+def read_regular(
+    path: Path, name: str, limit: int, *, hint: str, within: Path | None = None, over: str | None = None
+) -> bytes:
+    """A regular file's bytes, at most ``limit``: the one way Funes opens a file it did not write.
+
+    Refused with :class:`InvalidInput`: a device (``x.md -> /dev/zero`` grew past
+    3 GB), a FIFO (opened without blocking, so it cannot hang the caller), a
+    socket, a file over ``limit`` bytes (``over`` names the limit, e.g. "the 50 MB
+    limit", and ``hint`` the setting that raises it), and with
+    ``within``, a path that resolves outside that folder (``notes.md ->
+    ~/.aws/credentials`` was indexed by folder sync, issue 31).
+    """
+    resolved = Path(os.path.realpath(path))
+    if within is not None and not resolved.is_relative_to(os.path.realpath(within)):
+        raise InvalidInput(
+            f"{name} is a link to a file outside its folder; it is not read.",
+            hint="Copy the file into the folder instead of linking to it.",
+        )
+    try:
+        # O_NONBLOCK: opening a FIFO would otherwise wait forever for a writer; O_NOFOLLOW: the
+        # path was resolved above, so a link swapped in since is refused, not followed.
+        fd = os.open(resolved, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError as exc:
+        raise InvalidInput(f"No such file: {name}.", hint="Check the path.") from exc
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {name} ({exc.strerror}).", hint="Check its permissions.") from exc
+    over = over or f"the limit of {limit:,} bytes"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInput(
+                f"{name} is not a regular file (a device, FIFO or socket).",
+                hint="Copy its content into a regular file to read it.",
+            )
+        if info.st_size > limit:
+            raise InvalidInput(f"{name} is {info.st_size:,} bytes, over {over}.", hint=hint)
+        # Read at most limit + 1 bytes: the file may have grown since it was checked.
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InvalidInput(f"{name} is larger than {over}.", hint=hint)
+    return data
+
+
 def _display_name(path: Path, root: Path | None) -> str:
     """A short name for attributions: relative to the cwd or the ingested folder, else the file name."""
     try:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput, NotFound
 from ..memory.record_input import check_scope
 from ..models import Job, format_time, new_id
+from .paths import read_regular
 
 if TYPE_CHECKING:
     from ..memory.core import Core
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 KIND = "document-ingest"
 _SWEEP_AGE_SECONDS = 3600.0
+_NAME_MAX_BYTES = 255  # NAME_MAX of Linux and macOS file systems
 _JOB_STATUS = {"queued": "queued", "running": "indexing", "failed": "failed"}
 
 
@@ -67,6 +69,12 @@ class Uploads:
         base = Path(str(name or "").replace("\\", "/")).name.strip()
         if not base or base in (".", ".."):
             raise InvalidInput("The upload has no file name.", hint="Send the file as multipart field `file`.")
+        if len(base.encode("utf-8", "surrogatepass")) > _NAME_MAX_BYTES or "\x00" in base:
+            # The name becomes a file on disk: a 300-character one failed the write with a 500 (issue 31).
+            raise InvalidInput(
+                f"The upload's file name is over {_NAME_MAX_BYTES} bytes or holds a NUL character.",
+                hint="Rename the file to a shorter name (the name is what search results cite).",
+            )
         if not data:
             raise InvalidInput(f"{base} is empty.", hint="Upload a file with content.")
         limit = int(self.core.config.max_file_mb) * 1024 * 1024
@@ -79,8 +87,9 @@ class Uploads:
         self._sweep()
         upload_id = new_id("upl")
         target = self.folder / upload_id / base
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "wb") as fh:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Owner-only, like the store: an upload is a team's document (issue 31).
+        with os.fdopen(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -150,12 +159,19 @@ class Uploads:
         """Handler of ``document-ingest`` jobs: read and embed the saved upload, swap its chunks in on completion."""
         data = job.payload
         path = self.folder / str(data["upload"]) / str(data["name"])
-        if not path.is_file():
-            raise NotFound(
-                f"The uploaded file {data['name']!r} is gone from {path.parent}.", hint="Upload the file again."
-            )
+        if not path.exists() and not path.is_symlink():
+            raise NotFound(f"The uploaded file {data['name']!r} is gone.", hint="Upload the file again.")
+        limit = int(self.core.config.max_file_mb) * 1024 * 1024
+        content = read_regular(
+            path,
+            str(data["name"]),
+            limit,
+            within=self.folder,
+            over=f"the {self.core.config.max_file_mb} MB limit",
+            hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
+        )
         result, apply = self.docs.prepare_bytes(
-            path.read_bytes(),
+            content,
             str(data["name"]),
             tenant=job.tenant,
             user=data.get("user"),

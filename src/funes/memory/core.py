@@ -22,7 +22,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
+from ..errors import Conflict, EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from ..models import (
     DEFAULT_IMPORTANCE,
     ENTITY_SCOPES,
@@ -60,6 +60,8 @@ from .record_input import (
     check_choice,
     check_content,
     check_importance,
+    check_labels,
+    check_metadata,
     check_scope,
     check_search,
     remember_fields,
@@ -404,6 +406,9 @@ class Core:
     ) -> Memory:
         """Validate and build a record without storing it (ingestion stores many at once)."""
         text = check_content(content, self.config.max_content_bytes)
+        check_labels(
+            title=title, topic=topic, entity_type=entity_type, entity_id=entity_id, project=project, session=session
+        )
         check_choice("memory type", type, MEMORY_TYPES)
         check_choice("kind", kind, KINDS)
         project = self.project_of(project)
@@ -450,7 +455,7 @@ class Core:
             content_hash=content_hash(text),
             created_at=now,
             updated_at=now,
-            metadata=flag_instruction_like(text, metadata),  # memory-poisoning defence (issue 4)
+            metadata=flag_instruction_like(text, check_metadata(metadata)),  # memory-poisoning defence (issue 4)
             references=refs,
         )
 
@@ -505,9 +510,10 @@ class Core:
         if topic is not _UNSET:
             changes["topic"] = topic
         if metadata is not None:
-            changes["metadata"] = {**current.metadata, **metadata}
+            changes["metadata"] = check_metadata({**current.metadata, **check_metadata(metadata)})
         if not changes:
             return current
+        check_labels(title=changes.get("title"), topic=changes.get("topic"))
         updated = current.evolve(**changes, updated_at=now)
         deferred = False
         if "content" in changes or ("title" in changes and changes["title"] != current.title):
@@ -521,6 +527,20 @@ class Core:
                 )
                 vectors, deferred = [], True
         with self.store.transaction():
+            # Compare-and-swap under the write lock: the record read above may have been
+            # deleted or edited since, and writing it back undid a delete (issue 31).
+            stored = self.store.get_for_update(memory_id)
+            if stored is None:
+                raise Conflict(
+                    f"Memory {memory_id!r} was deleted while it was being edited; this edit was not applied.",
+                    hint="Create it again (create_memory / POST .../memories) if the edited text should be kept.",
+                )
+            if (stored.version, stored.updated_at) != (current.version, current.updated_at):
+                raise Conflict(
+                    f"Memory {memory_id!r} changed while it was being edited; this edit was not applied.",
+                    hint="Read the memory again and reapply the change to what it says now.",
+                )
+            updated = stored.evolve(**changes, updated_at=now)
             self.store.put(updated, vectors)
             if deferred:
                 self.defer_vectors([updated.id], updated.tenant)

@@ -7,12 +7,24 @@ what to pass instead; the core builds records only from checked values.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
 from ..errors import InvalidInput
-from ..models import KINDS, MEMORY_TYPES, MESSAGE_ROLES, SCOPES, Reference, SearchFilters, SourceRef, parse_time
+from ..models import (
+    KINDS,
+    MEMORY_TYPES,
+    MESSAGE_ROLES,
+    METADATA_MAX_DEPTH,
+    SCOPES,
+    Reference,
+    SearchFilters,
+    SourceRef,
+    metadata_depth,
+    parse_time,
+)
 
 
 def check_choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -46,7 +58,7 @@ def as_time(value: datetime | str | None, name: str) -> datetime | None:
     """An ISO-8601 text or datetime as an aware datetime, or an error naming the field."""
     try:
         return parse_time(value)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise InvalidInput(
             f"{name} {value!r} is not a date.", hint="Use ISO-8601, e.g. 2026-12-31 or 2026-12-31T18:00:00Z."
         ) from exc
@@ -227,6 +239,9 @@ def check_content(content: Any, max_bytes: int) -> str:
         raise InvalidInput(f"Content must be text, got {type(content).__name__}.", hint="Pass a string.")
     if not content.strip():
         raise InvalidInput("Content is empty.", hint="Pass the text to remember.")
+    if "\x00" in content:
+        # PostgreSQL cannot store NUL in text, and no reader or terminal shows it (issue 31).
+        raise InvalidInput("Content holds a NUL character (\\x00).", hint="Remove the NUL characters from the text.")
     try:
         size = len(content.encode("utf-8"))
     except UnicodeEncodeError as exc:
@@ -240,6 +255,66 @@ def check_content(content: Any, max_bytes: int) -> str:
             hint="Ingest large texts as documents (`funes ingest FILE`), or raise max_content_bytes.",
         )
     return content.strip()
+
+
+#: The longest each short text field of a record may be, in characters (issue 31: a title of
+#: any length was stored as given). The file and session ids are names, never documents.
+LABEL_MAX_CHARS = {"title": 1000, "topic": 200, "entity_type": 100, "entity_id": 500, "project": 500, "session": 500}
+
+
+def check_labels(**labels: Any) -> None:
+    """Refuse a short text field (title, topic, entity_type, ...) that holds a NUL or is over its limit."""
+    for name, value in labels.items():
+        if not isinstance(value, str):
+            continue
+        if "\x00" in value:
+            raise InvalidInput(f"The {name} holds a NUL character (\\x00).", hint=f"Remove it from the {name}.")
+        limit = LABEL_MAX_CHARS[name]
+        if len(value) > limit:
+            raise InvalidInput(
+                f"The {name} is {len(value):,} characters, over the limit of {limit:,}.",
+                hint=f"Shorten the {name}; put longer text in the content.",
+            )
+
+
+METADATA_MAX_BYTES = 65_536  # a record's metadata as JSON; larger data belongs in content or a document
+METADATA_MAX_KEYS = 256
+
+
+def check_metadata(metadata: Any) -> dict[str, Any]:
+    """A record's metadata: a JSON object of at most 64 KiB and 256 keys, nesting at most 32 levels, no NaN.
+
+    Refused at write time, because a record stored with 254+ levels answered
+    every later listing and search with 500 (issue 31).
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"Metadata must be an object, got {type(metadata).__name__}.", hint='Pass {"key": "value"}.')
+    depth = metadata_depth(metadata)
+    if depth > METADATA_MAX_DEPTH:
+        raise InvalidInput(
+            f"Metadata nests more than {METADATA_MAX_DEPTH} levels deep.",
+            hint=f"Flatten it to at most {METADATA_MAX_DEPTH} levels (e.g. dotted keys such as 'a.b.c').",
+        )
+    if len(metadata) > METADATA_MAX_KEYS:
+        raise InvalidInput(
+            f"Metadata has {len(metadata):,} keys, over the limit of {METADATA_MAX_KEYS}.",
+            hint="Keep metadata to a few descriptive keys; store bulk data as content or a document.",
+        )
+    try:
+        text = json.dumps(metadata, allow_nan=False, default=str)
+    except ValueError as exc:
+        raise InvalidInput(
+            "Metadata holds NaN or Infinity, which JSON cannot carry.",
+            hint="Use null, or a string such as 'NaN', for a missing number.",
+        ) from exc
+    if len(text.encode()) > METADATA_MAX_BYTES:
+        raise InvalidInput(
+            f"Metadata is {len(text.encode()):,} bytes as JSON, over the limit of {METADATA_MAX_BYTES:,}.",
+            hint="Keep metadata small; store bulk data as content or a document.",
+        )
+    return dict(metadata)
 
 
 def check_scope(scope: str | None, project: str | None, session: str | None) -> str:

@@ -77,10 +77,22 @@ def normalize(text: str) -> str:
     """
     import unicodedata
 
-    folded = unicodedata.normalize("NFKC", text)
-    # Cf covers zero-width spaces and joiners, soft hyphens, bidi controls and tag characters.
+    # Tag characters spell ASCII invisibly ("ASCII smuggling"): some models read them as the
+    # letters they shadow, so detection reads them so too instead of dropping them (issue 31).
+    folded = unicodedata.normalize("NFKC", text.translate(_TAG_TO_ASCII))
+    # Cf covers zero-width spaces and joiners, soft hyphens, bidi controls and the other tag characters.
     visible = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
     return visible.translate(_HOMOGLYPHS)
+
+
+# U+E0020..U+E007E shadow ASCII 0x20..0x7E; U+E0000..U+E007F are the whole invisible tag block.
+_TAG_TO_ASCII = {cp: cp - 0xE0000 for cp in range(0xE0020, 0xE007F)}
+_INVISIBLE_TAGS = re.compile("[\U000e0000-\U000e007f]")
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without Unicode tag characters, which no reader sees and only a model might act on."""
+    return _INVISIBLE_TAGS.sub("", text)
 
 
 _ROLE_WORDS = r"(system|assistant|user|human|developer|instructions?)"
@@ -154,7 +166,7 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 def instruction_flags(text: str) -> list[str]:
     """Why a text reads like an instruction to the model (empty when it does not), after :func:`normalize`."""
-    found: list[str] = []
+    found: list[str] = ["hidden_text"] if _INVISIBLE_TAGS.search(text) else []
     seen = normalize(text)
     for name, pattern in _INSTRUCTION_PATTERNS:
         if name not in found and pattern.search(seen):
@@ -199,5 +211,5 @@ _TAG = re.compile(r"<(/?\s*[A-Za-z!|\[])")
 
 
 def fence(text: str) -> str:
-    """Untrusted text made unable to open or close tags (``<tag`` becomes ``&lt;tag``)."""
-    return _TAG.sub(r"&lt;\1", text)
+    """Untrusted text made unable to open or close tags (``<tag`` becomes ``&lt;tag``), invisible tag characters dropped."""
+    return _TAG.sub(r"&lt;\1", strip_invisible(text))

@@ -271,7 +271,35 @@ register(
     "ingest_file_seconds",
     300.0,
     float,
-    "Longest time spent reading one workbook before it fails alone with an error; 0 means no limit.",
+    "Longest time spent reading one file (any format) before it fails alone with an error; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "max_text_mb",
+    20,
+    int,
+    "Largest text, Markdown or chat file read, in megabytes (about 5 million tokens); 0 means max_file_mb only.",
+    minimum=0,
+)
+register(
+    "max_chat_messages",
+    100_000,
+    int,
+    "Most messages read from one chat export; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "max_markdown_depth",
+    32,
+    int,
+    "Deepest nesting of lists and block quotes read from one Markdown file; 0 means no limit.",
+    minimum=0,
+)
+register(
+    "max_shared_strings_mb",
+    64,
+    int,
+    "Largest shared-strings table of a workbook (.xlsx/.xlsm), unpacked, in megabytes; 0 means no limit.",
     minimum=0,
 )
 register(
@@ -716,6 +744,9 @@ def write_setting(name: str, value: str) -> Path:
     path = config_path()
     data = _read_toml(path)
     data[name] = _coerce(SETTINGS[name], value, "the command line")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(tomli_w.dumps(data), encoding="utf-8")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Owner-only: the file may hold a store URL with its password (issue 31).
+    with os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "w", encoding="utf-8") as out:
+        out.write(tomli_w.dumps(data))
+    os.chmod(path, 0o600)
     return path

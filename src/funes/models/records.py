@@ -55,6 +55,41 @@ HASH_ALGORITHM = "sha256"
 NO_EXPIRY = 1e18  # epoch seconds standing for "never" inside the indexes
 
 
+METADATA_MAX_DEPTH = 32  # levels of nesting a record's metadata may have (issue 31: 254+ broke every read)
+
+
+def metadata_depth(value: Any, stop: int = METADATA_MAX_DEPTH + 1) -> int:
+    """How deep ``value`` nests dicts and lists (a scalar is 0), counted without recursion and only up to ``stop``."""
+    deepest, level = 0, [value]
+    while level and deepest < stop:
+        inner = []
+        for item in level:
+            if isinstance(item, dict):
+                inner.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                inner.extend(item)
+        if not inner and not any(isinstance(i, (dict, list, tuple)) for i in level):
+            break
+        deepest += 1
+        level = inner
+    return deepest
+
+
+def clip_depth(value: Any, depth: int = METADATA_MAX_DEPTH) -> Any:
+    """``value`` with whatever nests deeper than ``depth`` levels replaced by a short marker.
+
+    Reads stay answerable for a record stored before deep metadata was refused
+    (a JSON encoder gives up past a few hundred levels, and the whole listing failed).
+    """
+    if depth <= 0:
+        return "[metadata nested too deeply; omitted]" if isinstance(value, (dict, list, tuple)) else value
+    if metadata_depth(value, depth + 1) <= depth:
+        return value
+    if isinstance(value, dict):
+        return {k: clip_depth(v, depth - 1) for k, v in value.items()}
+    return [clip_depth(v, depth - 1) for v in value]
+
+
 def utcnow() -> datetime:
     """The current time as an aware UTC datetime, to the microsecond."""
     return datetime.now(UTC)
@@ -303,7 +338,7 @@ class Memory:
             ],
             "created_at": format_time(self.created_at),
             "updated_at": format_time(self.updated_at),
-            "metadata": self.metadata,
+            "metadata": clip_depth(self.metadata),
             "references": [{"type": r.type, "id": r.id} for r in self.references],
         }
 

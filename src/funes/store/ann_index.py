@@ -182,7 +182,7 @@ class AnnIndexes:
 
     def _locked(self, tenant: str) -> Any:
         assert self.dir is not None
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return _FileLock(self.dir / f"{self._stem(tenant)}.lock")
 
     # -- search ----------------------------------------------------------------

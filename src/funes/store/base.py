@@ -146,6 +146,10 @@ class Store(Protocol):
         """Records by id (missing ids are left out)."""
         ...
 
+    def get_for_update(self, memory_id: str) -> Memory | None:
+        """A record by id, read in a write transaction that no other writer can change it under until it ends."""
+        ...
+
     def rank_fields(self, memory_ids: Sequence[str]) -> dict[str, RankFields]:
         """What ranking reads of each record, by id (missing ids are left out)."""
         ...

@@ -150,7 +150,12 @@ class Database:
         #: Why writes are refused (damage found by a check), or None.
         self.refuse_writes: str | None = None
         if path != ":memory:" and writable(path):
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            # Owner-only: the store holds every memory of every tenant (issue 31). SQLite gives
+            # its -wal and -shm files the permissions of the database file.
+            file = Path(path).expanduser()
+            file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not file.exists():
+                os.close(os.open(file, os.O_CREAT | os.O_WRONLY, 0o600))
         self.read_only = path != ":memory:" and Path(path).expanduser().exists() and not writable(path)
         self._writer = self._open()
 

@@ -409,5 +409,6 @@ class PgDatabase:
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """The URL without its password (user-info or a ``password=`` parameter), for messages and listings."""
+    url = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    return re.sub(r"(?i)([?&;\s]password=)[^&;\s]*", r"\1***", url)

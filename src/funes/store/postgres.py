@@ -74,6 +74,8 @@ class PostgresStore(
     # translates): reads by id, listing, access counters, the embedding cache.
     get = SqliteStore.get
     get_many = SqliteStore.get_many
+    get_for_update = SqliteStore.get_for_update
+    row_lock = " FOR UPDATE"  # other processes' writers wait on the row, not on one lock
     rank_fields = SqliteStore.rank_fields
     find_by_hash = SqliteStore.find_by_hash
     _find_by_hash = SqliteStore._find_by_hash

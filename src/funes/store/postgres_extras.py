@@ -142,8 +142,8 @@ class PostgresExtras:
             "by_scope": grouped("scope"),
             "pinned": count(f"SELECT COUNT(*) FROM memories {cond} {'AND' if cond else 'WHERE'} pinned = 1", params),
             "vectors": count(f"SELECT COUNT(*) FROM memory_vectors {cond}", params),
-            "cached_embeddings": count("SELECT COUNT(*) FROM embedding_cache"),
-            "access_log_rows": count("SELECT COUNT(*) FROM access_log"),
+            "cached_embeddings": count("SELECT COUNT(*) FROM embedding_cache") if tenant is None else None,
+            "access_log_rows": count(f"SELECT COUNT(*) FROM access_log {cond}", params),
             "pending_vectors": self.pending_vectors(tenant),
             "jobs": self.job_counts(tenant),  # type: ignore[attr-defined]
             "size_bytes": count("SELECT pg_database_size(current_database())"),

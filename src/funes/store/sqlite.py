@@ -91,6 +91,8 @@ class SqliteStore(
 ):
     """Funes storage in one SQLite file (WAL, FTS5, sqlite-vec)."""
 
+    row_lock: str = ""  # BEGIN IMMEDIATE already excludes every other writer
+
     def __init__(
         self,
         path: str | Path,
@@ -375,6 +377,17 @@ class SqliteStore(
         row = self.db.reader().execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
         return None if row is None else to_memory(row)
 
+    def get_for_update(self, memory_id: str) -> Memory | None:
+        """A record by id, read under the write lock (PostgreSQL also locks its row) until the transaction ends.
+
+        Call it inside :meth:`transaction`: a read-modify-write that read
+        outside brought back a record a concurrent delete had removed (issue 31).
+        """
+        with self.db.write() as conn:
+            sql = f"SELECT {COLUMNS} FROM memories WHERE id = ?{self.row_lock}"
+            row = conn.execute(sql, (memory_id,)).fetchone()
+        return None if row is None else to_memory(row)
+
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """Records by id."""
         out: dict[str, Memory] = {}
@@ -622,8 +635,14 @@ class SqliteStore(
             }
 
         total = conn.execute(f"SELECT COUNT(*) FROM memories {cond}", params).fetchone()[0]
-        vectors = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
-        cached = conn.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0]
+        # A tenant's stats count its own rows only: an empty team saw every team's vectors (issue 31).
+        vectors = conn.execute(
+            "SELECT COUNT(*) FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid "
+            f"{cond.replace('tenant', 'm.tenant')}",
+            params,
+        ).fetchone()[0]
+        cached = conn.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0] if tenant is None else None
+        logged = conn.execute(f"SELECT COUNT(*) FROM access_log {cond}", params).fetchone()[0]
         size = 0
         if self.path != ":memory:":
             for suffix in ("", "-wal"):
@@ -644,8 +663,8 @@ class SqliteStore(
                 ).fetchone()[0]
             ),
             "vectors": int(vectors),
-            "cached_embeddings": int(cached),
-            "access_log_rows": int(conn.execute("SELECT COUNT(*) FROM access_log").fetchone()[0]),
+            "cached_embeddings": None if cached is None else int(cached),  # shared by every tenant
+            "access_log_rows": int(logged),
             "pending_vectors": self.pending_vectors(tenant),
             "jobs": self.job_counts(tenant),
             "size_bytes": size,

@@ -112,11 +112,22 @@ class JobTables:
         """
         stamp = to_epoch(now)
         assert stamp is not None
-        where = "(status = 'queued' AND run_after <= ?) OR (status = 'running' AND lease_until < ?)"
-        params: list[Any] = [stamp, stamp]
+        stale = "status = 'running' AND (lease_until < ?"
+        stale_params: list[Any] = [stamp]
         if dead_workers:
-            where += f" OR (status = 'running' AND locked_by IN ({', '.join('?' for _ in dead_workers)}))"
-            params.extend(dead_workers)
+            stale += f" OR locked_by IN ({', '.join('?' for _ in dead_workers)})"
+            stale_params.extend(dead_workers)
+        stale += ")"
+        # A job whose worker died during its last allowed attempt (a file that killed the
+        # process, say) fails here; claiming it again ran it 10 times of 8 (issue 31).
+        spent = (
+            "UPDATE jobs SET status = 'failed', finished_at = ?, updated_at = ?, lease_until = NULL, "
+            "last_error = 'Its worker stopped (crashed or was killed) during its last allowed attempt "
+            "(' || attempts || ' of ' || max_attempts || '); run `funes jobs retry` to try again.' "
+            f"WHERE {stale} AND attempts >= max_attempts"
+        )
+        where = f"(status = 'queued' AND run_after <= ?) OR ({stale} AND attempts < max_attempts)"
+        params: list[Any] = [stamp, *stale_params]
         kind_sql = ""
         if exclude:
             kind_sql += f" AND id NOT IN ({', '.join('?' for _ in exclude)})"
@@ -125,6 +136,7 @@ class JobTables:
             kind_sql += f" AND kind IN ({', '.join('?' for _ in kinds)})"
             params.extend(kinds)
         with self.db.write() as conn:
+            conn.execute(spent, (stamp, stamp, *stale_params))
             row = conn.execute(
                 f"SELECT id FROM jobs WHERE ({where}){kind_sql} ORDER BY run_after, id LIMIT 1{self.claim_lock}", params
             ).fetchone()

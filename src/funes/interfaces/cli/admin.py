@@ -288,7 +288,7 @@ def config(
         note = _chunk_note(cfg.load()) if name == "chunk_tokens" else None
         emit(
             as_json,
-            {"name": name, "value": value, "file": str(path), **({"note": note} if note else {})},
+            {"name": name, "value": _shown(value), "file": str(path), **({"note": note} if note else {})},
             f"Set {name} in {path}." + (f"\nNote: {note}" if note else ""),
         )
         return
@@ -302,12 +302,18 @@ def config(
             raise InvalidInput(f"Unknown setting {name!r}.", hint="`funes config` lists every setting.")
         emit(
             as_json,
-            {"name": name, "value": loaded.values[name], "origin": loaded.origins[name]},
-            str(loaded.values[name]),
+            {"name": name, "value": _shown(loaded.values[name]), "origin": loaded.origins[name]},
+            str(_shown(loaded.values[name])),
         )
         return
     rows = [
-        {"name": s.name, "value": loaded.values[s.name], "origin": loaded.origins[s.name], "env": s.env, "help": s.help}
+        {
+            "name": s.name,
+            "value": _shown(loaded.values[s.name]),
+            "origin": loaded.origins[s.name],
+            "env": s.env,
+            "help": s.help,
+        }
         for s in cfg.SETTINGS.values()
     ]
     if _chunk_note(loaded):
@@ -345,6 +351,13 @@ def _chunk_note(loaded: Any) -> str | None:
         return chunk_size_for(loaded.chunk_tokens, _chunk_limit(loaded))[1]
     except FunesError:
         return None  # an embedder that cannot be set up says so where it is used
+
+
+def _shown(value: Any) -> Any:
+    """A setting's value as `funes config` prints it: a store URL's password masked (issue 31)."""
+    from ...store.pg_connection import redact
+
+    return redact(value) if isinstance(value, str) else value
 
 
 def _project_config(

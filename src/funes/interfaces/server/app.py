@@ -33,12 +33,16 @@ from ...errors import (
     StoreFull,
     Unauthorized,
 )
-from .auth import KeyAuth
+from .auth import BodyLimit, KeyAuth
 
 if TYPE_CHECKING:
     from ...service import Funes
 
 log = logging.getLogger("funes.server")
+# The largest JSON body: a memory's content (max_content_bytes, 1 MB by default) several
+# times over, or a file's entities for generate; anything larger is refused unread.
+JSON_BODY_BYTES = 16 * 1024 * 1024
+_MULTIPART_SLACK = 1024 * 1024  # form fields and boundaries around an upload of max_file_mb
 
 _STATUS = {
     InvalidInput: 400,
@@ -140,15 +144,22 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        code = {400: "invalid_input", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         hint = "See /docs for the routes." if exc.status_code in (404, 405) else None
+        if exc.status_code == 400:
+            # A body the JSON parser gives up on (issue 31: 100,000 nested brackets).
+            hint = "Send a valid JSON body nested a few levels at most; /docs shows each route's shape."
         return _error(exc.status_code, code, str(exc.detail), hint)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
+        # The exception's text stays in the server log: it may name files of the server (issue 31).
         return _error(
-            500, "internal_error", f"{type(exc).__name__}: {exc}", "This is a bug in Funes; please report it."
+            500,
+            "internal_error",
+            f"An unexpected {type(exc).__name__} stopped this request; the server log has the details.",
+            "This is a bug in Funes; please report it with the server log.",
         )
 
     from .routes import register_routes
@@ -162,7 +173,10 @@ def create_app(
         from fastapi.staticfiles import StaticFiles
 
         app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
-    return KeyAuth(app, funes, require_keys=keys_required)
+    upload_bytes = int(funes.config.max_file_mb) * 1024 * 1024 + _MULTIPART_SLACK
+    return BodyLimit(
+        KeyAuth(app, funes, require_keys=keys_required), json_bytes=JSON_BODY_BYTES, upload_bytes=upload_bytes
+    )
 
 
 def serve(

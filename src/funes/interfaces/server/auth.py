@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ...errors import FunesError, Unauthorized
+from ...errors import Forbidden, FunesError, InvalidInput, Unauthorized
 from ...memory.keys import Principal
 from ...store.tenancy import acting_for
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 INTERNAL_TOKEN_ENV = "FUNES_INTERNAL_TOKEN"
 PRINCIPAL = "funes.principal"
+ROLE = "funes.role"
+ROLE_KEY = "x-funes-role"  # a route's ``openapi_extra`` entry naming the role it needs (default "read")
 _OPEN = ("/v1/health", "/v1/internal/")
 
 
@@ -47,6 +49,98 @@ def check_internal_token(given: str | None) -> None:
             "The internal token is missing or wrong.",
             hint=f"Send X-Internal-Token with the value of {INTERNAL_TOKEN_ENV}.",
         )
+
+
+class BodyLimit:
+    """Answer 413 to a body over its limit before anything reads it: uploads up to ``upload_bytes``, the rest ``json_bytes``.
+
+    A declared Content-Length is checked first; a chunked body is counted as it
+    arrives and cut off (the route sees a disconnect) once over (issue 31).
+    """
+
+    def __init__(self, app: Any, *, json_bytes: int, upload_bytes: int) -> None:
+        self.app = app
+        self.json_bytes = json_bytes
+        self.upload_bytes = upload_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Pass a request within its limit on; refuse any other with 413."""
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or ())
+        multipart = headers.get(b"content-type", b"").lower().startswith(b"multipart/")
+        limit = self.upload_bytes if multipart else self.json_bytes
+        declared = headers.get(b"content-length", b"").strip()
+        if declared.isdigit() and int(declared) > limit:
+            await error_response(
+                send,
+                413,
+                InvalidInput(
+                    f"The request body is {int(declared):,} bytes, over the limit of {limit:,}.",
+                    hint="Upload large files as documents (max_file_mb bounds them); keep JSON bodies small.",
+                ),
+            )
+            return
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    return {"type": "http.disconnect"}
+            return message
+
+        await self.app(scope, counted, send)
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def _host_name(host: str) -> str:
+    """``host[:port]`` without the port (an IPv6 literal keeps its brackets)."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def browser_problem(scope: dict[str, Any], *, keyless: bool) -> tuple[int, str] | None:
+    """Why a ``/v1`` request must be refused as a browser attack (status, reason), or None.
+
+    As ``/mcp`` does (issue 31): an ``Origin`` must be this server's own or
+    loopback; without keys, the ``Host`` must be loopback (DNS rebinding: a page
+    whose name resolves to 127.0.0.1) and a write must not come from another
+    site (``Sec-Fetch-Site``), since no key stands in its way.
+    """
+    headers = dict(scope.get("headers") or ())
+    host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+    if keyless and _host_name(host) not in _LOOPBACK:
+        return 421, f"This keyless server answers only to a loopback Host, not {host[:100]!r}."
+    origin = headers.get(b"origin", b"").decode("latin-1").strip().lower()
+    if origin and origin != "null":
+        authority = origin.split("://", 1)[-1]
+        if authority != host and _host_name(authority) not in _LOOPBACK:
+            return 403, f"Requests from the web page at {origin[:100]!r} are refused."
+    elif origin == "null":
+        return 403, "Requests from an opaque origin (a sandboxed page or file) are refused."
+    site = headers.get(b"sec-fetch-site", b"").decode("latin-1").strip().lower()
+    if keyless and scope.get("method", "GET") not in _SAFE_METHODS and site in ("cross-site", "same-site"):
+        return 403, "A write from another site is refused on a server without keys."
+    return None
+
+
+def declared_role(app: Any, scope: dict[str, Any]) -> str:
+    """The role the route matching ``scope`` declares (``openapi_extra[ROLE_KEY]``); "read" when none does."""
+    from starlette.routing import Match
+
+    for route in getattr(app, "routes", ()):
+        match, _ = route.matches(scope)
+        if match is Match.FULL:
+            return str((getattr(route, "openapi_extra", None) or {}).get(ROLE_KEY, "read"))
+    return "read"
 
 
 async def error_response(send: Any, status: int, error: FunesError) -> None:
@@ -86,6 +180,18 @@ class KeyAuth:
         if path.startswith(_OPEN):
             await self.app(scope, receive, send)
             return
+        problem = browser_problem(scope, keyless=not self.require_keys)
+        if problem is not None:
+            status, reason = problem
+            await error_response(
+                send,
+                status,
+                Forbidden(
+                    reason,
+                    hint="Call the API from a program or from this server's own pages (/ui), at http://127.0.0.1:PORT.",
+                ),
+            )
+            return
         key = presented_key(dict(scope.get("headers") or ()))
         try:
             if key is None and not self.require_keys:
@@ -98,17 +204,28 @@ class KeyAuth:
         except FunesError as exc:
             await error_response(send, 503, exc)
             return
-        scope.setdefault("state", {})[PRINCIPAL] = principal
+        # The role is checked before the route reads or validates anything (issue 31: a read
+        # key's write was refused only for a missing field, after parsing the body).
+        role = declared_role(self.app, scope)
+        try:
+            principal.require(role)
+        except Forbidden as exc:
+            await error_response(send, 403, exc)
+            return
+        state = scope.setdefault("state", {})
+        state[PRINCIPAL] = principal
+        state[ROLE] = role
         with acting_for(principal.team):
             await self.app(scope, receive, send)
 
 
-def principal_of(request: Any, team: str | None = None, role: str = "read") -> Principal:
-    """The request's principal, after checking the path's team (another team: 404) and the role (403)."""
+def principal_of(request: Any, team: str | None = None) -> Principal:
+    """The request's principal, after checking the path's team (another team: 404) and the route's role (403)."""
     from ...errors import NotFound
 
-    principal: Principal = request.scope["state"][PRINCIPAL]
+    state = request.scope["state"]
+    principal: Principal = state[PRINCIPAL]
     if team is not None and team != principal.team:
         raise NotFound(f"No team {team!r}.", hint="Use the team of your API key (GET /v1/me shows it).")
-    principal.require(role)
+    principal.require(state.get(ROLE, "read"))
     return principal

@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...errors import Unauthorized
 from ...memory.keys import Principal
 from ...models import Caller
 from .auth import PRINCIPAL
 
 if TYPE_CHECKING:
+    from ...agents.specs import ToolSpec
     from ...service import Funes
 
 
@@ -26,6 +28,16 @@ class TeamMcp:
     session_manager: Any
 
 
+def principal_of_request(ctx: Any) -> Principal:
+    """The principal :class:`~.auth.KeyAuth` attached to an MCP request."""
+    request = getattr(ctx, "request", None)
+    state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+    principal: Principal | None = state.get(PRINCIPAL)
+    if principal is None:
+        raise Unauthorized("No API key on this MCP request.", hint="Send `Authorization: Bearer <key>`.")
+    return principal
+
+
 def team_mcp(funes: Funes, *, allowed_hosts: list[str] | None = None) -> TeamMcp:
     """An MCP endpoint whose callers are the keys' principals."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -34,11 +46,7 @@ def team_mcp(funes: Funes, *, allowed_hosts: list[str] | None = None) -> TeamMcp
     from ..mcp_server import build_server
 
     def caller_of(ctx: Any, default: Caller) -> Caller:
-        request = getattr(ctx, "request", None)
-        state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
-        principal: Principal | None = state.get(PRINCIPAL)
-        if principal is None:
-            raise PermissionError("no API key on this MCP request")
+        principal = principal_of_request(ctx)
         return Caller(
             tenant=principal.team,
             user_id=principal.viewer,
@@ -46,7 +54,11 @@ def team_mcp(funes: Funes, *, allowed_hosts: list[str] | None = None) -> TeamMcp
             session_id=f"mcp-{principal.key_id or 'local'}",
         )
 
-    server = build_server(funes, project=None, caller_of=caller_of)
+    def authorize(ctx: Any, spec: ToolSpec | None) -> None:
+        # A tool that is not read-only (or an unknown name) needs the write role.
+        principal_of_request(ctx).require("read" if spec is not None and spec.hints.read_only else "write")
+
+    server = build_server(funes, project=None, caller_of=caller_of, authorize=authorize)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts or ["127.0.0.1:*", "localhost:*", "[::1]:*"],

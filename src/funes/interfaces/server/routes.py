@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from ...errors import InvalidInput, NotFound
 from ...models import SearchQuery, utcnow
-from .auth import check_internal_token
+from .auth import ROLE_KEY, check_internal_token
 from .auth import principal_of as _principal
 from .schemas import (
     ClearIn,
@@ -29,12 +29,25 @@ if TYPE_CHECKING:
     from ...service import Funes
 
 _TEAM = "/v1/teams/{team}"
+# The role a route needs, checked by KeyAuth before the body is read or validated (issue 31);
+# a route without one needs "read".
+WRITE = {ROLE_KEY: "write"}
+ADMIN = {ROLE_KEY: "admin"}
+
+
+_CSV_MAX = 100  # values of one comma-separated filter (issue 31: 5,000 scopes reached the SQL)
 
 
 def _csv(value: str | None) -> list[str] | None:
     if value is None or not value.strip():
         return None
-    return [v.strip() for v in value.split(",") if v.strip()]
+    values = list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    if len(values) > _CSV_MAX:
+        raise InvalidInput(
+            f"A filter lists {len(values):,} values, over the limit of {_CSV_MAX}.",
+            hint="Filter by fewer values per request, or leave the filter out.",
+        )
+    return values
 
 
 def _entities(items: list[Any]) -> list[dict[str, Any]]:
@@ -55,10 +68,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         return _principal(request).to_dict()
 
     # -- memories ---------------------------------------------------------------------------
-    @app.post(_TEAM + "/memories", status_code=201, tags=["memories"])
+    @app.post(_TEAM + "/memories", status_code=201, tags=["memories"], openapi_extra=WRITE)
     def create_memory(team: str, body: MemoryIn, request: Request) -> dict[str, Any]:
         """Create a memory (the create_memory tool's semantics: the same text in the same scope is one record)."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         expires: Any = body.expires_at
         if body.ttl_days is not None:
             expires = utcnow() + timedelta(days=body.ttl_days)
@@ -185,10 +198,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         return funes.get(memory_id, tenant=p.team, user=p.viewer).to_dict()
 
-    @app.patch(_TEAM + "/memories/{memory_id}", tags=["memories"])
+    @app.patch(_TEAM + "/memories/{memory_id}", tags=["memories"], openapi_extra=WRITE)
     def patch_memory(team: str, memory_id: str, body: MemoryPatch, request: Request) -> dict[str, Any]:
         """Edit title, summary, content, pin, importance or topic; new text is re-embedded."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         changes: dict[str, Any] = {}
         if body.content is not None:
             changes["content"] = body.content
@@ -204,10 +217,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
             changes["metadata"] = {"summary": body.summary}
         return funes.update(memory_id, tenant=p.team, user=p.viewer, **changes).to_dict()
 
-    @app.delete(_TEAM + "/memories/{memory_id}", status_code=204, tags=["memories"])
+    @app.delete(_TEAM + "/memories/{memory_id}", status_code=204, tags=["memories"], openapi_extra=WRITE)
     def delete_memory(team: str, memory_id: str, request: Request) -> Response:
         """Delete a memory."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         funes.forget(memory_id, tenant=p.team, user=p.viewer)
         return Response(status_code=204)
 
@@ -219,26 +232,26 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         versions = funes.versions(memory_id, tenant=p.team, user=p.viewer)
         return {"memory_id": memory_id, "versions": [v.to_dict() for v in versions], "current": current.to_dict()}
 
-    @app.post(_TEAM + "/memories/{memory_id}/restore", tags=["memories"])
+    @app.post(_TEAM + "/memories/{memory_id}/restore", tags=["memories"], openapi_extra=WRITE)
     def restore_memory(team: str, memory_id: str, body: RestoreIn, request: Request) -> dict[str, Any]:
         """Make an older version current again (as a new version)."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         return funes.restore(memory_id, body.version, tenant=p.team, user=p.viewer).to_dict()
 
-    @app.post(_TEAM + "/memories/generate", status_code=202, tags=["memories"])
+    @app.post(_TEAM + "/memories/generate", status_code=202, tags=["memories"], openapi_extra=WRITE)
     def generate(team: str, body: GenerateIn, request: Request) -> dict[str, Any]:
         """Accept a file's entities; a durable job reconciles them (per-file cooldown; bursts coalesce)."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         return funes.generate(body.file_id, _entities(body.entities), tenant=p.team, user=p.user_id)
 
-    @app.post(_TEAM + "/memories/regenerate", status_code=202, tags=["memories"])
+    @app.post(_TEAM + "/memories/regenerate", status_code=202, tags=["memories"], openapi_extra=WRITE)
     def regenerate(team: str, body: RegenerateIn, request: Request) -> dict[str, Any]:
         """Re-summarise every entity of the file's latest generation (a durable job)."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         return funes.regenerate(body.file_id, tenant=p.team, user=p.user_id)
 
     # -- documents ------------------------------------------------------------------------
-    @app.post(_TEAM + "/documents", status_code=202, tags=["documents"])
+    @app.post(_TEAM + "/documents", status_code=202, tags=["documents"], openapi_extra=WRITE)
     async def upload_document(
         team: str,
         request: Request,
@@ -249,7 +262,7 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         """Save an uploaded file and queue its indexing; poll the document or its job."""
         import anyio
 
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         data = await file.read()
         name = file.filename or ""
         return await anyio.to_thread.run_sync(
@@ -281,10 +294,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         return _document(p, document_id)
 
-    @app.delete(_TEAM + "/documents/{document_id}", status_code=204, tags=["documents"])
+    @app.delete(_TEAM + "/documents/{document_id}", status_code=204, tags=["documents"], openapi_extra=WRITE)
     def delete_document(team: str, document_id: str, request: Request) -> Response:
         """Remove a document with its chunks."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         doc_id = _document(p, document_id)["id"]
         if doc_id.startswith("job_"):
             raise InvalidInput(
@@ -293,10 +306,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         funes.remove_document(doc_id, tenant=p.team, user=p.viewer)
         return Response(status_code=204)
 
-    @app.post(_TEAM + "/documents/{document_id}/reindex", status_code=202, tags=["documents"])
+    @app.post(_TEAM + "/documents/{document_id}/reindex", status_code=202, tags=["documents"], openapi_extra=WRITE)
     def reindex_document(team: str, document_id: str, request: Request) -> dict[str, Any]:
         """Read an uploaded document's saved file again (a durable job)."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         doc_id = _document(p, document_id)["id"]
         return funes.uploads.reindex(doc_id, tenant=p.team)
 
@@ -307,10 +320,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         return {"items": [s.to_dict() for s in funes.sessions(tenant=p.team, user=p.viewer, limit=limit)]}
 
-    @app.post(_TEAM + "/sessions/{session_id}/messages", status_code=201, tags=["sessions"])
+    @app.post(_TEAM + "/sessions/{session_id}/messages", status_code=201, tags=["sessions"], openapi_extra=WRITE)
     def add_message(team: str, session_id: str, body: MessageIn, request: Request) -> dict[str, Any]:
         """Append a message (the session is created on its first message)."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         funes.session(session_id, tenant=p.team, user=p.viewer)
         return funes.add_message(session_id, body.role, body.content, tenant=p.team, user=p.viewer).to_dict()
 
@@ -348,18 +361,18 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         return funes.usage(session_id, tenant=p.team, user=p.viewer)
 
-    @app.delete(_TEAM + "/sessions/{session_id}", tags=["sessions"])
+    @app.delete(_TEAM + "/sessions/{session_id}", tags=["sessions"], openapi_extra=WRITE)
     def delete_session(team: str, session_id: str, request: Request, confirm: str = Query(...)) -> dict[str, Any]:
         """Clear a session (confirm with its id)."""
-        p = _principal(request, team, "write")
+        p = _principal(request, team)
         if confirm != session_id:
             raise InvalidInput("Confirmation does not match the session id.", hint=f"Pass ?confirm={session_id}.")
         return funes.clear_session(session_id, tenant=p.team, user=p.viewer)
 
-    @app.post(_TEAM + "/clear", tags=["maintenance"])
+    @app.post(_TEAM + "/clear", tags=["maintenance"], openapi_extra=ADMIN)
     def clear(team: str, body: ClearIn, request: Request) -> dict[str, Any]:
         """Clear one file's or one session's data (admin; confirm with the id)."""
-        p = _principal(request, team, "admin")
+        p = _principal(request, team)
         target = body.file_id or body.session_id
         if bool(body.file_id) == bool(body.session_id) or not target:
             raise InvalidInput("Say what to clear: exactly one of file_id or session_id.", hint='{"file_id": "F"}.')
@@ -372,6 +385,7 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         """Counts per source type and tier, storage bytes, database size (the breakdown rows in ``storage``)."""
         p = _principal(request, team)
         data = funes.stats(tenant=p.team, storage=True)
+        data.pop("path", None)  # the server's file system is none of a team's business (issue 31)
         storage = data["storage"]
         data["by_source_type"] = data.pop("by_source", {})
         data["by_tier"] = {tier: totals["records"] for tier, totals in storage["tiers"].items()}
@@ -385,10 +399,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         return dict(funes.project_settings(file, tenant=p.team)["settings"])
 
-    @app.put(_TEAM + "/projects/{file}/settings", tags=["projects"])
+    @app.put(_TEAM + "/projects/{file}/settings", tags=["projects"], openapi_extra=ADMIN)
     def put_settings(team: str, file: str, body: SettingsIn, request: Request) -> dict[str, Any]:
         """Change a file's settings."""
-        p = _principal(request, team, "admin")
+        p = _principal(request, team)
         return dict(funes.configure_project(file, body.model_dump(exclude_none=True), tenant=p.team)["settings"])
 
     # -- jobs ---------------------------------------------------------------------------------

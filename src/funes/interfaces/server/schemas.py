@@ -15,31 +15,31 @@ class MemoryIn(_Body):
     """A new memory (the create_memory tool's fields)."""
 
     content: str = Field(min_length=1)
-    title: str | None = None
-    memory_type: str | None = None
+    title: str | None = Field(default=None, max_length=1000)
+    memory_type: str | None = Field(default=None, max_length=50)
     scope: Literal["team", "project", "session"] | None = None
-    file_id: str | None = None
-    session_id: str | None = None
-    topic: str | None = None
+    file_id: str | None = Field(default=None, max_length=500)
+    session_id: str | None = Field(default=None, max_length=500)
+    topic: str | None = Field(default=None, max_length=200)
     importance: float | None = Field(default=None, ge=0, le=1)
     pinned: bool = False
     ttl_days: float | None = Field(default=None, gt=0, le=36500)
-    expires_at: str | None = None
+    expires_at: str | None = Field(default=None, max_length=64)
     metadata: dict[str, Any] | None = None
-    entity_type: str | None = None
-    entity_id: str | None = None
+    entity_type: str | None = Field(default=None, max_length=100)
+    entity_id: str | None = Field(default=None, max_length=500)
     personal: bool = False
 
 
 class MemoryPatch(_Body):
     """Changes to a memory."""
 
-    title: str | None = None
-    summary: str | None = None
+    title: str | None = Field(default=None, max_length=1000)
+    summary: str | None = Field(default=None, max_length=10_000)
     content: str | None = None
     pinned: bool | None = None
     importance: float | None = Field(default=None, ge=0, le=1)
-    topic: str | None = None
+    topic: str | None = Field(default=None, max_length=200)
 
 
 class RestoreIn(_Body):
@@ -52,8 +52,8 @@ class EntityIn(BaseModel):
     """One entity of a file (other fields are kept and fingerprinted too)."""
 
     model_config = ConfigDict(extra="allow")
-    entity_type: str = Field(min_length=1)
-    entity_id: str = Field(min_length=1)
+    entity_type: str = Field(min_length=1, max_length=100)
+    entity_id: str = Field(min_length=1, max_length=500)
     content: str | None = None
     title: str | None = None
     topic: str | None = None
@@ -63,7 +63,7 @@ class EntityIn(BaseModel):
 class GenerateIn(_Body):
     """A file's current entities."""
 
-    file_id: str = Field(min_length=1)
+    file_id: str = Field(min_length=1, max_length=500)
     entities: list[EntityIn]
     scope: str | None = None
 

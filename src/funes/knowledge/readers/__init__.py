@@ -22,7 +22,7 @@ from io import BytesIO
 
 from ...errors import InvalidInput
 from ...memory.chunking import Chunker
-from .base import Chunk, Parsed, Reader, ReadOptions
+from .base import Chunk, Parsed, Reader, ReadOptions, over_limit
 
 #: Accepted ``kind`` values and the reader each maps to.
 KIND_ALIASES: dict[str, str] = {
@@ -169,6 +169,15 @@ def read(data: bytes, options: ReadOptions, chunker: Chunker, kind: str | None =
     if not data or data.isspace():
         raise InvalidInput(f"{options.name} is empty.", hint="Add content to the file, or leave it out.")
     reader_kind = normalize_kind(kind) or detect_kind(data, options.extension)
+    limit = options.max_text_bytes
+    if reader_kind in ("text", "markdown", "chat") and 0 < limit < len(data):
+        raise over_limit(
+            options.name,
+            f"is {len(data) / 1024 / 1024:,.1f} MB of text",
+            f"{limit / 1024 / 1024:g} MB",
+            "max_text_mb",
+            str(max(1, limit * 4 // (1024 * 1024))),
+        )
     return reader_for(reader_kind)(data, options, chunker)
 
 

@@ -52,6 +52,12 @@ class ReadOptions:
     max_unpacked_bytes: int = 500 * 1024 * 1024
     max_cells: int = 2_000_000
     max_seconds: float = 300.0
+    #: Bounds on text formats (issue 31: a 50 MB one-line .md, 300,000 chat messages, a list nested
+    #: thousands deep each took minutes and gigabytes); 0 turns one off.
+    max_text_bytes: int = 20 * 1024 * 1024
+    max_messages: int = 100_000
+    max_depth: int = 32
+    max_shared_strings_bytes: int = 64 * 1024 * 1024
 
 
 class Budget:
@@ -79,6 +85,14 @@ class Budget:
                 hint="Nothing from it was indexed. Split the file, or raise the limit: "
                 "funes config set ingest_file_seconds 1200.",
             )
+
+
+def over_limit(name: str, what: str, limit: str, setting: str, raise_to: str) -> InvalidInput:
+    """The error of a file over one of the reading bounds: what, the limit, and the setting that raises it."""
+    return InvalidInput(
+        f"{name} {what}, over the {limit} limit ({setting}).",
+        hint=f"Nothing from it was indexed. Split the file, or raise the limit: funes config set {setting} {raise_to}.",
+    )
 
 
 Reader = Callable[[bytes, ReadOptions, Chunker], Parsed]

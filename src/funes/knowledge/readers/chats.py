@@ -24,7 +24,7 @@ from typing import Any
 
 from ...errors import InvalidInput
 from ...memory.chunking import Chunker
-from .base import Chunk, Parsed, ReadOptions
+from .base import Budget, Chunk, Parsed, ReadOptions, over_limit
 from .text import decode, decode_note
 
 _SPEAKER = re.compile(
@@ -263,9 +263,19 @@ def read_chat(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
             )
     if not messages:
         raise InvalidInput(f"{options.name} has no messages with text.", hint="Check the export.")
+    if 0 < options.max_messages < len(messages):
+        raise over_limit(
+            options.name,
+            f"has {len(messages):,} messages",
+            f"{options.max_messages:,}-message",
+            "max_chat_messages",
+            str(options.max_messages * 4),
+        )
+    clock = Budget(options)
     chunks: list[Chunk] = []
     conversations: dict[str, int] = {}
     for index, msg in enumerate(messages, 1):
+        clock.spend()
         locator: dict[str, Any] = {"role": msg.role, "index": index}
         for key in ("timestamp", "message_id", "conversation_id", "title"):
             value = getattr(msg, key)

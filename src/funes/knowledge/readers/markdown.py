@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...memory.chunking import Chunker, pack
-from .base import Chunk, Parsed, ReadOptions
+from .base import Budget, Chunk, Parsed, ReadOptions, over_limit
 from .text import decode, decode_note
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
@@ -245,9 +245,40 @@ def _as_list(value: Any) -> list[str]:
     return []
 
 
+def nesting_depth(text: str, stop: int) -> int:
+    """The deepest nesting of lists and block quotes outside code fences (an indent of 2 or one ``>`` a level).
+
+    Stops counting at ``stop``: the check must stay cheap on the very file it guards against.
+    """
+    deepest, fence = 0, None
+    for line in text.split("\n"):
+        opened = _FENCE.match(line)
+        if opened:
+            marker = opened.group(1)[0]
+            fence = None if fence == marker else (fence or marker)
+            continue
+        if fence or not line.strip():
+            continue
+        prefix = line[: len(line) - len(line.lstrip(" \t>"))]
+        depth = prefix.count(">") + len(prefix.replace(">", "").expandtabs(4)) // 2
+        deepest = max(deepest, depth)
+        if deepest > stop:
+            break
+    return deepest
+
+
 def read_markdown(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
     """Markdown sections as chunks titled by their header path."""
     text, encoding, guessed = decode(data, options.name, options.encoding)
+    if options.max_depth > 0 and nesting_depth(text, options.max_depth) > options.max_depth:
+        raise over_limit(
+            options.name,
+            f"nests lists or quotes more than {options.max_depth} levels deep",
+            f"{options.max_depth}-level",
+            "max_markdown_depth",
+            str(options.max_depth * 2),
+        )
+    clock = Budget(options)
     front, body, offset = parse_front_matter(text)
     front_tags = _as_list(front.get("tags", front.get("tag")))
     front_date = str(front["date"]) if front.get("date") else None
@@ -256,6 +287,7 @@ def read_markdown(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed
     all_dates: list[str] = []
     all_commits: list[str] = []
     for section in _sections(body, offset):
+        clock.spend()
         section_text = "\n".join(section.lines)
         if not section_text.strip():
             continue
@@ -271,6 +303,7 @@ def read_markdown(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed
         units = _units(_blocks(section.lines), chunker, budget)
         groups = pack([n for _, n, _ in units], budget, chunker.overlap)
         for part, group in enumerate(groups, 1):
+            clock.spend()
             body_text = ""
             for index in group:
                 piece, _, new_block = units[index]

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import DependencyMissing, InvalidInput
 from ...memory.chunking import Chunker
-from .base import Budget, Chunk, Parsed, ReadOptions
+from .base import Budget, Chunk, Parsed, ReadOptions, over_limit
 from .sheets import (
     Grid,
     Labeler,
@@ -55,8 +55,11 @@ def _openpyxl() -> Any:
     return openpyxl
 
 
-def check_archive(data: bytes, name: str, limit: int) -> None:
+def check_archive(data: bytes, name: str, limit: int, shared_limit: int = 0) -> None:
     """Refuse a workbook whose parts unpack to more than ``limit`` bytes, before anything inflates them.
+
+    Its shared-strings table alone may unpack to at most ``shared_limit`` bytes: openpyxl
+    holds every string in memory, and 2.9 MB of them grew a server past 2.5 GB (issue 31).
 
     zipfile never yields more than a member's declared size, so the declared
     sizes bound what openpyxl can unpack (issue 9: a 2 MB zip bomb took 5 GB).
@@ -76,6 +79,15 @@ def check_archive(data: bytes, name: str, limit: int) -> None:
             "(max_unpacked_mb); it may be a zip bomb.",
             hint="Nothing from it was indexed. If the workbook is genuine, raise the limit: "
             "funes config set max_unpacked_mb 2000.",
+        )
+    shared = sum(max(0, m.file_size) for m in members if m.filename.lower().endswith("sharedstrings.xml"))
+    if shared_limit > 0 and shared > shared_limit:
+        raise over_limit(
+            name,
+            f"has a shared-strings table of {shared / 1024 / 1024:,.0f} MB unpacked",
+            f"{shared_limit / 1024 / 1024:g} MB",
+            "max_shared_strings_mb",
+            str(max(1, shared_limit * 4 // (1024 * 1024))),
         )
 
 
@@ -416,7 +428,7 @@ def named_range_chunks(
 def read_workbook(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
     """An .xlsx/.xlsm workbook as table, formula, long-cell and named-range chunks."""
     name = options.name
-    check_archive(data, name, options.max_unpacked_bytes)
+    check_archive(data, name, options.max_unpacked_bytes, options.max_shared_strings_bytes)
     budget = Budget(options)
     grids, names, constants, links, merged = _read_grids(data, name, budget)
     resolver = _Resolver(grids, names, links)
