@@ -136,3 +136,24 @@ def test_files_under_the_limits_still_ingest(tmp_path: Path) -> None:
         timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_csv_is_bounded_by_cells_like_a_workbook(tmp_path: Path) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join(",".join(str(c) for c in range(50)) for _ in range(200)) + "\n")
+    out = _ingest(path, tmp_path / "store.db", FUNES_MAX_SHEET_CELLS="1000")
+    assert "max_sheet_cells" in out, out
+
+
+def test_a_pdf_is_bounded_by_time(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for page in range(30):
+        pdf.add_page()
+        pdf.cell(0, 8, f"Page {page}: the quarterly figures.", new_x="LMARGIN", new_y="NEXT")
+    path = tmp_path / "report.pdf"
+    pdf.output(str(path))
+    out = _ingest(path, tmp_path / "store.db", FUNES_INGEST_FILE_SECONDS="0.000001")
+    assert "ingest_file_seconds" in out, out

@@ -264,7 +264,7 @@ register(
     "max_sheet_cells",
     2_000_000,
     int,
-    "Most spreadsheet cells read from one workbook (empty cells of its declared range included); 0 means no limit.",
+    "Most spreadsheet cells read from one workbook or CSV/TSV file (empty cells of its declared range included); 0 means no limit.",
     minimum=0,
 )
 register(

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import DependencyMissing, InvalidInput
 from ...memory.chunking import Chunker, pack, split_sentences
-from .base import Chunk, Parsed, ReadOptions
+from .base import Budget, Chunk, Parsed, ReadOptions
 
 _NUMBERED = re.compile(r"^(?:(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?)|(?:[IVXLC]{1,6}\.)|(?:[A-H]\.))\s+([A-Z][^\n]{1,80})$")
 _KEYWORD = re.compile(r"^(?:chapter|section|part|appendix|article)\s+[\dIVXA-Z]+[.:]?\s*\S.{0,70}$", re.IGNORECASE)
@@ -159,10 +159,12 @@ def read_pdf(data: bytes, options: ReadOptions, chunker: Chunker) -> Parsed:
     reader = _open(data, options)
     raw_pages: list[list[str]] = []
     image_pages: list[int] = []
+    clock = Budget(options)  # ingest_file_seconds bounds every reader (issue 31)
     with warnings.catch_warnings():
         # pypdf warns about minor spec violations; they must not fail the read.
         warnings.simplefilter("ignore")
         for number, page in enumerate(reader.pages, 1):
+            clock.spend()
             try:
                 text = page.extract_text() or ""
             except Exception as exc:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ...errors import InvalidInput
 from ...memory.chunking import Chunker, pack
-from .base import Chunk, Parsed, ReadOptions
+from .base import Budget, Chunk, Parsed, ReadOptions
 from .text import decode, decode_note
 
 _FINANCIAL = re.compile(
@@ -392,8 +392,10 @@ def read_csv_grid(data: bytes, options: ReadOptions) -> tuple[Grid, str, bool]:
         except csv.Error:
             delimiter = ","
     grid = Grid(name=None)
+    budget = Budget(options)  # max_sheet_cells and ingest_file_seconds bound a CSV as a workbook (issue 31)
     try:
         for r, row in enumerate(csv.reader(io.StringIO(text), delimiter=delimiter), 1):
+            budget.spend(len(row) or 1)
             cells = {c: _csv_value(v) for c, v in enumerate(row, 1) if v.strip()}
             if cells:
                 grid.cells[r] = cells
