@@ -72,3 +72,33 @@ def test_funes_watch_process_indexes_a_save_and_stops_on_sigterm(tmp_path: Path)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "Watching" in err and "sync queued" in err
+
+
+def test_funes_watch_on_an_unregistered_folder_registers_it_and_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    notes = tmp_path / "fresh"
+    notes.mkdir()
+    (notes / "first.md").write_text("# First\n\nThe pika gathers hay.\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    code = "import sys; from funes.interfaces.cli import run; sys.exit(run(sys.argv[1:]))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "--db", str(db), "--embedder", "hash", "watch", str(notes), "--debounce", "0.3"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        hit = False
+        while time.monotonic() < deadline and not hit:
+            with funes.open(str(db), embedder="hash", worker="off") as reader:
+                hit = any("pika" in h.memory.content for h in reader.search("pika"))
+            time.sleep(0.1)
+        assert hit, "the newly registered folder was never indexed"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert f"Registered {notes.resolve()} as a memory folder (team scope)" in err
+    with funes.open(str(db), embedder="hash", worker="off") as reader:
+        assert [f.path for f in reader.folders()] == [str(notes.resolve())]

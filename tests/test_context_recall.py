@@ -107,7 +107,7 @@ def test_auto_min_similarity_is_honoured_by_the_library_cli_and_rest(tmp_path: P
         assert (_recalled(json.loads(out.output)["request"]["system"]) > 0) is expect_some, value
 
     with funes.open(db, embedder=local_embedder, auto_min_similarity=0.95) as served:
-        with TestClient(create_app(served, require_keys=False)) as client:
+        with TestClient(create_app(served, require_keys=False), base_url="http://127.0.0.1") as client:
             answer = client.post("/v1/teams/default/sessions/s1/context", json={"query": question})
             assert answer.status_code == 200, answer.text
             assert _recalled(answer.json()["system"]) == 0

@@ -41,7 +41,7 @@ def test_sync_reconciles_new_changed_removed_and_renamed(mem: funes.Funes, tmp_p
     assert mem.add_folder(root).id == folder.id  # registering twice is a no-op
     (root / "a.md").write_text("# A\n\nThe axolotl regrows limbs.\n")
     (root / "b.md").write_text("# B\n\nThe bonobo shares food.\n")
-    (root / "skip.txt").write_text("not a note")
+    (root / "skip.png").write_bytes(b"\x89PNG not a type funes reads")  # .txt is read now (issue 26)
     (root / ".hidden.md").write_text("# H\n\nscratch\n")
     [status] = mem.folder_status()
     assert status.folder.last_sync_at is None and status.exists
@@ -205,3 +205,31 @@ def test_sync_survives_another_process_syncing_the_same_file(tmp_path: Path, mon
         [report] = ours.sync(root)
         assert raced and report.drift.total == 0  # the second scan found their work
         assert len(ours.documents()) == 1 and found(ours, "xerus", "xerus")
+
+
+def test_a_watched_folder_indexes_every_type_ingest_reads(mem: funes.Funes, watching) -> None:  # type: ignore[no-untyped-def]
+    """PDFs, spreadsheets, text and chat exports copied into a watched folder are searchable, as Markdown is."""
+    import json
+
+    import openpyxl
+    from fpdf import FPDF
+
+    root, _, start, _ = watching
+    start()
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    pdf.add_page()
+    pdf.multi_cell(0, 8, "The okapi reserve opens in spring.")
+    pdf.output(str(root / "reserve.pdf"))
+    book = openpyxl.Workbook()
+    book.active.append(["animal", "keeper"])
+    book.active.append(["quokka", "Ana"])
+    book.save(root / "keepers.xlsx")
+    (root / "feeding.csv").write_text("animal,meal\nnumbat,termites\n", encoding="utf-8")
+    (root / "log.txt").write_text("The tapir was weighed on Monday.\n", encoding="utf-8")
+    chat = [{"role": "user", "content": "Where does the axolotl live?"}, {"role": "assistant", "content": "In lakes."}]
+    (root / "chat.json").write_text(json.dumps(chat), encoding="utf-8")
+    for word in ("okapi", "quokka", "numbat", "tapir", "axolotl"):
+        wait_for(lambda word=word: found(mem, word, word), f"the {word} file to be searchable", 30)
+    status = mem.folder_status(str(root))[0]
+    assert status.drift.total == 0  # "in sync" means every file, not only the Markdown ones

@@ -20,6 +20,8 @@ from typing import Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from .readers import EXTENSIONS
+
 # queue(folder path, reason, changed paths): hands one settled batch to a job.
 QueueBatch = Callable[[str, str, Sequence[str]], None]
 _IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
@@ -64,7 +66,7 @@ class _Handler(FileSystemEventHandler):
             if event.event_type in ("modified",) or not hits:
                 return
         else:
-            hits = [p for p in hits if p.lower().endswith(".md")]
+            hits = [p for p in hits if Path(p).suffix.lower() in EXTENSIONS]
         if hits:
             self.watcher.changed(self.folder, "change", hits)
 

@@ -1,7 +1,8 @@
-"""Markdown memory folders: registered, reconciled with the index, watched.
+"""Memory folders: registered, reconciled with the index, watched.
 
-A **folder** is a directory of Markdown notes kept in sync with the index
-(issue 11). Its ``.md`` files are ordinary managed documents (see
+A **folder** is a directory of notes and files kept in sync with the index
+(issue 11): Markdown, text, PDF, spreadsheets and chat exports, every type
+``funes ingest`` reads. Its files are ordinary managed documents (see
 :mod:`funes.knowledge.documents`) whose uri lies under the folder; the ``folders``
 table only says which directories to keep in sync, in which scope, and when
 they were last reconciled.
@@ -36,9 +37,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..errors import DependencyMissing, InvalidInput, NotFound
+from ..errors import DependencyMissing, EmbedderUnavailable, InvalidInput, NotFound
 from ..models import Job, Memory, format_time, from_epoch, new_id, to_epoch, utcnow
 from .paths import expand_paths, read_regular
+from .readers import EXTENSIONS
 from .results import IngestReport
 
 if TYPE_CHECKING:
@@ -50,7 +52,6 @@ log = logging.getLogger("funes.folders")
 FOLDER_SYNC = "folder-sync"  # the job kind of a watcher batch
 # The marker of a section written back from a stored memory (see funes.capture).
 WRITTEN_BACK = re.compile(r"<!-- funes:(mem_[0-9A-Za-z]+) -->")
-SUFFIX = ".md"
 
 
 class FolderStore(Protocol):
@@ -297,7 +298,8 @@ class Folders:
         return out
 
     def _on_disk(self, root: Path) -> dict[str, str]:
-        """Each Markdown file under ``root`` with text in it, by absolute path: its content hash.
+        """Each file under ``root`` that `funes ingest` reads (Markdown, text, PDF, spreadsheets, chat exports),
+        by absolute path: its content hash.
 
         Files are read with :func:`~.paths.read_regular`: a device, a FIFO or a link
         out of the folder is left out, never read (issue 31).
@@ -310,7 +312,7 @@ class Folders:
             # Hidden entries are editor and VCS scratch (.git, .foo.md.swp), never notes.
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
-                if name.startswith(".") or not name.lower().endswith(SUFFIX):
+                if name.startswith(".") or Path(name).suffix.lower() not in EXTENSIONS:
                     continue
                 path = Path(dirpath) / name
                 try:
@@ -476,6 +478,11 @@ class Folders:
             if on_batch is not None:
                 on_batch(by_path[path], reason)
 
+        # The model loads now, not on the first change: the first save is searchable as fast as the rest.
+        try:
+            self.core.embedding.embed(["warm"])
+        except EmbedderUnavailable as exc:  # a server that is down: changes are indexed by keyword, vectors later
+            log.warning("the embedder is unavailable at start: %s", exc)
         self.jobs.start()
         with FolderWatcher(list(by_path), wait, queue) as watcher:
             # Reconcile once the observer runs, so nothing changed in between goes unseen.

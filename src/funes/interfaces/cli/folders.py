@@ -161,6 +161,13 @@ def watch(state: State, path: str | None, debounce: float | None, as_json: bool)
     --json prints one JSON line per batch on stdout.
     """
     f = state.funes(worker="on")
+    if path is not None and not any(Path(x.path) == Path(path).expanduser().resolve() for x in f.folders()):
+        # `funes watch DIR` on a folder nobody registered: register it first, and say so (the start reconciles it).
+        folder = f.add_folder(path, project=state.project)
+        where = f"project {folder.project_id}" if folder.project_id else "team"
+        click.echo(
+            f"Registered {folder.path} as a memory folder ({where} scope); `funes folders rm` forgets it.", err=True
+        )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
