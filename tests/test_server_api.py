@@ -290,7 +290,9 @@ def test_upload_is_accepted_then_indexed_and_failures_show_their_reason(api: Tea
     broken = api.client.post("/v1/teams/docs/documents", files={"file": ("broken.pdf", b"not a pdf at all")}, headers=h)
     failed = api.wait(broken.json()["job_id"], h)
     assert failed["status"] == "failed"
-    listed = {d["name"]: d for d in api.client.get("/v1/teams/docs/documents", headers=h).json()["items"]}
+    items = api.client.get("/v1/teams/docs/documents", headers=h).json()["items"]
+    assert [d["name"] for d in items].count("broken.pdf") == 1  # listed once: as the failed document
+    listed = {d["name"]: d for d in items}
     assert listed["broken.pdf"]["status"] == "failed" and listed["broken.pdf"]["error"]
     assert api.client.get(f"/v1/teams/other/documents/{doc_id}", headers=api.key("other")).status_code == 404
     assert api.client.get(f"/v1/teams/other/documents/{doc_id}", headers=h).status_code == 404
@@ -386,3 +388,54 @@ def test_openapi_is_served_and_lists_every_route(api: Team) -> None:
     assert expected <= paths, expected - paths
     assert set(spec["paths"][f"{team}/memories/{{memory_id}}"]) == {"get", "patch", "delete"}
     assert api.client.get("/docs").status_code == 200
+
+
+def test_rest_records_tool_calls_and_token_usage_like_the_cli(api: Team) -> None:
+    h = api.key("usage")
+    call = {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
+    asked = api.client.post(
+        "/v1/teams/usage/sessions/u1/messages",
+        json={"role": "assistant", "content": "Let me check.", "tool_calls": [call], "usage": {"prompt_tokens": 900, "completion_tokens": 40, "model": "m1"}},
+        headers=h,
+    )  # fmt: skip
+    assert asked.status_code == 201, asked.text
+    assert asked.json()["tool_calls"] == [call]
+    answer = api.client.post(
+        "/v1/teams/usage/sessions/u1/messages",
+        json={"role": "tool", "content": "-3 C, snow", "tool_call_id": "call_1"},
+        headers=h,
+    )
+    assert answer.status_code == 201 and answer.json()["tool_call_id"] == "call_1"
+    usage = api.client.post(
+        "/v1/teams/usage/sessions/u1/usage",
+        json={"prompt_tokens": 1200, "completion_tokens": 80, "model": "m1", "context_window": 200000},
+        headers=h,
+    )
+    assert usage.status_code == 201, usage.text
+    totals = api.client.get("/v1/teams/usage/sessions/u1/usage", headers=h).json()["totals"]
+    assert (totals["prompt_tokens"], totals["completion_tokens"]) == (2100, 120)
+    orphan = api.client.post(
+        "/v1/teams/usage/sessions/u1/messages", json={"role": "tool", "content": "result"}, headers=h
+    )
+    assert orphan.status_code == 400 and orphan.json()["error"]["hint"]
+
+
+def test_an_admin_clears_everything_of_a_team_with_its_name_as_confirmation(api: Team) -> None:
+    admin = api.key("wipe")
+    for text in ("one fact", "another fact"):
+        api.client.post("/v1/teams/wipe/memories", json={"content": text}, headers=admin)
+    api.client.post("/v1/teams/keep/memories", json={"content": "kept elsewhere"}, headers=api.key("keep"))
+    wrong = api.client.post("/v1/teams/wipe/clear", json={"everything": True, "confirm": "yes"}, headers=admin)
+    assert wrong.status_code == 400 and '"confirm": "wipe"' in wrong.json()["error"]["hint"]
+    both = api.client.post(
+        "/v1/teams/wipe/clear", json={"everything": True, "file_id": "f", "confirm": "wipe"}, headers=admin
+    )
+    assert both.status_code == 400
+    writer = api.client.post(
+        "/v1/teams/wipe/clear", json={"everything": True, "confirm": "wipe"}, headers=api.key("wipe", "write")
+    )
+    assert writer.status_code == 403
+    done = api.client.post("/v1/teams/wipe/clear", json={"everything": True, "confirm": "wipe"}, headers=admin)
+    assert done.status_code == 200, done.text
+    assert api.client.get("/v1/teams/wipe/memories", headers=admin).json()["items"] == []
+    assert len(api.client.get("/v1/teams/keep/memories", headers=api.key("keep")).json()["items"]) == 1

@@ -23,6 +23,7 @@ from .schemas import (
     RegenerateIn,
     RestoreIn,
     SettingsIn,
+    UsageIn,
 )
 
 if TYPE_CHECKING:
@@ -275,6 +276,9 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         pending = funes.uploads.pending_uploads(tenant=p.team, user=p.viewer)
         docs = [d.to_dict() for d in funes.documents(tenant=p.team, user=p.viewer)]
+        # A failed upload is recorded as a failed document too: list it once, as that document.
+        failed = {(d["name"], d.get("project_id")) for d in docs if d["status"] == "failed"}
+        pending = [u for u in pending if not (u["status"] == "failed" and (u["name"], u["project_id"]) in failed)]
         return {"items": pending + docs}
 
     def _document(p: Any, document_id: str) -> dict[str, Any]:
@@ -322,10 +326,34 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
 
     @app.post(_TEAM + "/sessions/{session_id}/messages", status_code=201, tags=["sessions"], openapi_extra=WRITE)
     def add_message(team: str, session_id: str, body: MessageIn, request: Request) -> dict[str, Any]:
-        """Append a message (the session is created on its first message)."""
+        """Append a message (the session is created on its first message), with its tool calls and token usage."""
         p = _principal(request, team)
         funes.session(session_id, tenant=p.team, user=p.viewer)
-        return funes.add_message(session_id, body.role, body.content, tenant=p.team, user=p.viewer).to_dict()
+        return funes.add_message(
+            session_id,
+            body.role,
+            body.content,
+            tool_calls=body.tool_calls,
+            tool_call_id=body.tool_call_id,
+            usage=body.usage,
+            at=body.at,
+            tenant=p.team,
+            user=p.viewer,
+        ).to_dict()
+
+    @app.post(_TEAM + "/sessions/{session_id}/usage", status_code=201, tags=["sessions"], openapi_extra=WRITE)
+    def record_usage(team: str, session_id: str, body: UsageIn, request: Request) -> dict[str, Any]:
+        """Record one model call's token usage in the session; answers the session's usage summary."""
+        p = _principal(request, team)
+        return funes.record_usage(
+            session_id,
+            body.prompt_tokens,
+            body.completion_tokens,
+            model=body.model,
+            context_window=body.context_window,
+            tenant=p.team,
+            user=p.viewer,
+        )
 
     @app.get(_TEAM + "/sessions/{session_id}/messages", tags=["sessions"])
     def session_messages(
@@ -371,14 +399,22 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
 
     @app.post(_TEAM + "/clear", tags=["maintenance"], openapi_extra=ADMIN)
     def clear(team: str, body: ClearIn, request: Request) -> dict[str, Any]:
-        """Clear one file's or one session's data (admin; confirm with the id)."""
+        """Clear one file's or one session's data, or everything of the team (admin; confirm with the id or team).
+
+        ``{"everything": true, "confirm": "<team>"}`` removes every record, document and session of the team,
+        as `funes clear --all` does; other teams are untouched.
+        """
         p = _principal(request, team)
-        target = body.file_id or body.session_id
-        if bool(body.file_id) == bool(body.session_id) or not target:
-            raise InvalidInput("Say what to clear: exactly one of file_id or session_id.", hint='{"file_id": "F"}.')
+        chosen = [x for x in (body.file_id, body.session_id, body.everything) if x]
+        if len(chosen) != 1:
+            raise InvalidInput(
+                "Say what to clear: exactly one of file_id, session_id or everything.",
+                hint='{"file_id": "F", "confirm": "F"}, or {"everything": true, "confirm": "<team>"}.',
+            )
+        target = p.team if body.everything else str(body.file_id or body.session_id)
         if body.confirm != target:
             raise InvalidInput("Confirmation does not match.", hint=f'Send "confirm": "{target}".')
-        return funes.clear(project=body.file_id, session=body.session_id, tenant=p.team)
+        return funes.clear(project=body.file_id, session=body.session_id, all=body.everything, tenant=p.team)
 
     @app.get(_TEAM + "/stats", tags=["maintenance"])
     def stats(team: str, request: Request) -> dict[str, Any]:

@@ -82,10 +82,24 @@ class InternalGenerateIn(_Body):
 
 
 class MessageIn(_Body):
-    """A message of a session."""
+    """A message of a session, with the tool calls an assistant made or the call a tool message answers."""
 
     role: Literal["user", "assistant", "system", "tool"]
     content: str
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=100)
+    tool_call_id: str | None = Field(default=None, max_length=200)
+    # The model call's token usage, recorded with the message (OpenAI or Anthropic field names).
+    usage: dict[str, Any] | None = None
+    at: str | None = Field(default=None, max_length=64)
+
+
+class UsageIn(_Body):
+    """One model call's token usage, recorded on its own (not with a message)."""
+
+    prompt_tokens: int = Field(ge=0, le=100_000_000)
+    completion_tokens: int = Field(ge=0, le=100_000_000)
+    model: str | None = Field(default=None, max_length=200)
+    context_window: int | None = Field(default=None, ge=1, le=100_000_000)
 
 
 class ContextIn(_Body):
@@ -97,10 +111,11 @@ class ContextIn(_Body):
 
 
 class ClearIn(_Body):
-    """What to clear, confirmed by repeating its id."""
+    """What to clear, confirmed by repeating its id (``everything``: the team's name)."""
 
     file_id: str | None = None
     session_id: str | None = None
+    everything: bool = False
     confirm: str
 
 
