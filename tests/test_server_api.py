@@ -318,6 +318,8 @@ def test_sessions_messages_context_usage_and_clear(api: Team) -> None:
         headers=h,
     ).json()
     assert built["usage"]["window"] == 8000 and built["usage"]["used"] > 0 and built["usage"]["sections"]
+    as_is = api.client.post("/v1/teams/chat/sessions/s1/context", json={}, headers=h)  # the UI, opening a session
+    assert as_is.status_code == 200 and as_is.json()["usage"]["used"] > 0
     assert api.client.get("/v1/teams/chat/sessions/s1/usage", headers=h).status_code == 200
     wrong = api.client.delete("/v1/teams/chat/sessions/s1", params={"confirm": "nope"}, headers=h)
     assert wrong.status_code == 400

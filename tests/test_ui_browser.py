@@ -432,6 +432,9 @@ def test_documents_usage_settings_and_regenerate(server: Server, page: Any, tmp_
     # Token usage: the context for the next call, per section, as a bar.
     page.get_by_role("link", name="Sessions").click()
     page.locator('.node[data-session="s-usage"]').click()
+    # Opening a session measures its context at once, from its last user message: no error.
+    expect(page.locator("#context-box .bar")).to_be_visible()
+    expect(page.get_by_text("The user message is empty")).to_have_count(0)
     page.locator("#context-query").fill("refund window")
     page.locator("#build-context").click()
     bar = page.locator("#context-box .bar")
