@@ -314,6 +314,7 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
         ("The budget freeze ends in March.", "finance"),
         ("On-call rotates weekly.", "ops"),
         ("Lunch is at noon.", None),
+        ("# Ramen bar visits\n\nWe went to Ichiran twice in January.", "food"),
     ):
         body = {"content": content, "scope": "team", **({"topic": topic} if topic else {})}
         server.call("POST", f"{team}/memories", body, expect=201)
@@ -338,6 +339,8 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
     expect(finance.locator(".node")).to_have_count(2)
     expect(finance.locator("h3")).to_contain_text("finance")
     expect(page.locator('.group[data-group="topic:ops"] .node')).to_have_count(1)
+    # A note's Markdown heading is its card's title, without the "#" markers.
+    expect(page.locator('.group[data-group="topic:food"] .node-title')).to_have_text("Ramen bar visits")
     expect(page.locator('.group[data-group="topic:"]')).to_contain_text("No topic")
     expect(finance.locator(".badge.scope").first).to_have_text("team")
     page.screenshot(path=str(tmp_path / "team-view.png"))

@@ -109,8 +109,11 @@ export function typeBadge(m) {
 
 /** A memory's display title: its title, else the start of its content. */
 export function titleOf(m) {
-  if (m.title) return m.title;
-  const text = (m.content || "").replace(/\s+/g, " ").trim();
+  // A Markdown heading is a title, not text: its "#" markers never show (a note's first heading names it).
+  if (m.title) return m.title.replace(/^#{1,6}\s+/, "").trim() || m.id;
+  const raw = (m.content || "").trim();
+  const heading = raw.match(/^#{1,6}\s+(.+)$/m);
+  const text = (heading && raw.startsWith("#") ? heading[1] : raw).replace(/\s+/g, " ").trim();
   return text.length > 80 ? `${text.slice(0, 77)}…` : text || m.id;
 }
 
