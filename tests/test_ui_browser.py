@@ -362,7 +362,9 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
     expect(page.locator('.group[data-group="CODE_CELL"] .node')).to_have_count(2)
     expect(page.locator('.group[data-group="DATA_TABLE"] .node')).to_have_count(1)
     expect(page.locator('.group[data-group="CODE_CELL"] h3')).to_contain_text("Code cells")
-    expect(page.locator('.group[data-group="DATA_TABLE"] .badge.scope').first).to_have_text("file")
+    expect(page.locator('.group[data-group="DATA_TABLE"] .badge.scope').first).to_have_text(
+        "project"
+    )  # one word for it, as the CLI and docs say (issue 26)
     page.screenshot(path=str(tmp_path / "file-view.png"))
 
     # A narrow screen: nothing overflows horizontally on any view.

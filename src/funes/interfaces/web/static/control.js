@@ -108,7 +108,7 @@ function clearForm({ id, title, what, inputLabel, key, placeholder, onDone }) {
 }
 
 function settingsForm() {
-  const file = h("input", { id: "settings-file", placeholder: "file or project id" });
+  const file = h("input", { id: "settings-file", placeholder: "project id" });
   const enabled = h("input", { id: "settings-enabled", type: "checkbox" });
   const chunk = h("input", { id: "settings-chunk", type: "number", min: 1, step: 1 });
   const k = h("input", { id: "settings-k", type: "number", min: 1, step: 1 });
@@ -129,7 +129,7 @@ function settingsForm() {
     showError(err, null);
     out.textContent = "";
     const id = file.value.trim();
-    if (!id) return showError(err, new Error("Enter a file or project id, then load its settings."));
+    if (!id) return showError(err, new Error("Enter a project id, then load its settings."));
     try {
       loadedFor = id;
       const s = await api("GET", path());
@@ -165,7 +165,7 @@ function settingsForm() {
       },
     },
     h("h3", { id: "settings-title" }, "Project settings"),
-    h("div", { class: "row wrap end-align" }, field("File or project", file), h("button", { type: "submit", class: "secondary", id: "settings-load", formnovalidate: true }, "Load")),
+    h("div", { class: "row wrap end-align" }, field("Project", file), h("button", { type: "submit", class: "secondary", id: "settings-load", formnovalidate: true }, "Load")),
     fields,
     err,
     out,
@@ -196,10 +196,10 @@ export function renderControl(root) {
   const project = clearForm({
     id: "clear-project",
     title: "Clear project memory",
-    what: "every memory and document of the file",
-    inputLabel: "File or project id",
+    what: "every memory and document of the project",
+    inputLabel: "Project id",
     key: "file_id",
-    placeholder: "file or project id",
+    placeholder: "project id",
     onDone: loadStats,
   });
   api("GET", teamPath("sessions"))

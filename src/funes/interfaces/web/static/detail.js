@@ -86,7 +86,7 @@ function render(m) {
     h(
       "dl",
       { class: "props" },
-      row("Scope", m.scope === "project" ? `file ${m.project_id || ""}`.trim() : m.scope === "session" ? `session ${m.session_id || ""}` : m.scope),
+      row("Scope", m.scope === "project" ? `project ${m.project_id || ""}`.trim() : m.scope === "session" ? `session ${m.session_id || ""}` : m.scope),
       row("Topic", m.topic),
       row("Attribution", h("span", { id: "detail-attribution" }, m.attribution)),
       row("Source", source),

@@ -56,7 +56,7 @@ export function renderDocuments(root) {
     { id: "doc-scope" },
     h("option", { value: "" }, "Default"),
     h("option", { value: "team" }, "Team"),
-    h("option", { value: "project" }, "File / project"),
+    h("option", { value: "project" }, "Project"),
   );
   const uploadError = h("p", { class: "error", role: "alert", id: "upload-error" });
   const uploadStatus = h("p", { class: "muted", id: "upload-status", "aria-live": "polite" });
@@ -208,7 +208,7 @@ export function renderDocuments(root) {
     h("div", { class: "view-head" }, h("h2", {}, "Documents")),
     drop,
     picker,
-    h("div", { class: "row wrap" }, field("Scope", scope), field("File id", fileId, "Ties the document to a file or project.")),
+    h("div", { class: "row wrap" }, field("Scope", scope), field("Project id", fileId, "Ties the document to a project.")),
     uploadStatus,
     uploadError,
     listError,

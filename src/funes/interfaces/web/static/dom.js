@@ -76,7 +76,7 @@ export function debounce(fn, ms) {
   };
 }
 
-const SCOPE_LABEL = { project: "file", team: "team", session: "session" };
+const SCOPE_LABEL = { project: "project", team: "team", session: "session" };
 
 /** The scope badge: file / team / session. */
 export function scopeBadge(scope) {

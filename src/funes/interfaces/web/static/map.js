@@ -73,18 +73,18 @@ function groupSection(title, items, id) {
 /** Render the knowledge map view into `root`. */
 export function renderMap(root) {
   const body = h("div", { id: "map-body", class: "map-body", "aria-live": "polite" });
-  const fileInput = h("input", { id: "map-file", list: "map-files", placeholder: "file or project id", value: state.file });
+  const fileInput = h("input", { id: "map-file", list: "map-files", placeholder: "project id", value: state.file });
   const files = h("datalist", { id: "map-files" });
   const listError = h("p", { class: "error", role: "alert", id: "map-error" });
   const regenError = h("p", { class: "error", role: "alert", id: "regen-error" });
   const jobStatus = h("p", { class: "job-status", id: "regen-status", "aria-live": "polite" });
   const regen = h("button", { id: "regenerate", class: "secondary", type: "button" }, "Regenerate");
   const teamTab = h("button", { role: "tab", id: "tab-team", "aria-controls": "map-body" }, "Team view");
-  const fileTab = h("button", { role: "tab", id: "tab-file", "aria-controls": "map-body" }, "File view");
+  const fileTab = h("button", { role: "tab", id: "tab-file", "aria-controls": "map-body" }, "Project view");
   const fileBar = h(
     "form",
     { class: "row wrap file-bar", onsubmit: (ev) => (ev.preventDefault(), (state.file = fileInput.value.trim()), load()) },
-    field("File", fileInput),
+    field("Project", fileInput),
     files,
     h("button", { type: "submit" }, "Show"),
     regen,
@@ -113,7 +113,7 @@ export function renderMap(root) {
   regen.onclick = async () => {
     showError(regenError, null);
     const file = fileInput.value.trim();
-    if (!file) return showError(regenError, new Error("Choose a file first, then regenerate its memories."));
+    if (!file) return showError(regenError, new Error("Choose a project first, then regenerate its memories."));
     regen.disabled = true;
     try {
       const accepted = await api("POST", teamPath("memories/regenerate"), { body: { file_id: file } });
@@ -175,13 +175,13 @@ export function renderMap(root) {
       } else {
         if (!state.file) await loadFiles();
         if (!state.file) {
-          replace(body, empty("No file memories yet.", "Memories of a file or project appear here grouped by entity type. Generate them through the API, or type a file id above."));
+          replace(body, empty("No project memories yet.", "Memories of a project appear here grouped by entity type. Generate them through the API, or type a project id above."));
           return;
         }
         // Only the file's own memories, should the API also list what the file can see.
         const items = (await listAll({ file_id: state.file })).filter((m) => m.project_id === state.file);
         if (!items.length) {
-          replace(body, empty(`No memories for “${state.file}”.`, "Check the file id, or press Regenerate to rebuild them from the file's current state."));
+          replace(body, empty(`No memories for “${state.file}”.`, "Check the project id, or press Regenerate to rebuild them from the project's current state."));
           return;
         }
         const groups = groupBy(items, entityGroup);

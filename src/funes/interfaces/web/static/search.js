@@ -232,7 +232,7 @@ export function renderSearch(root) {
   fromHash();
   const q = h("input", { id: "search-q", type: "search", placeholder: "Search memories and documents", value: state.q, autocomplete: "off" });
   const type = h("select", { id: "search-type" }, options([["", "Any type"], ["fact", "Fact"], ["preference", "Preference"], ["decision", "Decision"], ["context", "Context"], ["conversation", "Conversation"]]));
-  const scope = h("select", { id: "search-scope" }, options([["", "Any scope"], ["project", "File"], ["team", "Team"], ["session", "Session"]]));
+  const scope = h("select", { id: "search-scope" }, options([["", "Any scope"], ["project", "Project"], ["team", "Team"], ["session", "Session"]]));
   const source = h("select", { id: "search-source" }, options([
       ["", "Any source"],
       ["documents", "Documents (PDF, text, Markdown)"],
