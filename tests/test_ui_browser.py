@@ -293,6 +293,10 @@ def test_the_main_scenario_upload_search_edit_restore_pin_delete_clear(
     # 8. Clear session memory behind a typed confirmation.
     page.get_by_role("link", name="Memory control").click()
     expect(page.locator("#stats .stat").first).to_be_visible()
+    # Each figure once, in words: one database size, one tier table, no raw keys such as database_bytes.
+    expect(page.locator("#stats .stat-label", has_text="Database size")).to_have_count(1)
+    expect(page.locator("#stats caption", has_text="tier")).to_have_count(1)
+    assert "_bytes" not in page.locator("#stats").inner_text()
     page.screenshot(path=str(tmp_path / "control.png"), full_page=True)
     page.locator("#clear-session-id").fill("s-ui-1")
     page.get_by_role("button", name="Clear session memory").click()

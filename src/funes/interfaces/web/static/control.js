@@ -31,12 +31,18 @@ function fmt(key, v) {
   return SIZE_KEYS.test(key) ? bytes(v) : Number(v).toLocaleString();
 }
 
-/** Stats as headline numbers and one small table per breakdown. */
+// What the stats answer says twice (the API keeps both names for its callers) or only as raw parts.
+const SAME_AS = { db_size_bytes: "size_bytes", by_scope: "by_tier" };
+const RAW = new Set(["storage"]); // its parts are the cards and tables shown already
+
+/** Stats as headline numbers and one small table per breakdown, each said once, in words. */
 export function statsView(stats) {
   const cards = [];
   const tables = [];
-  for (const [k, v] of Object.entries(stats || {})) {
+  const data = stats || {};
+  for (const [k, v] of Object.entries(data)) {
     if (k.startsWith("embedder")) continue; // model identity, not a count
+    if (RAW.has(k) || (SAME_AS[k] && SAME_AS[k] in data)) continue;
     if (typeof v === "number") cards.push(h("div", { class: "stat", dataset: { key: k } }, h("span", { class: "stat-value" }, fmt(k, v)), h("span", { class: "stat-label" }, label(k))));
     else if (v && typeof v === "object" && !Array.isArray(v)) {
       const rows = Object.entries(v).filter(([, n]) => typeof n === "number");
@@ -46,7 +52,7 @@ export function statsView(stats) {
           "table",
           { class: "breakdown", dataset: { key: k } },
           h("caption", {}, label(k)),
-          h("tbody", {}, rows.map(([name, n]) => h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, fmt(name, n))))),
+          h("tbody", {}, rows.map(([name, n]) => h("tr", {}, h("th", { scope: "row" }, name.includes("_") ? label(name) : name), h("td", {}, fmt(name, n))))),
         ),
       );
     }
