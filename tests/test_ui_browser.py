@@ -139,6 +139,23 @@ def server(tmp_path: Path, funes_home: Path) -> Iterator[Server]:
         srv.stop()
 
 
+def _no_serious_axe_violations(page: Any, server: Server) -> None:
+    """Run axe-core (the copy axe-playwright-python ships) on every view; fail on critical or serious findings."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    found = {}
+    for view in ("map", "search", "documents", "sessions", "control"):
+        page.goto(f"{server.base}/ui/#/{view}")
+        page.locator("#nav").wait_for()
+        page.wait_for_load_state("networkidle")
+        violations = axe.run(page).response["violations"]
+        bad = [v for v in violations if v["impact"] in ("critical", "serious")]
+        if bad:
+            found[view] = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in bad]
+    assert found == {}, found
+
+
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
     """A Chromium page at 1280x800 that fails the test on any uncaught script error."""
@@ -291,6 +308,7 @@ def test_the_main_scenario_upload_search_edit_restore_pin_delete_clear(
     server.call("GET", f"{team}/memories/{other['id']}", expect=404)
 
     # 8. Clear session memory behind a typed confirmation.
+    _no_serious_axe_violations(page, server)  # with documents, sessions and memories on every view
     page.get_by_role("link", name="Memory control").click()
     expect(page.locator("#stats .stat").first).to_be_visible()
     # Each figure once, in words: one database size, one tier table, no raw keys such as database_bytes.
@@ -370,6 +388,9 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
         "project"
     )  # one word for it, as the CLI and docs say (issue 26)
     page.screenshot(path=str(tmp_path / "file-view.png"))
+
+    # axe-core on every view: no critical or serious accessibility violation.
+    _no_serious_axe_violations(page, server)
 
     # A narrow screen: nothing overflows horizontally on any view.
     page.set_viewport_size({"width": 390, "height": 844})

@@ -49,7 +49,15 @@ export function mergeUploads(items) {
 
 /** Render the documents view into `root`. */
 export function renderDocuments(root) {
-  const picker = h("input", { type: "file", id: "doc-file", multiple: true, class: "visually-hidden" });
+  // The drop zone is the control people use; the hidden picker still needs a name for assistive technology.
+  const picker = h("input", {
+    type: "file",
+    id: "doc-file",
+    multiple: true,
+    class: "visually-hidden",
+    tabindex: -1,
+    "aria-label": "Choose documents to upload",
+  });
   const fileId = h("input", { id: "doc-file-id", placeholder: "optional" });
   const scope = h(
     "select",
