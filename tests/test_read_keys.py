@@ -113,8 +113,14 @@ def _requests(ids: dict[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]
         ("GET", ROUTE + "/sessions/{session_id}/messages"): [{"path": {"session_id": "s1"}}],
         ("POST", ROUTE + "/sessions/{session_id}/context"): [{"path": {"session_id": "s1"}, "json": {"query": "x"}}],
         ("GET", ROUTE + "/sessions/{session_id}/usage"): [{"path": {"session_id": "s1"}}],
+        ("POST", ROUTE + "/sessions/{session_id}/usage"): [
+            {"path": {"session_id": "s1"}, "json": {"prompt_tokens": 10, "completion_tokens": 2}}
+        ],
         ("DELETE", ROUTE + "/sessions/{session_id}"): [{"path": {"session_id": "s1"}, "params": {"confirm": "s1"}}],
-        ("POST", ROUTE + "/clear"): [{"json": {"file_id": "f1", "confirm": "f1"}}],
+        ("POST", ROUTE + "/clear"): [
+            {"json": {"file_id": "f1", "confirm": "f1"}},
+            {"json": {"everything": True, "confirm": "t"}},
+        ],
         ("GET", ROUTE + "/stats"): [{}],
         ("GET", ROUTE + "/projects/{file}/settings"): [{"path": {"file": "f1"}}],
         ("PUT", ROUTE + "/projects/{file}/settings"): [{"path": {"file": "f1"}, "json": {"enabled": False}}],
