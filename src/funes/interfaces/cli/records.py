@@ -193,7 +193,7 @@ def _parse_items(text: str) -> list[Any]:
 
 @click.command()
 @click.argument("query", required=False)
-@click.option("--limit", "-n", type=int, help="Most hits to return (default 10).")
+@click.option("--limit", "-n", type=int, help="Most hits to return (default: the search_limit setting, 10).")
 @click.option("--type", "types", multiple=True, type=click.Choice(MEMORY_TYPES), help="Only these memory types.")
 @click.option(
     "--kind", "kinds", multiple=True, help="Only these kinds (memory, document_chunk, message, markdown, ...)."

@@ -148,7 +148,7 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         role: str | None = Query(None, description="Only chat messages said in these roles (comma-separated)."),
         group_by: str | None = Query(None, description="'session': group chat messages by conversation."),
     ) -> dict[str, Any]:
-        """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting.
+        """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting, else ``search_limit``.
 
         ``role`` (user, assistant, system, tool) keeps only chat messages said in
         those roles. ``group_by=session`` answers "which conversation was that":
@@ -157,7 +157,8 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         """
         p = _principal(request, team)
         if limit is None:
-            limit = int(funes.project_settings(file_id, tenant=p.team)["settings"]["retrieval_k"]) if file_id else 10
+            # Without a file: None, so the search_limit setting decides, as in the library, CLI and MCP.
+            limit = int(funes.project_settings(file_id, tenant=p.team)["settings"]["retrieval_k"]) if file_id else None
         hits = funes.search(
             SearchQuery(
                 q,
