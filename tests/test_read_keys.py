@@ -122,6 +122,7 @@ def _requests(ids: dict[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]
             {"json": {"everything": True, "confirm": "t"}},
         ],
         ("GET", ROUTE + "/stats"): [{}],
+        ("GET", ROUTE + "/map"): [{}],
         ("GET", ROUTE + "/projects/{file}/settings"): [{"path": {"file": "f1"}}],
         ("PUT", ROUTE + "/projects/{file}/settings"): [{"path": {"file": "f1"}, "json": {"enabled": False}}],
         ("GET", ROUTE + "/jobs"): [{}],

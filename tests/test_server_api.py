@@ -441,3 +441,19 @@ def test_an_admin_clears_everything_of_a_team_with_its_name_as_confirmation(api:
     assert done.status_code == 200, done.text
     assert api.client.get("/v1/teams/wipe/memories", headers=admin).json()["items"] == []
     assert len(api.client.get("/v1/teams/keep/memories", headers=api.key("keep")).json()["items"]) == 1
+
+
+def test_the_map_places_every_memory_by_meaning_and_links_near_neighbours(api: Team) -> None:
+    h = api.key("atlas")
+    for text in ("Revenue grew in Q3.", "Revenue grew in Q3 again.", "Lunch is at noon.", "The pager rotates weekly."):
+        api.client.post("/v1/teams/atlas/memories", json={"content": text, "scope": "team"}, headers=h)
+    drawn = api.client.get("/v1/teams/atlas/map", params={"link_similarity": 0.0}, headers=h)
+    assert drawn.status_code == 200, drawn.text
+    data = drawn.json()
+    ids = {n["id"] for n in data["nodes"]}
+    assert len(ids) == 4 and data["unplaced"] == 0
+    assert all(0.0 <= n["x"] <= 1.0 and 0.0 <= n["y"] <= 1.0 for n in data["nodes"])
+    assert data["links"] and all(link["source"] in ids and link["target"] in ids for link in data["links"])
+    assert data == api.client.get("/v1/teams/atlas/map", params={"link_similarity": 0.0}, headers=h).json()
+    assert api.client.get("/v1/teams/atlas/map", params={"limit": 0}, headers=h).status_code == 422
+    assert api.client.get("/v1/teams/other-atlas/map", headers=api.key("other-atlas")).json()["nodes"] == []

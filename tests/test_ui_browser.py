@@ -361,6 +361,18 @@ def test_team_view_groups_by_topic_and_file_view_by_entity_type(server: Server, 
     expect(finance.locator(".node")).to_have_count(2)
     expect(finance.locator("h3")).to_contain_text("finance")
     expect(page.locator('.group[data-group="topic:ops"] .node')).to_have_count(1)
+    # The map drawn by meaning: one point per memory, near neighbours linked; a point opens its detail.
+    page.locator("#tab-atlas").click()
+    points = page.locator("#atlas .atlas-node")
+    expect(points).to_have_count(8)  # the 5 team memories and the project's 3
+    drawn = server.call("GET", f"{team}/map")
+    assert {n["id"] for n in drawn["nodes"]} == {points.nth(i).get_attribute("data-id") for i in range(8)}
+    assert all(0 <= n["x"] <= 1 and 0 <= n["y"] <= 1 for n in drawn["nodes"])
+    page.locator("#atlas .atlas-node", has_text="Ramen bar visits").click()
+    expect(page.locator("#detail-content")).to_contain_text("Ichiran")
+    page.keyboard.press("Escape")
+    page.screenshot(path=str(tmp_path / "atlas.png"))
+    page.locator("#tab-team").click()
     # A note's Markdown heading is its card's title, without the "#" markers.
     expect(page.locator('.group[data-group="topic:food"] .node-title')).to_have_text("Ramen bar visits")
     expect(page.locator('.group[data-group="topic:"]')).to_contain_text("No topic")

@@ -19,6 +19,7 @@ The parts, innermost first (each may use only those before it):
 * ``claude_memory`` (:class:`funes.agents.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
 * ``agent_tools`` (:class:`funes.agents.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.memory.transfer.Transfer`): export and import;
+* ``atlas`` (:class:`funes.memory.atlas.Atlas`): the knowledge map's 2-D layout (``Funes.memory_map``);
 * ``curation`` (:class:`funes.curation.versions.Curation`): version history and restore;
 * ``entities`` (:class:`funes.curation.entities.Entities`): entity reconciliation;
 * ``insights`` (:class:`funes.curation.insights.Insights`): chat insights, one merged memory per topic;
@@ -54,6 +55,7 @@ from .curation.versions import Curation
 from .knowledge.documents import Documents
 from .knowledge.folders import Folders
 from .knowledge.uploads import Uploads
+from .memory.atlas import Atlas
 from .memory.core import Core
 from .memory.embedding import Embedding
 from .memory.jobs import Jobs
@@ -114,6 +116,7 @@ class Funes:
         self.agent_hooks = Hooks(self.core, self.writeback, self.tasks)
         self.agent_tools = AgentTools(self.core, self.conversations, self.writeback.write_back)
         self.transfer = Transfer(self.core)
+        self.atlas = Atlas(self.core)
         self.curation = Curation(self.core)
         self.entities = Entities(self.core, self.jobs)
         self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
@@ -266,6 +269,7 @@ class Funes:
 
     # -- export and import --------------------------------------------------------------------
     export_lines = _delegate("transfer", Transfer.export_lines)
+    memory_map = _delegate("atlas", Atlas.layout)
     export = _delegate("transfer", Transfer.export)
     import_ = _delegate("transfer", Transfer.import_)
 

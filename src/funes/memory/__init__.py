@@ -13,6 +13,7 @@ from ..models.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .access_log import AccessLog as AccessLog
+    from .atlas import Atlas as Atlas
     from .chunking import Chunker as Chunker
     from .chunking import split_text as split_text
     from .core import Core as Core

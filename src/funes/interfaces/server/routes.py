@@ -430,6 +430,21 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
             raise InvalidInput("Confirmation does not match.", hint=f'Send "confirm": "{target}".')
         return funes.clear(project=body.file_id, session=body.session_id, all=body.everything, tenant=p.team)
 
+    @app.get(_TEAM + "/map", tags=["memories"])
+    def memory_map(
+        team: str,
+        request: Request,
+        file_id: str | None = Query(None, max_length=500),
+        limit: int = Query(300, ge=1, le=1000),
+        link_similarity: float = Query(0.5, ge=-1, le=1),
+    ) -> dict[str, Any]:
+        """The knowledge map as a map: memories placed in 2-D by meaning (x, y in [0, 1]) and linked to their
+        nearest neighbours; document passages and messages are left out."""
+        p = _principal(request, team)
+        return funes.memory_map(
+            tenant=p.team, user=p.viewer, project=file_id, limit=limit, link_similarity=link_similarity
+        )
+
     @app.get(_TEAM + "/stats", tags=["maintenance"])
     def stats(team: str, request: Request) -> dict[str, Any]:
         """Counts per source type and tier, storage bytes, database size (the breakdown rows in ``storage``)."""

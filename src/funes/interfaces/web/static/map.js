@@ -1,4 +1,5 @@
-// The knowledge map: a file's memories grouped by entity type, or the team's grouped by topic.
+// The knowledge map: a project's memories grouped by entity type, the team's grouped by topic, or all of
+// them drawn as a map (placed by meaning, linked to their nearest neighbours; drawn here, no CDN).
 
 import { api, teamPath, waitForJob } from "./api.js";
 import { openDetail } from "./detail.js";
@@ -61,6 +62,63 @@ function node(m) {
   );
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+const PALETTE = ["#4a6fa5", "#c0504d", "#9bbb59", "#8064a2", "#f79646", "#4bacc6", "#7f7f7f", "#2c7a51"];
+
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) el.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+function colourOf(topic, topics) {
+  return topic ? PALETTE[topics.indexOf(topic) % PALETTE.length] : "#9aa3ad";
+}
+
+/** Memories as points placed by meaning, lines to their nearest neighbours; a point opens its detail. */
+function atlas(data) {
+  const W = 1000;
+  const H = 620;
+  const at = new Map(data.nodes.map((n) => [n.id, [n.x * W, n.y * H]]));
+  const topics = [...new Set(data.nodes.map((n) => n.topic).filter(Boolean))].sort();
+  const lines = data.links.map((l) => {
+    const [x1, y1] = at.get(l.source);
+    const [x2, y2] = at.get(l.target);
+    return svg("line", { x1, y1, x2, y2, class: "atlas-link", "stroke-width": 0.5 + 2.5 * Math.max(0, l.similarity - 0.5) * 2 });
+  });
+  const points = data.nodes.map((n) => {
+    const [cx, cy] = at.get(n.id);
+    const name = titleOf(n);
+    return svg(
+      "g",
+      {
+        class: "atlas-node",
+        tabindex: 0,
+        role: "button",
+        "aria-label": `${name}${n.topic ? ` (topic ${n.topic})` : ""}`,
+        "data-id": n.id,
+        transform: `translate(${cx.toFixed(1)},${cy.toFixed(1)})`,
+      },
+      svg("circle", { r: 7, fill: colourOf(n.topic, topics) }),
+      svg("text", { x: 10, y: 4, class: "atlas-label" }, name.length > 40 ? `${name.slice(0, 37)}…` : name),
+      svg("title", {}, name),
+    );
+  });
+  for (const p of points) {
+    p.addEventListener("click", () => openDetail(p.getAttribute("data-id")));
+    p.addEventListener("keydown", (ev) => (ev.key === "Enter" || ev.key === " ") && (ev.preventDefault(), openDetail(p.getAttribute("data-id"))));
+  }
+  const legend = topics.length
+    ? h("p", { class: "muted atlas-legend" }, topics.map((t) => h("span", {}, h("span", { class: "swatch", style: `background:${colourOf(t, topics)}` }), ` ${t} `)))
+    : null;
+  return [
+    h("p", { class: "muted" }, `${data.nodes.length} memories placed by meaning; a line joins a memory to a near neighbour.${data.unplaced ? ` ${data.unplaced} wait for their vectors.` : ""}`),
+    svg("svg", { id: "atlas", viewBox: `-20 -20 ${W + 260} ${H + 40}`, role: "group", "aria-label": "Memories placed by meaning" }, svg("g", {}, lines), svg("g", {}, points)),
+    legend,
+  ];
+}
+
 function groupSection(title, items, id) {
   return h(
     "section",
@@ -81,6 +139,9 @@ export function renderMap(root) {
   const regen = h("button", { id: "regenerate", class: "secondary", type: "button" }, "Regenerate");
   const teamTab = h("button", { role: "tab", id: "tab-team", "aria-controls": "map-body" }, "Team view");
   const fileTab = h("button", { role: "tab", id: "tab-file", "aria-controls": "map-body" }, "Project view");
+  const atlasTab = h("button", { role: "tab", id: "tab-atlas", "aria-controls": "map-body" }, "Map");
+  const tabs = [teamTab, fileTab, atlasTab];
+  const modes = ["team", "file", "atlas"];
   const fileBar = h(
     "form",
     { class: "row wrap file-bar", onsubmit: (ev) => (ev.preventDefault(), (state.file = fileInput.value.trim()), load()) },
@@ -92,23 +153,21 @@ export function renderMap(root) {
 
   function setMode(mode) {
     state.mode = mode;
-    teamTab.setAttribute("aria-selected", String(mode === "team"));
-    fileTab.setAttribute("aria-selected", String(mode === "file"));
+    tabs.forEach((tab, i) => tab.setAttribute("aria-selected", String(mode === modes[i])));
     fileBar.hidden = mode !== "file";
     load();
   }
-  teamTab.onclick = () => setMode("team");
-  fileTab.onclick = () => setMode("file");
-  // Arrow keys move between the two tabs (the ARIA tabs pattern).
+  tabs.forEach((tab, i) => (tab.onclick = () => setMode(modes[i])));
+  // Arrow keys move between the tabs (the ARIA tabs pattern).
   const tabKeys = (ev) => {
     if (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight") return;
     ev.preventDefault();
-    const next = state.mode === "team" ? fileTab : teamTab;
+    const step = ev.key === "ArrowRight" ? 1 : tabs.length - 1;
+    const next = tabs[(modes.indexOf(state.mode) + step) % tabs.length];
     next.focus();
     next.click();
   };
-  teamTab.addEventListener("keydown", tabKeys);
-  fileTab.addEventListener("keydown", tabKeys);
+  tabs.forEach((tab) => tab.addEventListener("keydown", tabKeys));
 
   regen.onclick = async () => {
     showError(regenError, null);
@@ -157,6 +216,15 @@ export function renderMap(root) {
     showError(listError, null);
     replace(body, h("p", { class: "muted" }, "Loading…"));
     try {
+      if (state.mode === "atlas") {
+        const data = await api("GET", teamPath("map"), { query: { limit: 500 } });
+        if (!data.nodes.length) {
+          replace(body, empty("Nothing to draw yet.", "Memories appear here placed by meaning once they have vectors; document passages and messages have their own pages."));
+          return;
+        }
+        replace(body, atlas(data));
+        return;
+      }
       if (state.mode === "team") {
         const all = await listAll({ scope: "team" });
         // Document passages and chat messages have their own pages; the map shows knowledge.
@@ -197,7 +265,7 @@ export function renderMap(root) {
   replace(
     root,
     h("div", { class: "view-head" }, h("h2", {}, "Knowledge map")),
-    h("div", { role: "tablist", class: "tabs", "aria-label": "Map view" }, teamTab, fileTab),
+    h("div", { role: "tablist", class: "tabs", "aria-label": "Map view" }, tabs),
     fileBar,
     regenError,
     jobStatus,
