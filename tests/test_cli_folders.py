@@ -45,32 +45,39 @@ def test_folders_sync_status_and_memory_tool(tmp_path: Path) -> None:
     assert "No memory folders" in runner.invoke(main, [*base, "status"]).output
 
 
-def test_funes_watch_process_indexes_a_save_and_stops_on_sigterm(tmp_path: Path) -> None:
-    db = tmp_path / "watch.db"
-    notes = tmp_path / "notes"
-    with funes.open(str(db), embedder="hash") as mem:
-        mem.add_folder(notes)
+def _watch_until_found(db: Path, args: list[str], word: str, save: Path | None = None) -> str:
+    """Run `funes watch ARGS` as a process until a search finds ``word`` (after writing ``save``); its stderr."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     code = "import sys; from funes.interfaces.cli import run; sys.exit(run(sys.argv[1:]))"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "--db", str(db), "--embedder", "hash", "watch", "--debounce", "0.3"],
+        [sys.executable, "-c", code, "--db", str(db), "--embedder", "hash", "watch", *args, "--debounce", "0.3"],
         env=env,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        (notes / "saved.md").write_text("# Saved\n\nThe marmot whistles.\n")
+        if save is not None:
+            save.write_text(f"# Saved\n\nThe {word} whistles.\n")
         deadline = time.monotonic() + 20
         hit = False
         while time.monotonic() < deadline and not hit:
             with funes.open(str(db), embedder="hash", worker="off") as reader:
-                hit = any("marmot" in h.memory.content for h in reader.search("marmot"))
+                hit = any(word in h.memory.content for h in reader.search(word))
             time.sleep(0.1)
-        assert hit, "the watcher process never indexed the save"
+        assert hit, f"the watcher process never indexed {word}"
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
+    return err
+
+
+def test_funes_watch_process_indexes_a_save_and_stops_on_sigterm(tmp_path: Path) -> None:
+    db = tmp_path / "watch.db"
+    notes = tmp_path / "notes"
+    with funes.open(str(db), embedder="hash") as mem:
+        mem.add_folder(notes)
+    err = _watch_until_found(db, [], "marmot", save=notes / "saved.md")
     assert "Watching" in err and "sync queued" in err
 
 
@@ -79,26 +86,7 @@ def test_funes_watch_on_an_unregistered_folder_registers_it_and_says_so(tmp_path
     notes = tmp_path / "fresh"
     notes.mkdir()
     (notes / "first.md").write_text("# First\n\nThe pika gathers hay.\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    code = "import sys; from funes.interfaces.cli import run; sys.exit(run(sys.argv[1:]))"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "--db", str(db), "--embedder", "hash", "watch", str(notes), "--debounce", "0.3"],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        hit = False
-        while time.monotonic() < deadline and not hit:
-            with funes.open(str(db), embedder="hash", worker="off") as reader:
-                hit = any("pika" in h.memory.content for h in reader.search("pika"))
-            time.sleep(0.1)
-        assert hit, "the newly registered folder was never indexed"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err
+    err = _watch_until_found(db, [str(notes)], "pika")
     assert f"Registered {notes.resolve()} as a memory folder (team scope)" in err
     with funes.open(str(db), embedder="hash", worker="off") as reader:
         assert [f.path for f in reader.folders()] == [str(notes.resolve())]
