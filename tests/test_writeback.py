@@ -141,3 +141,15 @@ def test_create_memory_tool_with_to_markdown(mem: funes.Funes, tmp_path: Path, m
     assert copies(mem, "Sundays") == 1
     plain = mem.execute_tool("create_memory", {"content": "Lunch is at noon.", "memory_type": "fact"})
     assert not plain.is_error and "Lunch" not in today(project / ".funes" / "memory").read_text()
+
+
+def test_a_line_typed_under_a_written_back_section_is_indexed(mem: funes.Funes, tmp_path: Path) -> None:
+    """Seen before: the hand-typed line stayed unsearchable, because its section held a written-back copy."""
+    root = tmp_path / "memory"
+    mem.add_folder(root)
+    mem.remember("The boiler is serviced in October.", to_markdown=True, folder=root, tags=["house"])
+    path = today(root)
+    path.write_text(path.read_text() + "Also ask the plumber about the kestrel-shaped valve.\n")
+    mem.sync(root)
+    assert copies(mem, "kestrel") == 1
+    assert copies(mem, "boiler") >= 1

@@ -390,7 +390,11 @@ class Folders:
             return True
         memory = self.store.get(match.group(1))
         # Edited by hand since it was written, the section is a note of its own.
-        return memory is None or memory.content not in chunk.content
+        if memory is None or memory.content not in chunk.content:
+            return True
+        # A line typed under the copy (issue 31) makes it a note too: anything beside the copy, its marker and tags.
+        rest = chunk.content.replace(match.group(0), "").replace(memory.content, "")
+        return bool(re.search(r"\w", re.sub(r"^- tags: .*$", "", rest, flags=re.M)))
 
     def sync(self, path: str | os.PathLike[str] | None = None, *, tenant: str | None = None) -> list[SyncReport]:
         """Reconcile folders with the index now (the named one, else every registered one, else the default)."""
