@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput, NotFound
 from ..memory.record_input import check_scope
 from ..models import Job, format_time, new_id
+from ..store.tenancy import acting_for
 from .paths import read_regular
 
 if TYPE_CHECKING:
@@ -149,7 +150,11 @@ class Uploads:
         """Remove upload folders no job refers to, once they are an hour old."""
         if not self.folder.is_dir():
             return
-        live = {str(j.payload.get("upload")) for j in self.core.store.list_jobs(None, kind=KIND, limit=1000)}
+        # Every team's uploads share this folder: read every team's jobs (row-level security would show only
+        # the caller's, and another team's accepted uploads would look unused), and all of them, not the newest.
+        with acting_for(None):
+            jobs = self.core.store.list_jobs(None, kind=KIND, limit=1_000_000)
+        live = {str(j.payload.get("upload")) for j in jobs}
         cutoff = time.time() - _SWEEP_AGE_SECONDS
         for entry in self.folder.iterdir():
             if entry.is_dir() and entry.name not in live and entry.stat().st_mtime < cutoff:
