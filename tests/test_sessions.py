@@ -434,3 +434,15 @@ def test_a_200k_window_keeps_a_long_conversation_a_128k_window_trims_it(mem: fun
     narrow = session.build_context("What did we say?", model_window=128_000)
     assert narrow.report()["conversation_cap"] == 10_000
     assert len(narrow.dropped_turns) > 100
+
+
+def test_build_context_without_a_query_measures_the_conversation_as_it_is(mem: funes.Funes) -> None:
+    session = mem.session("as-is")
+    with pytest.raises(InvalidInput, match="has none to stand for it") as info:
+        session.build_context(None)  # type: ignore[arg-type]
+    assert info.value.hint
+    session.add_message("user", "Which staging database do we use?")
+    session.add_message("assistant", "db-stage-3.")
+    built = session.build_context(None)  # type: ignore[arg-type]
+    assert built.messages[-1].content == "Which staging database do we use?"
+    assert [m.role for m in built.messages] == ["user", "assistant", "user"]

@@ -432,7 +432,7 @@ class Conversations:
     def build_context(
         self,
         session: Session | str,
-        query: str,
+        query: str | None = None,
         *,
         snapshot: Any = None,
         recent_changes: Sequence[Any] | None = None,
@@ -452,13 +452,24 @@ class Conversations:
         at; the last 10 are shown). ``budget`` is a :class:`Budget` or a dict
         of caps overriding the configured ones scaled to ``model_window``.
         The result's ``report()`` says what was included and dropped, with
-        token counts per section.
+        token counts per section. Without a ``query`` the session's latest user
+        message stands for it: the context of the conversation as it is (the
+        web UI measures it when a session opens).
         """
         if format not in FORMATS:
             raise InvalidInput(f"Unknown format {format!r}.", hint="Use 'anthropic' or 'openai'.")
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("The user message is empty.", hint="Pass the current user message as the query.")
+        if query is not None and not isinstance(query, str):
+            raise InvalidInput(f"The query must be text, got {type(query).__name__}.", hint="Pass the user message.")
         sess = self.resolve(session, tenant, user)
+        history = self.store.messages(sess.tenant, sess.id, limit=HISTORY_FETCH)
+        if not (query or "").strip():
+            said = [m.content for m in history if m.role == "user" and m.content.strip()]
+            if not said:
+                raise InvalidInput(
+                    "The user message is empty and the session has none to stand for it.",
+                    hint="Pass the current user message as the query.",
+                )
+            query = said[-1]
         # Visibility follows the caller, not the session: a session created without a
         # user showed u1's private memories to u2 (issue 9). A caller without a user
         # reads as the session's owner, so nobody else's private records reach this prompt.
@@ -537,7 +548,7 @@ class Conversations:
         )
         inputs = ContextInputs(
             query=query,
-            history=self.store.messages(sess.tenant, sess.id, limit=HISTORY_FETCH),
+            history=history,
             instructions=instructions or "",
             memory_instructions=self.memory_instructions(),
             snapshot=snapshot,

@@ -368,22 +368,12 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
     def session_context(team: str, session_id: str, body: ContextIn, request: Request) -> dict[str, Any]:
         """Build the next model call's messages within the context window, with per-section token usage.
 
-        Without a ``query`` the session's latest user message stands for it, so the context of a
-        conversation as it is can be measured (the web UI does when a session opens).
+        Without a ``query`` the session's latest user message stands for it (see ``Funes.build_context``).
         """
         p = _principal(request, team)
-        query = (body.query or "").strip()
-        if not query:
-            said = [m for m in funes.history(session_id, tenant=p.team, user=p.viewer) if m.role == "user"]
-            if not said:
-                raise InvalidInput(
-                    "The session has no user message to build a context for.",
-                    hint='Send {"query": "the next question"}.',
-                )
-            query = said[-1].content
         built = funes.build_context(
             session_id,
-            query,
+            body.query,
             instructions=body.instructions,
             model_window=body.context_window,
             tenant=p.team,
