@@ -2,10 +2,10 @@
 
 :func:`check_message` validates one message (role, text, tool calls, the
 answered call, usage, time) into a :class:`PendingMessage`;
-:func:`read_messages` does the same for a whole conversation given as dicts in
-the OpenAI or Anthropic shape, so :meth:`funes.conversations.sessions.Conversations.add_messages`
-can reject a bad conversation before its first message is stored. Pure
-functions: no store, no embedder.
+:func:`read_each` does the same for each message of a conversation given as
+dicts in the OpenAI or Anthropic shape, with the reason for each invalid one,
+so :meth:`funes.conversations.sessions.Conversations.add_messages` checks them
+all before the first is stored. Pure functions: no store, no embedder.
 """
 
 from __future__ import annotations
@@ -154,16 +154,6 @@ def read_each(messages: Iterable[Mapping[str, Any]]) -> list[tuple[int, list[Pen
     return out
 
 
-def read_messages(messages: Iterable[Mapping[str, Any]]) -> list[PendingMessage]:
-    """A whole conversation validated (see :func:`read_each`); the first invalid message is the error, named by index."""
-    out: list[PendingMessage] = []
-    for _, read in read_each(messages):
-        if isinstance(read, InvalidInput):
-            raise read
-        out.extend(read)
-    return out
-
-
 def _read_one(item: Any) -> list[PendingMessage]:
     if not isinstance(item, Mapping):
         raise InvalidInput(
@@ -199,4 +189,4 @@ def _read_one(item: Any) -> list[PendingMessage]:
     ]
 
 
-__all__ = ["MESSAGE_KEYS", "PendingMessage", "check_message", "read_each", "read_messages", "usage_numbers"]
+__all__ = ["MESSAGE_KEYS", "PendingMessage", "check_message", "read_each", "usage_numbers"]

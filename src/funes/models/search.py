@@ -7,7 +7,7 @@ results carry sessions. No I/O here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -345,8 +345,6 @@ class SearchQuery:
 
         An unknown option is refused with the names that exist, so a typo never widens a search.
         """
-        from dataclasses import fields, replace
-
         names = [f.name for f in fields(cls) if f.name != "text"]
         unknown = sorted(set(options) - set(names))
         if unknown:

@@ -285,7 +285,8 @@ def config(
         if not name or value is None:
             raise click.UsageError("Usage: funes config set NAME VALUE")
         path = cfg.write_setting(name, value)
-        note = _chunk_note(cfg.load()) if name == "chunk_tokens" else None
+        capped = _chunk_cap(cfg.load()) if name == "chunk_tokens" else None
+        note = capped[1] if capped else None
         emit(
             as_json,
             {"name": name, "value": _shown(value), "file": str(path), **({"note": note} if note else {})},
@@ -316,10 +317,10 @@ def config(
         }
         for s in cfg.SETTINGS.values()
     ]
-    if _chunk_note(loaded):
+    capped = _chunk_cap(loaded)
+    if capped is not None:
         # What ingestion really uses: the embedding model caps the chunk size.
-        row = next(r for r in rows if r["name"] == "chunk_tokens")
-        row["effective"] = _chunk_limit(loaded)
+        next(r for r in rows if r["name"] == "chunk_tokens")["effective"] = capped[0]
     emit(
         as_json,
         {"home": str(cfg.home()), "config_file": str(cfg.config_path()), "settings": rows},
@@ -335,22 +336,20 @@ def config(
     )
 
 
-def _chunk_limit(loaded: Any) -> int:
-    """The most tokens the configured embedder reads (no model is loaded to know it)."""
-    from ...providers.embed import create_embedder
+def _chunk_cap(loaded: Any) -> tuple[int, str] | None:
+    """(the size ingestion uses, the note it gives) when chunk_tokens is over the embedder's limit, else None.
 
-    return int(create_embedder(loaded).max_tokens)
-
-
-def _chunk_note(loaded: Any) -> str | None:
-    """The note ingestion gives when chunk_tokens is over the embedding model's limit (None: it fits)."""
+    No model is loaded to know the limit; an embedder that cannot be set up says so where it is used.
+    """
     from ...errors import FunesError
     from ...memory.chunking import chunk_size_for
+    from ...providers.embed import create_embedder
 
     try:
-        return chunk_size_for(loaded.chunk_tokens, _chunk_limit(loaded))[1]
+        size, note = chunk_size_for(loaded.chunk_tokens, create_embedder(loaded).max_tokens)
     except FunesError:
-        return None  # an embedder that cannot be set up says so where it is used
+        return None
+    return (size, note) if note else None
 
 
 def _shown(value: Any) -> Any:
