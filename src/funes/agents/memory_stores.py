@@ -24,29 +24,39 @@ How it maps onto Funes:
 
 Invariants: a path starts with ``/``, is at most 1,024 bytes, NFC, with no
 empty, ``.`` or ``..`` segment and no control or format character; content is
-at most 102,400 bytes. Bad input raises :class:`InvalidInput` and writes
-nothing. An update or delete with a ``content_sha256`` precondition that no
-longer holds raises :class:`PreconditionFailed` (HTTP 409) and writes nothing,
-unless the memory already has exactly the requested content and path.
+at most 102,400 bytes (:mod:`.memory_store_rules`). Bad input raises
+:class:`InvalidInput` and writes nothing. An update or delete with a
+``content_sha256`` precondition that no longer holds raises
+:class:`PreconditionFailed` (HTTP 409) and writes nothing, unless the memory
+already has exactly the requested content and path.
 Writes to one store take turns (its row is locked first).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import logging
 import os
-import re
-import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Conflict, EmbedderUnavailable, InvalidInput, NotFound, PathConflict, PreconditionFailed
 from ..knowledge.paths import write_atomic
 from ..memory.versioning import next_version, redacted
-from ..models import Memory, content_hash, format_time, from_epoch, new_id, utcnow
+from ..models import Memory, content_hash, new_id, utcnow
+from .memory_store_rules import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_NAME_CHARS,
+    OPERATIONS,
+    api_time,
+    check_limit,
+    check_path,
+    check_precondition,
+    check_text,
+    check_view,
+    next_page,
+    read_page,
+    sha256_hex,
+)
 
 if TYPE_CHECKING:
     from ..knowledge.folders import Folders
@@ -55,111 +65,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("funes.memory_stores")
 
 ENTITY_TYPE = "memory_store"
-MAX_PATH_BYTES = 1024
-MAX_CONTENT_BYTES = 102_400
-MAX_NAME_CHARS = 255
-MAX_DESCRIPTION_CHARS = 1024
-VIEWS = ("basic", "full")
-OPERATIONS = ("created", "modified", "deleted")
 MIRROR_DIR = ".memory_stores"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _UNSET: Any = object()
-
-
-def sha256_hex(text: str) -> str:
-    """The API's ``content_sha256``: lowercase hex SHA-256 of the UTF-8 bytes, no normalisation."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def check_path(path: Any, field: str = "path") -> str:
-    """A memory path as the API accepts it, or :class:`InvalidInput` saying what is wrong."""
-    example = "e.g. /projects/foo/notes.md"
-    if not isinstance(path, str):
-        raise InvalidInput(f"`{field}` must be text.", hint=f"Send a path starting with /, {example}.")
-    if not path.startswith("/"):
-        raise InvalidInput(f"The {field} {path[:80]!r} does not start with '/'.", hint=f"Send {example}.")
-    try:
-        size = len(path.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"The {field} is not valid Unicode.", hint="Send UTF-8 text.") from exc
-    if size > MAX_PATH_BYTES:
-        raise InvalidInput(
-            f"The {field} is {size:,} bytes, over the limit of {MAX_PATH_BYTES:,}.",
-            hint="Use a shorter path; put long text in the content.",
-        )
-    segments = path[1:].split("/")
-    if path == "/" or "" in segments:
-        raise InvalidInput(f"The {field} {path[:80]!r} has an empty segment.", hint=f"Name every segment, {example}.")
-    if any(s in (".", "..") for s in segments):
-        raise InvalidInput(
-            f"The {field} {path[:80]!r} has a '.' or '..' segment.",
-            hint=f"Send the path without relative parts, {example}.",
-        )
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in path):
-        raise InvalidInput(
-            f"The {field} holds a control or format character.", hint="Send a path of printable characters."
-        )
-    if unicodedata.normalize("NFC", path) != path:
-        raise InvalidInput(f"The {field} is not NFC-normalized.", hint="Normalize it to NFC before sending it.")
-    return path
-
-
-def check_text(content: Any, field: str = "content") -> str:
-    """A memory's content: text of at most 102,400 UTF-8 bytes (empty is allowed)."""
-    if not isinstance(content, str):
-        raise InvalidInput(f"`{field}` must be text.", hint='Send a string ("" for an empty memory).')
-    try:
-        size = len(content.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"The {field} is not valid Unicode (a lone surrogate).", hint="Send UTF-8 text.") from exc
-    if size > MAX_CONTENT_BYTES:
-        raise InvalidInput(
-            f"The {field} is {size:,} bytes, over the limit of {MAX_CONTENT_BYTES:,} (100 kB).",
-            hint="Split it over several memories.",
-        )
-    if "\x00" in content:
-        raise InvalidInput(f"The {field} holds a NUL character.", hint="Remove the NUL characters.")
-    return content
-
-
-def _view(view: Any, default: str) -> str:
-    view = default if view is None else view
-    if view not in VIEWS:
-        raise InvalidInput(f"Unknown view {view!r}.", hint="Use view=basic (no content) or view=full.")
-    return str(view)
-
-
-def _limit(limit: Any, view: str) -> int:
-    if limit is None:
-        return 20
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
-        raise InvalidInput(f"Limit {limit!r} is out of range.", hint="Use a limit from 1 to 100.")
-    return min(limit, 20) if view == "full" else limit
-
-
-def _page(page: Any) -> dict[str, Any] | None:
-    """A decoded ``page_...`` cursor (None for the first page)."""
-    if page is None or page == "":
-        return None
-    try:
-        if not isinstance(page, str) or not page.startswith("page_"):
-            raise ValueError(page)
-        data = json.loads(base64.urlsafe_b64decode(page[5:] + "=" * (-len(page[5:]) % 4)))
-        if not isinstance(data, dict):
-            raise ValueError(page)
-        return data
-    except ValueError as exc:
-        raise InvalidInput(
-            "The page cursor is not one this server gave.", hint="Pass `next_page` of the previous response."
-        ) from exc
-
-
-def _next_page(data: dict[str, Any]) -> str:
-    return "page_" + base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
-
-
-def _time(epoch: float | None) -> str | None:
-    return format_time(from_epoch(epoch)).replace("+00:00", "Z") if epoch is not None else None  # type: ignore[union-attr]
 
 
 class MemoryStores:
@@ -191,9 +98,9 @@ class MemoryStores:
             "name": row["name"],
             "description": row["description"] or "",
             "metadata": row["metadata"] or {},
-            "created_at": _time(row["created_at"]),
-            "updated_at": _time(row["updated_at"]),
-            "archived_at": _time(row["archived_at"]),
+            "created_at": api_time(row["created_at"]),
+            "updated_at": api_time(row["updated_at"]),
+            "archived_at": api_time(row["archived_at"]),
         }
 
     @staticmethod
@@ -260,8 +167,8 @@ class MemoryStores:
         tenant: str | None = None,
     ) -> dict[str, Any]:
         """The tenant's memory stores, oldest first, a page at a time (archived ones on request)."""
-        size = _limit(limit, "basic")
-        after = (_page(page) or {}).get("after", 0)
+        size = check_limit(limit, "basic")
+        after = (read_page(page) or {}).get("after", 0)
         rows = self._rows.list_memory_stores(
             self.core.tenant_of(tenant), after=int(after), limit=size + 1, include_archived=include_archived
         )
@@ -269,7 +176,7 @@ class MemoryStores:
         rows = rows[:size]
         return {
             "data": [self._store_dict(r) for r in rows],
-            "next_page": _next_page({"after": rows[-1]["_seq"]}) if more else None,
+            "next_page": next_page({"after": rows[-1]["_seq"]}) if more else None,
         }
 
     def update_store(
@@ -351,18 +258,18 @@ class MemoryStores:
         return "" if memory.metadata.get("memory_store_empty") else memory.content
 
     def _memory_dict(self, memory: Memory, view: str) -> dict[str, Any]:
-        meta = memory.metadata
+        text = self._content(memory)
         return {
             "type": "memory",
             "id": memory.id,
             "memory_store_id": memory.project_id,
             "path": memory.entity_id,
-            "content": self._content(memory) if view == "full" else None,
-            "content_sha256": meta.get("content_sha256"),
-            "content_size_bytes": meta.get("content_size_bytes"),
-            "memory_version_id": meta.get("memory_version_id"),
-            "created_at": _time(memory.created_at.timestamp()),
-            "updated_at": _time(memory.updated_at.timestamp()),
+            "content": text if view == "full" else None,
+            "content_sha256": sha256_hex(text),
+            "content_size_bytes": len(text.encode("utf-8")),
+            "memory_version_id": memory.metadata.get("memory_version_id"),
+            "created_at": api_time(memory.created_at.timestamp()),
+            "updated_at": api_time(memory.updated_at.timestamp()),
         }
 
     @staticmethod
@@ -378,9 +285,9 @@ class MemoryStores:
             "content": None if gone or view != "full" else row["content"],
             "content_sha256": None if gone else row["content_sha256"],
             "content_size_bytes": None if gone else row["content_size_bytes"],
-            "created_at": _time(row["created_at"]),
+            "created_at": api_time(row["created_at"]),
             "created_by": row["created_by"],
-            "redacted_at": _time(row["redacted_at"]),
+            "redacted_at": api_time(row["redacted_at"]),
             "redacted_by": row["redacted_by"],
         }
 
@@ -450,8 +357,6 @@ class MemoryStores:
                 **memory.metadata,
                 "memory_store_id": memory.project_id,
                 "memory_version_id": version_id,
-                "content_sha256": sha256_hex(content),
-                "content_size_bytes": len(content.encode("utf-8")),
                 "memory_store_empty": not content.strip(),
             },
             updated_at=utcnow(),
@@ -469,7 +374,7 @@ class MemoryStores:
     ) -> dict[str, Any]:
         """Create a memory at a path; :class:`PathConflict` when another memory has it."""
         tenant = self.core.tenant_of(tenant)
-        view = _view(view, "basic")
+        view = check_view(view, "basic")
         path, content = check_path(path), check_text(content)
         version_id = new_id("memver")
         draft = self.core.prepare(
@@ -495,7 +400,7 @@ class MemoryStores:
         """A memory, with its content unless ``view="basic"``."""
         tenant = self.core.tenant_of(tenant)
         self._store_row(store_id, tenant)
-        return self._memory_dict(self._record(store_id, memory_id, tenant), _view(view, "full"))
+        return self._memory_dict(self._record(store_id, memory_id, tenant), check_view(view, "full"))
 
     def list_memories(
         self,
@@ -510,8 +415,8 @@ class MemoryStores:
     ) -> dict[str, Any]:
         """A store's memories in path order; with ``depth``, deeper ones roll up as ``memory_prefix`` items."""
         tenant = self.core.tenant_of(tenant)
-        view = _view(view, "basic")
-        size = _limit(limit, view)
+        view = check_view(view, "basic")
+        size = check_limit(limit, view)
         if path_prefix is not None and (
             not isinstance(path_prefix, str) or not path_prefix.startswith("/") or not path_prefix.endswith("/")
         ):
@@ -522,7 +427,7 @@ class MemoryStores:
             raise InvalidInput(
                 f"depth {depth!r} must be 0 or more.", hint="0 lists everything below; 1 lists children."
             )
-        after = (_page(page) or {}).get("after")
+        after = (read_page(page) or {}).get("after")
         self._store_row(store_id, tenant)
         prefix = path_prefix or "/"
         items: list[tuple[str, dict[str, Any]]] = []
@@ -544,7 +449,7 @@ class MemoryStores:
             items = [item for item in items if item[0] > str(after)]
         more = len(items) > size
         shown = items[:size]
-        return {"data": [d for _, d in shown], "next_page": _next_page({"after": shown[-1][0]}) if more else None}
+        return {"data": [d for _, d in shown], "next_page": next_page({"after": shown[-1][0]}) if more else None}
 
     def update_memory(
         self,
@@ -566,10 +471,10 @@ class MemoryStores:
         exactly the requested content and path. No change, no new version.
         """
         tenant = self.core.tenant_of(tenant)
-        view = _view(view, "basic")
+        view = check_view(view, "basic")
         new_path = None if path is None else check_path(path)
         new_content = None if content is None else check_text(content)
-        expected = _precondition(precondition)
+        expected = check_precondition(precondition)
         current = self._record(store_id, memory_id, tenant)
         version_id = new_id("memver")
         target_path = new_path or str(current.entity_id)
@@ -582,7 +487,7 @@ class MemoryStores:
             self._writable(store_id, tenant)
             stored = self._record(store_id, memory_id, tenant)  # read again under the store's lock
             same = self._content(stored) == target_content and stored.entity_id == target_path
-            if expected is not None and stored.metadata.get("content_sha256") != expected and not same:
+            if expected is not None and sha256_hex(self._content(stored)) != expected and not same:
                 raise PreconditionFailed(
                     f"Memory {memory_id} no longer has the content_sha256 {expected}; nothing was written.",
                     hint="Read the memory again and retry against its current content_sha256.",
@@ -617,11 +522,11 @@ class MemoryStores:
         tenant = self.core.tenant_of(tenant)
         expected = None
         if expected_content_sha256 is not None:
-            expected = _precondition({"type": "content_sha256", "content_sha256": expected_content_sha256})
+            expected = check_precondition({"type": "content_sha256", "content_sha256": expected_content_sha256})
         with self._rows.transaction():
             self._writable(store_id, tenant)
             memory = self._record(store_id, memory_id, tenant)
-            if expected is not None and memory.metadata.get("content_sha256") != expected:
+            if expected is not None and sha256_hex(self._content(memory)) != expected:
                 raise PreconditionFailed(
                     f"Memory {memory_id} no longer has the content_sha256 {expected}; nothing was deleted.",
                     hint="Read the memory again and retry against its current content_sha256.",
@@ -647,11 +552,11 @@ class MemoryStores:
     ) -> dict[str, Any]:
         """A store's versions, newest first (of one memory with ``memory_id``), a page at a time."""
         tenant = self.core.tenant_of(tenant)
-        view = _view(view, "basic")
-        size = _limit(limit, view)
+        view = check_view(view, "basic")
+        size = check_limit(limit, view)
         if operation is not None and operation not in OPERATIONS:
             raise InvalidInput(f"Unknown operation {operation!r}.", hint=f"Use one of: {', '.join(OPERATIONS)}.")
-        before = (_page(page) or {}).get("before")
+        before = (read_page(page) or {}).get("before")
         self._store_row(store_id, tenant)
         rows = self._rows.list_memory_versions(
             store_id, memory_id=memory_id, operation=operation, before=before, limit=size + 1
@@ -660,7 +565,7 @@ class MemoryStores:
         rows = rows[:size]
         return {
             "data": [self._version_dict(r, view) for r in rows],
-            "next_page": _next_page({"before": rows[-1]["_seq"]}) if more else None,
+            "next_page": next_page({"before": rows[-1]["_seq"]}) if more else None,
         }
 
     def _version(self, store_id: str, version_id: str, tenant: str) -> dict[str, Any]:
@@ -678,7 +583,7 @@ class MemoryStores:
     ) -> dict[str, Any]:
         """One version, with its content unless ``view="basic"`` (a redacted one has none)."""
         tenant = self.core.tenant_of(tenant)
-        return self._version_dict(self._version(store_id, version_id, tenant), _view(view, "full"))
+        return self._version_dict(self._version(store_id, version_id, tenant), check_view(view, "full"))
 
     def redact_version(
         self, store_id: str, version_id: str, *, tenant: str | None = None, actor: dict[str, Any] | None = None
@@ -746,21 +651,3 @@ class MemoryStores:
         shutil.rmtree(root, ignore_errors=True)
         if os.path.isdir(root):
             log.warning("the files of deleted memory store %s could not all be removed from %s", store_id, root)
-
-
-def _precondition(precondition: Any) -> str | None:
-    """The expected ``content_sha256`` of a precondition object (None: none given)."""
-    if precondition is None:
-        return None
-    if not isinstance(precondition, dict) or precondition.get("type") != "content_sha256":
-        raise InvalidInput(
-            "The precondition must be an object of type content_sha256.",
-            hint='Send {"type": "content_sha256", "content_sha256": "<64 hex characters>"}.',
-        )
-    expected = precondition.get("content_sha256")
-    if not isinstance(expected, str) or not _SHA256.match(expected):
-        raise InvalidInput(
-            "content_sha256 must be 64 lowercase hexadecimal characters.",
-            hint="Send the content_sha256 a read or list returned.",
-        )
-    return expected
