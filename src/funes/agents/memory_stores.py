@@ -211,7 +211,7 @@ class MemoryStores:
         tenant = self.core.tenant_of(tenant)
         with self._rows.transaction():
             self._store_row(store_id, tenant, lock=True)
-            ids = [m.id for m in self._records(store_id, tenant)]
+            ids = [memory_id for _, memory_id in self._rows.memory_store_paths(tenant, store_id)]
             if ids:
                 self._rows.delete(ids)
             self._rows.delete_memory_store(store_id)
@@ -219,26 +219,6 @@ class MemoryStores:
         return {"type": "memory_store_deleted", "id": store_id}
 
     # -- memories -------------------------------------------------------------------------------
-    def _records(self, store_id: str, tenant: str) -> list[Memory]:
-        """Every live memory of a store (its records), in path order."""
-        out: list[Memory] = []
-        cursor = None
-        while True:
-            page = self.core.list(
-                tenant=tenant,
-                project=store_id,
-                scopes=["project"],
-                entity_types=[ENTITY_TYPE],
-                cursor=cursor,
-                limit=1000,
-                include_expired=True,
-            )
-            out.extend(m for m in page.items if m.user_id is None)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return sorted(out, key=lambda m: str(m.entity_id))
-
     def _record(self, store_id: str, memory_id: str, tenant: str) -> Memory:
         memory = self._rows.get(memory_id) if isinstance(memory_id, str) else None
         if (
@@ -430,26 +410,24 @@ class MemoryStores:
         after = (read_page(page) or {}).get("after")
         self._store_row(store_id, tenant)
         prefix = path_prefix or "/"
-        items: list[tuple[str, dict[str, Any]]] = []
-        seen: set[str] = set()
-        for memory in self._records(store_id, tenant):
-            path = str(memory.entity_id)
+        keys: dict[str, str | None] = {}  # path order key -> memory id (None: a rolled-up prefix)
+        for path, memory_id in self._rows.memory_store_paths(tenant, store_id):
             if not path.startswith(prefix):
                 continue
             parts = path[len(prefix) :].split("/")
             if depth and len(parts) > depth:
-                rolled = prefix + "/".join(parts[:depth]) + "/"
-                if rolled not in seen:
-                    seen.add(rolled)
-                    items.append((rolled, {"type": "memory_prefix", "path": rolled}))
-                continue
-            items.append((path, self._memory_dict(memory, view)))
-        items.sort(key=lambda item: item[0])
-        if after is not None:
-            items = [item for item in items if item[0] > str(after)]
-        more = len(items) > size
-        shown = items[:size]
-        return {"data": [d for _, d in shown], "next_page": next_page({"after": shown[-1][0]}) if more else None}
+                keys.setdefault(prefix + "/".join(parts[:depth]) + "/", None)
+            else:
+                keys[path] = memory_id
+        order = sorted(k for k in keys if after is None or k > str(after))
+        shown = order[:size]
+        found = self._rows.get_many([keys[k] for k in shown if keys[k] is not None])
+        data = [
+            {"type": "memory_prefix", "path": k} if keys[k] is None else self._memory_dict(found[keys[k]], view)
+            for k in shown
+            if keys[k] is None or keys[k] in found
+        ]
+        return {"data": data, "next_page": next_page({"after": shown[-1]}) if len(order) > size else None}
 
     def update_memory(
         self,

@@ -101,6 +101,15 @@ class MemoryStoreTables:
             conn.execute("DELETE FROM memory_store_versions WHERE store_id = ?", (store_id,))
             conn.execute("DELETE FROM memory_stores WHERE id = ?", (store_id,))
 
+    def memory_store_paths(self, tenant: str, store_id: str) -> list[tuple[str, str]]:
+        """The (path, record id) of every memory of a store, unordered (the caller sorts by code point)."""
+        rows = self.db.reader().execute(
+            "SELECT entity_id, id FROM memories WHERE tenant = ? AND entity_type = ? AND project_id = ? "
+            "AND user_id = ''",
+            (tenant, "memory_store", store_id),
+        )
+        return [(r[0], r[1]) for r in rows]
+
     # -- versions -------------------------------------------------------------------------
     def add_memory_version(self, version: dict[str, Any]) -> None:
         """Append one version row."""
