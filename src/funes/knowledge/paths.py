@@ -207,3 +207,21 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
             except OSError:
                 item.size = 0
     return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole: a hidden temporary file renamed into place.
+
+    Watchers and readers never see half a file; the parent folders are made.
+    """
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

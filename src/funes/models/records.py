@@ -248,6 +248,33 @@ class PreviousVersion:
     content_hash: str
     importance: float
     updated_at: datetime
+    # Set when the version was redacted: its text is erased, its time and hash kept (issue 25).
+    redacted_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``redacted_at`` only on a redacted version)."""
+        out: dict[str, Any] = {
+            "version": self.version,
+            "content": self.content,
+            "content_hash": self.content_hash,
+            "importance": self.importance,
+            "updated_at": format_time(self.updated_at),
+        }
+        if self.redacted_at is not None:
+            out["redacted_at"] = format_time(self.redacted_at)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PreviousVersion:
+        """Rebuild a version from :meth:`to_dict` output."""
+        return cls(
+            version=int(data["version"]),
+            content=data["content"],
+            content_hash=data["content_hash"],
+            importance=float(data["importance"]),
+            updated_at=parse_time(data["updated_at"]) or utcnow(),
+            redacted_at=parse_time(data.get("redacted_at")),
+        )
 
 
 @dataclass(frozen=True)
@@ -326,16 +353,7 @@ class Memory:
             "last_accessed": format_time(self.last_accessed),
             "version": self.version,
             "content_hash": self.content_hash,
-            "previous_versions": [
-                {
-                    "version": v.version,
-                    "content": v.content,
-                    "content_hash": v.content_hash,
-                    "importance": v.importance,
-                    "updated_at": format_time(v.updated_at),
-                }
-                for v in self.previous_versions
-            ],
+            "previous_versions": [v.to_dict() for v in self.previous_versions],
             "created_at": format_time(self.created_at),
             "updated_at": format_time(self.updated_at),
             "metadata": clip_depth(self.metadata),
@@ -375,16 +393,7 @@ class Memory:
             last_accessed=parse_time(data.get("last_accessed")),
             version=int(data.get("version", 1)),
             content_hash=data.get("content_hash") or content_hash(data["content"]),
-            previous_versions=tuple(
-                PreviousVersion(
-                    version=int(v["version"]),
-                    content=v["content"],
-                    content_hash=v["content_hash"],
-                    importance=float(v["importance"]),
-                    updated_at=parse_time(v["updated_at"]) or utcnow(),
-                )
-                for v in data.get("previous_versions") or ()
-            ),
+            previous_versions=tuple(PreviousVersion.from_dict(v) for v in data.get("previous_versions") or ()),
             created_at=parse_time(data.get("created_at")) or utcnow(),
             updated_at=parse_time(data.get("updated_at")) or utcnow(),
             metadata=dict(data.get("metadata") or {}),

@@ -47,6 +47,7 @@ from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
 from .sqlite_jobs import JobTables
+from .sqlite_memory_stores import MemoryStoreTables
 from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
 from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
@@ -65,6 +66,7 @@ class PostgresStore(
     CleanupTables,
     EntityTables,
     FolderTables,
+    MemoryStoreTables,
     UpkeepTables,
 ):
     """Funes storage in a PostgreSQL database with pgvector."""

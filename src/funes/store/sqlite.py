@@ -54,6 +54,7 @@ from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_keyword import KeywordSearch
 from .sqlite_matching import MatchingVectors
+from .sqlite_memory_stores import MemoryStoreTables
 from .sqlite_rows import (
     COLUMNS,
     PLACEHOLDERS,
@@ -84,6 +85,7 @@ class SqliteStore(
     EntityTables,
     CjkTables,
     FolderTables,
+    MemoryStoreTables,
     UpkeepTables,
     HealthChecks,
     ServerTables,

@@ -23,9 +23,7 @@ from ..models import (
     Reference,
     SearchFilters,
     SourceRef,
-    format_time,
     from_epoch,
-    parse_time,
     to_epoch,
 )
 from .base import Visibility, vis_key
@@ -97,18 +95,7 @@ def row_values(m: Memory) -> tuple[Any, ...]:
         to_epoch(m.last_accessed),
         m.version,
         m.content_hash,
-        _dumps(
-            [
-                {
-                    "version": v.version,
-                    "content": v.content,
-                    "content_hash": v.content_hash,
-                    "importance": v.importance,
-                    "updated_at": format_time(v.updated_at),
-                }
-                for v in m.previous_versions
-            ]
-        ),
+        _dumps([v.to_dict() for v in m.previous_versions]),
         to_epoch(m.created_at),
         to_epoch(m.updated_at),
         _dumps(m.metadata, sort_keys=True),
@@ -194,16 +181,7 @@ def to_memory(row: Sequence[Any]) -> Memory:
         last_accessed=from_epoch(last_accessed),
         version=version,
         content_hash=chash,
-        previous_versions=tuple(
-            PreviousVersion(
-                version=v["version"],
-                content=v["content"],
-                content_hash=v["content_hash"],
-                importance=v["importance"],
-                updated_at=parse_time(v["updated_at"]),  # type: ignore[arg-type]
-            )
-            for v in _loads(previous)
-        ),
+        previous_versions=tuple(PreviousVersion.from_dict(v) for v in _loads(previous)),
         created_at=from_epoch(created_at),  # type: ignore[arg-type]
         updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
         metadata=_loads(metadata),

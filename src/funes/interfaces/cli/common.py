@@ -159,7 +159,8 @@ def describe(memory: Memory) -> str:
         lines += ["", "previous versions:"]
         for old in reversed(memory.previous_versions):
             lines.append(f"  version {old.version}  {old.updated_at.isoformat()}  importance {old.importance:.2f}")
-            lines += [f"    {line}" for line in old.content.splitlines() or [""]]
+            shown = f"[redacted; {old.content_hash}]" if old.redacted_at is not None else old.content
+            lines += [f"    {line}" for line in shown.splitlines() or [""]]
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Curation commands: history (a record's versions), restore (an older version, as a new one), reconcile."""
+"""Curation commands: history (a record's versions), restore (an older version, as a new one), redact, reconcile."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
     group.add_command(history)
     group.add_command(restore)
+    group.add_command(redact)
     group.add_command(reconcile)
 
 
@@ -32,6 +33,9 @@ def history(state: State, memory_id: str, as_json: bool) -> None:
         for v in versions:
             mark = "  (current)" if v.current else ""
             lines.append(f"version {v.version}  {v.updated_at.isoformat()}  importance {v.importance:.2f}{mark}")
+            if v.redacted_at is not None:
+                lines.append(f"    [redacted {v.redacted_at.isoformat()}; {v.content_hash}]")
+                continue
             lines += [f"    {line}" for line in v.content.splitlines() or [""]]
         return "\n".join(lines)
 
@@ -50,6 +54,23 @@ def restore(state: State, memory_id: str, version: int, as_json: bool) -> None:
         as_json,
         memory.to_dict(),
         lambda: f"Restored version {version} of {memory.id} as version {memory.version}.",
+    )
+
+
+@click.command()
+@click.argument("memory_id")
+@click.option(
+    "--version", "version", type=int, required=True, help="The earlier version to redact (`funes history ID`)."
+)
+@json_option
+@pass_state
+def redact(state: State, memory_id: str, version: int, as_json: bool) -> None:
+    """Erase an earlier version's text for good; its number, time and content hash stay for audit."""
+    redacted = state.funes().redact_version(memory_id, version)
+    emit(
+        as_json,
+        redacted.to_dict(),
+        lambda: f"Redacted version {version} of {memory_id} (kept: its time and {redacted.content_hash}).",
     )
 
 

@@ -34,6 +34,8 @@ from ...errors import (
     Unauthorized,
 )
 from .auth import BodyLimit, KeyAuth
+from .memory_stores import PREFIX as MEMORY_STORES
+from .memory_stores import anthropic_error, register_memory_store_routes
 
 if TYPE_CHECKING:
     from ...service import Funes
@@ -127,6 +129,8 @@ def create_app(
     @app.exception_handler(FunesError)
     async def funes_error(request: Request, exc: FunesError) -> JSONResponse:
         status = status_of(exc)
+        if request.url.path.startswith(MEMORY_STORES):
+            return anthropic_error(status, exc, exc.message, exc.hint)
         return _error(status, exc.code, exc.message, exc.hint)
 
     @app.exception_handler(RequestValidationError)
@@ -135,6 +139,8 @@ def create_app(
         for item in exc.errors()[:5]:
             where = ".".join(str(p) for p in item.get("loc", ()))
             problems.append(f"{where}: {item.get('msg')}")
+        if request.url.path.startswith(MEMORY_STORES):
+            return anthropic_error(400, None, "The request is not valid: " + "; ".join(problems))
         return _error(
             422,
             "invalid_input",
@@ -165,6 +171,7 @@ def create_app(
     from .routes import register_routes
 
     register_routes(app, funes, backend=backend, keys_required=keys_required)
+    register_memory_store_routes(app, funes)
 
     if mcp_app is not None:
         app.mount("/mcp", mcp_app.asgi)

@@ -240,6 +240,12 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         return funes.restore(memory_id, body.version, tenant=p.team, user=p.viewer).to_dict()
 
+    @app.post(_TEAM + "/memories/{memory_id}/versions/{version}/redact", tags=["memories"], openapi_extra=WRITE)
+    def redact_version(team: str, memory_id: str, version: int, request: Request) -> dict[str, Any]:
+        """Erase a kept earlier version's text; its number, time and content hash stay for audit."""
+        p = _principal(request, team)
+        return funes.redact_version(memory_id, version, tenant=p.team, user=p.viewer).to_dict()
+
     @app.post(_TEAM + "/memories/generate", status_code=202, tags=["memories"], openapi_extra=WRITE)
     def generate(team: str, body: GenerateIn, request: Request) -> dict[str, Any]:
         """Accept a file's entities; a durable job reconciles them (per-file cooldown; bursts coalesce)."""
