@@ -165,6 +165,9 @@ def create_app(
     from .routes import register_routes
 
     register_routes(app, funes, backend=backend, keys_required=keys_required)
+    from .openapi import install
+
+    install(app)
 
     if mcp_app is not None:
         app.mount("/mcp", mcp_app.asgi)
