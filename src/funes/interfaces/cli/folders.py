@@ -176,9 +176,12 @@ def watch(state: State, path: str | None, debounce: float | None, as_json: bool)
             click.echo(json.dumps({"at": datetime.now().isoformat(), "folder": folder.path, "reason": reason}))
         click.echo(f"{datetime.now():%H:%M:%S} sync queued for {folder.path} ({reason})", err=True)
 
+    def trouble(folder: Folder, line: str) -> None:
+        click.echo(f"{datetime.now():%H:%M:%S} {line}", err=True)
+
     click.echo("Watching; Ctrl-C stops.", err=True)
     try:
-        f.watch(path, stop=stop, debounce=debounce, on_batch=told)
+        f.watch(path, stop=stop, debounce=debounce, on_batch=told, on_problem=trouble)
     except KeyboardInterrupt:
         stop.set()
 
