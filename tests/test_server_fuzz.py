@@ -76,3 +76,60 @@ def test_restoring_a_version_not_kept_is_bad_input_not_a_missing_memory(tmp_path
     service.close()
     assert answer.status_code == 400 and "history" in answer.json()["error"]["hint"]
     assert after.status_code == 200
+
+
+def test_a_store_error_body_names_no_server_path(tmp_path: Any) -> None:
+    # Before: a write to a store that turned read-only answered "The store /tmp/.../s.db is read-only ...".
+    service = open_service(str(tmp_path / "s.db"))
+    key = service.keys.create(TEAM, "write")[0]
+    service.store.db.read_only = True  # what opening it on a read-only disk sets
+    answers = []
+    try:
+        # With a key the key check's write fails first; keyless, the route's own write does.
+        with TestClient(create_app(service, mcp=False)) as client:
+            auth = {"Authorization": f"Bearer {key}"}
+            answers.append(client.post(f"/v1/teams/{TEAM}/memories", json={"content": "refused"}, headers=auth))
+        keyless = create_app(service, mcp=False, require_keys=False)
+        with TestClient(keyless, base_url="http://127.0.0.1") as client:
+            team = service.config.tenant
+            answers.append(client.post(f"/v1/teams/{team}/memories", json={"content": "refused"}))
+    finally:
+        service.store.db.read_only = False
+        service.close()
+    for answer in answers:
+        assert answer.status_code >= 400 and "read-only" in answer.text, answer.text
+        assert str(tmp_path) not in answer.text and "The store <server path> is read-only" in answer.text, answer.text
+
+
+def test_team_mcp_error_texts_name_no_server_path(tmp_path: Any) -> None:
+    # The team server's /mcp builds its server with public=path_scrubber; a tool error names the store's file.
+    import anyio
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    from funes.interfaces.mcp_server import build_server
+    from funes.interfaces.server.auth import path_scrubber
+
+    service = open_service(str(tmp_path / "s.db"))
+    server = build_server(service, project=None, public=path_scrubber(service))
+    service.store.db.read_only = True
+    shown: list[str] = []
+
+    async def main() -> None:
+        async with Client(server) as client:
+            result = await client.call_tool("create_memory", {"content": "refused", "memory_type": "fact"})
+            assert result.is_error
+            shown.append(result.content[0].text)
+            shown.append(str(result.structured_content))
+            try:
+                await client.read_resource("funes://memory/mem_01ZZZZZZZZZZZZZZZZZZZZZZZZ")
+            except MCPError as exc:
+                shown.append(str(exc))
+
+    try:
+        anyio.run(main)
+    finally:
+        service.store.db.read_only = False
+        service.close()
+    assert "read-only" in shown[0] and "<server path>" in shown[0], shown
+    assert not any(str(tmp_path) in text for text in shown), shown

@@ -54,6 +54,23 @@ FOLDER_SYNC = "folder-sync"  # the job kind of a watcher batch
 WRITTEN_BACK = re.compile(r"<!-- funes:(mem_[0-9A-Za-z]+) -->")
 
 
+MAX_DEBOUNCE = 3600.0
+
+
+def debounce_seconds(value: Any) -> float:
+    """``value`` as a watcher's debounce time, or :class:`InvalidInput` naming the range (NaN watched forever)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 <= seconds <= MAX_DEBOUNCE:  # False for NaN too
+        raise InvalidInput(
+            f"The debounce time {value!r} is not a number of seconds from 0 to {MAX_DEBOUNCE:g}.",
+            hint="Pass e.g. --debounce 1 (or set watch_debounce_seconds).",
+        )
+    return seconds
+
+
 _PROBLEMS_KEPT = 20  # per sync job: a folder of a thousand broken files says so in a few lines
 
 
@@ -491,7 +508,7 @@ class Folders:
         targets = [self.folder(path, tenant=tenant)] if path is not None else self.folders(tenant=tenant)
         if not targets:
             targets = [self.folder()]
-        wait = float(self.config.watch_debounce_seconds if debounce is None else debounce)
+        wait = debounce_seconds(self.config.watch_debounce_seconds if debounce is None else debounce)
 
         by_path = {f.path: f for f in targets}
         queued: dict[str, Folder] = {}

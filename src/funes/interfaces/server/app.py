@@ -33,7 +33,7 @@ from ...errors import (
     StoreFull,
     Unauthorized,
 )
-from .auth import BodyLimit, KeyAuth
+from .auth import BodyLimit, KeyAuth, path_scrubber
 
 if TYPE_CHECKING:
     from ...service import Funes
@@ -124,10 +124,12 @@ def create_app(
     )
     app.state.funes = funes
 
+    public = path_scrubber(funes)
+
     @app.exception_handler(FunesError)
     async def funes_error(request: Request, exc: FunesError) -> JSONResponse:
         status = status_of(exc)
-        return _error(status, exc.code, exc.message, exc.hint)
+        return _error(status, exc.code, public(exc.message), public(exc.hint) if exc.hint else exc.hint)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
