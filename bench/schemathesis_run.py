@@ -32,12 +32,13 @@ def _postgres(stack: list) -> str | None:
     stack.append(server)
     admin = urlsplit(server.get_uri())
     with psycopg.connect(urlunsplit(admin), autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS funes_fuzz WITH (FORCE)")
-        conn.execute("CREATE DATABASE funes_fuzz")
-    url = urlunsplit((admin.scheme, admin.netloc, "/funes_fuzz", admin.query, ""))
-    with psycopg.connect(url, autocommit=True) as conn:
+        # An ordinary role, as in production: row-level security applies to it.
+        conn.execute("CREATE ROLE funes_fuzz LOGIN PASSWORD 'funes_fuzz' NOSUPERUSER NOBYPASSRLS")
+        conn.execute("CREATE DATABASE funes_fuzz OWNER funes_fuzz")
+    with psycopg.connect(urlunsplit((*admin[:2], "/funes_fuzz", admin.query, "")), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    return url
+    where = (admin.hostname or "") + (f":{admin.port}" if admin.port else "")
+    return urlunsplit((admin.scheme, f"funes_fuzz:funes_fuzz@{where}", "/funes_fuzz", admin.query, ""))
 
 
 def main(argv: list[str] | None = None) -> int:
