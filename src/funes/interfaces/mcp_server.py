@@ -128,6 +128,7 @@ def build_server(
     instructions: str | None = None,
     caller_of: Callable[[Any, Caller], Caller] | None = None,
     authorize: Callable[[Any, ToolSpec | None], None] | None = None,
+    public: Callable[[str], str] | None = None,
 ) -> Server[Any]:
     """An MCP server over one Funes service; ``project`` is the resolved default project.
 
@@ -135,7 +136,8 @@ def build_server(
     resolves it from the request's API key); by default, the configured tenant and user.
     ``authorize(ctx, spec)`` runs before anything else of a tool call and raises
     a :class:`~funes.errors.FunesError` (``Forbidden``) to refuse it; ``spec`` is
-    None for an unknown tool name.
+    None for an unknown tool name. ``public(text)`` rewrites an error's text
+    before it is sent (the team server takes its own paths out of it).
     """
     from ..agents.specs import TOOLS, TOOLS_BY_NAME
 
@@ -171,10 +173,12 @@ def build_server(
                 )
         run = partial(funes.execute_tool, params.name, params.arguments or {}, caller=caller_for(ctx), project=project)
         result = await anyio.to_thread.run_sync(run)
+        text, data = result.text, result.data
+        if result.is_error and public is not None:
+            text = public(text)
+            data = json.loads(public(json.dumps(data)))
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)],
-            structured_content=result.data,
-            is_error=result.is_error,
+            content=[types.TextContent(type="text", text=text)], structured_content=data, is_error=result.is_error
         )
 
     async def list_resources(
@@ -233,7 +237,7 @@ def build_server(
         try:
             return await anyio.to_thread.run_sync(read, str(params.uri), caller_for(ctx))
         except FunesError as exc:
-            raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
+            raise MCPError(types.INVALID_PARAMS, public(str(exc)) if public is not None else str(exc)) from exc
 
     prompt = types.Prompt(
         name=PROMPT_NAME,

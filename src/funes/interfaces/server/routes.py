@@ -238,7 +238,12 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
     def restore_memory(team: str, memory_id: str, body: RestoreIn, request: Request) -> dict[str, Any]:
         """Make an older version current again (as a new version)."""
         p = _principal(request, team)
-        return funes.restore(memory_id, body.version, tenant=p.team, user=p.viewer).to_dict()
+        funes.get(memory_id, tenant=p.team, user=p.viewer)  # no such memory: 404
+        try:
+            return funes.restore(memory_id, body.version, tenant=p.team, user=p.viewer).to_dict()
+        except NotFound as exc:
+            # The memory exists; a 404 on its URL would read as "deleted" (issue 31, schemathesis' stateful run).
+            raise InvalidInput(exc.message, hint=exc.hint) from exc
 
     @app.post(_TEAM + "/memories/{memory_id}/versions/{version}/redact", tags=["memories"], openapi_extra=WRITE)
     def redact_version(team: str, memory_id: str, version: int, request: Request) -> dict[str, Any]:
