@@ -327,6 +327,24 @@ class Database:
                 raise _translate(self.path, exc) from exc
             return before, after
 
+    @contextlib.contextmanager
+    def secure_deletes(self) -> Iterator[None]:
+        """Writes inside zero what they delete (``PRAGMA secure_delete``), for forgetting (issue 25)."""
+        with self._lock:
+            conn = self._writer
+            before = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+            conn.execute("PRAGMA secure_delete = ON")
+            try:
+                yield
+            finally:
+                conn.execute(f"PRAGMA secure_delete = {before}")
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        """Copy the WAL into the file and truncate it: (busy, WAL frames, frames checkpointed)."""
+        with self._lock:
+            busy, log, done = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return int(busy), int(log), int(done)
+
     @staticmethod
     def _size(conn: Any) -> int:
         pages = int(conn.execute("PRAGMA page_count").fetchone()[0])

@@ -39,6 +39,7 @@ from ..models import EmbedderIdentity, Memory
 from .base import refuse_other_embedder, vector_problem, vis_key
 from .pg_connection import PgDatabase, redact
 from .postgres_extras import PostgresExtras
+from .postgres_forget import PostgresForget
 from .postgres_search import PostgresSearch, fold_words
 from .postgres_upkeep import PostgresUpkeep
 from .sqlite import SqliteStore
@@ -46,6 +47,7 @@ from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
+from .sqlite_forget import ForgetTables
 from .sqlite_jobs import JobTables
 from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
 from .sqlite_sessions import SessionTables
@@ -59,12 +61,14 @@ class PostgresStore(
     PostgresSearch,
     PostgresExtras,
     PostgresUpkeep,
+    PostgresForget,
     DocumentTables,
     SessionTables,
     JobTables,
     CleanupTables,
     EntityTables,
     FolderTables,
+    ForgetTables,
     UpkeepTables,
 ):
     """Funes storage in a PostgreSQL database with pgvector."""

@@ -50,6 +50,7 @@ from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
+from .sqlite_forget import ForgetTables
 from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_keyword import KeywordSearch
@@ -84,6 +85,7 @@ class SqliteStore(
     EntityTables,
     CjkTables,
     FolderTables,
+    ForgetTables,
     UpkeepTables,
     HealthChecks,
     ServerTables,
