@@ -34,7 +34,9 @@ def _open(url: str, **settings: object) -> funes.Funes:
 
 def _seed(mem: funes.Funes) -> str:
     """Alice's text stored, written back to Markdown, searched, said in a chat and learned from, and uploaded."""
-    mem.remember(SECRET, user="alice", to_markdown=True)
+    stated = mem.remember(SECRET.replace("marmaladeorchid", "aisle"), user="alice")
+    mem.update(stated.id, content=SECRET, user="alice")  # the first wording is a kept version now
+    mem.writeback.write_back(mem.get(stated.id, user="alice"))
     mem.remember(OTHER)
     mem.session("s1", user="alice")
     mem.add_message("s1", "user", "I prefer marmaladeorchid seats on long flights.")
@@ -84,9 +86,9 @@ def test_forgetting_a_user_leaves_none_of_their_text_in_any_file_on_sqlite(proje
     # The closed store: the file, its WAL (if any), the ANN files, the folder and the uploads.
     assert _scan(_files(db.parent, folder, uploads)) == []
     counts = receipt["counts"]
-    assert counts["records"] >= 5 and counts["messages"] == 2 and counts["sessions"] == 1
+    assert counts["records"] >= 5 and counts["versions"] == 1 and counts["messages"] == 2 and counts["sessions"] == 1
     assert counts["access_log_rows"] >= 1 and counts["uploads"] == 1 and counts["markdown_files"] == 1
-    assert counts["jobs"] >= 1 and counts["documents"] == 1
+    assert counts["jobs"] >= 1 and counts["documents"] == 1 and counts["embedding_cache"] >= 1
     # The tombstone holds no content: ids, hashes and counts only.
     with _open(str(db)) as mem:
         tomb = mem.forget_receipt(receipt["id"])

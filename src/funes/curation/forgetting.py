@@ -276,6 +276,9 @@ class Forgetting:
             session_ids=sorted(plan["sessions"]),
             document_ids=sorted(plan["documents"]),
             job_ids=sorted(plan["jobs"]),
+            text_hashes=sorted(
+                {hashlib.sha256(t.encode("utf-8")).hexdigest() for m in records.values() for t in _embedded(m)}
+            ),
             receipt=receipt,
         )
         for session, owner, tenant_id in sorted(plan["rebuild"]):
@@ -388,6 +391,14 @@ def _without(text: str, ids: set[str], notes: list[Memory]) -> str:
     if not drop:
         return text
     return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _embedded(memory: Memory) -> list[str]:
+    """The texts of a record the embedding cache may hold vectors of (as embedded, and its bare content)."""
+    texts = [memory.content, *(v.content for v in memory.previous_versions)]
+    if memory.title:
+        texts.append(f"{memory.title}\n{memory.content}")
+    return texts
 
 
 def _rewrite(path: Path, text: str) -> None:

@@ -300,8 +300,12 @@ class Database:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
-    def vacuum(self) -> tuple[int, int]:
-        """Reclaim free pages (incremental vacuum if enabled, else VACUUM); (database bytes before, after)."""
+    def vacuum(self, *, full: bool = False) -> tuple[int, int]:
+        """Reclaim free pages (incremental vacuum if enabled, else VACUUM); (database bytes before, after).
+
+        ``full`` always rewrites the file (VACUUM): forgetting needs the stale copies in free pages
+        and free blocks gone, which an incremental vacuum leaves.
+        """
         with self._lock:
             if self._depth:
                 raise Conflict(
@@ -311,7 +315,7 @@ class Database:
             conn = self._writer
             try:
                 before = self._size(conn)
-                if int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2:
+                if not full and int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2:
                     conn.execute("PRAGMA incremental_vacuum").fetchall()
                 else:
                     conn.execute("VACUUM")

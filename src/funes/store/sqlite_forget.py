@@ -13,21 +13,25 @@ mixin removes it from every table in ONE write transaction:
 Then :meth:`ForgetTables.scrub` makes the bytes go away: SQLite runs the
 transaction with ``PRAGMA secure_delete = ON`` (freed cells and pages are
 zeroed), merges the FTS5 segments (``optimize``: a ``delete`` entry alone
-leaves the term in an older segment), and truncates the WAL with
-``wal_checkpoint(TRUNCATE)``. The PostgreSQL store overrides it with
+leaves the term in an older segment), VACUUMs (earlier page splits and
+updates left unzeroed copies in free pages and free blocks: only a rewrite
+drops them), and truncates the WAL with ``wal_checkpoint(TRUNCATE)``. The PostgreSQL store overrides it with
 ``VACUUM FULL`` of the touched tables (postgres_forget.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import BackendUnavailable
+
 _CHUNK = 500
 #: The tables a forget can touch (PostgreSQL vacuums these).
-TOUCHED = ("memories", "memory_vectors", "access_log", "messages", "sessions", "documents", "jobs")
+TOUCHED = ("memories", "memory_vectors", "access_log", "messages", "sessions", "documents", "jobs", "embedding_cache")
 
 
 def _chunks(values: Sequence[str]) -> Iterator[tuple[list[str], str]]:
@@ -144,12 +148,15 @@ class ForgetTables:
         session_ids: Sequence[str] = (),
         document_ids: Sequence[str] = (),
         job_ids: Sequence[str] = (),
+        text_hashes: Sequence[str] = (),
         receipt: dict[str, Any] | None = None,
     ) -> dict[str, int]:
         """Remove records and everything that holds their text in one transaction; counts per place.
 
-        ``receipt`` (a dict with ``id``, ``at`` epoch seconds and ``actor``) is
-        written as the tombstone in the same transaction, with the counts.
+        ``text_hashes`` are the embedding cache's keys of the forgotten texts (the
+        logged queries' are added here). ``receipt`` (a dict with ``id``,
+        ``at_epoch`` and ``actor``) is written as the tombstone in the same
+        transaction, with the counts.
         """
         counts: dict[str, int] = {}
         with self.db.secure_deletes(), self.db.write() as conn:
@@ -183,6 +190,11 @@ class ForgetTables:
                 cleared += conn.execute(
                     f"UPDATE access_log SET query = NULL WHERE tenant = ? AND query IN ({marks})", [tenant, *chunk]
                 ).rowcount
+            hashes = sorted({*text_hashes, *(hashlib.sha256(q.encode("utf-8")).hexdigest() for q in queries)})
+            counts["embedding_cache"] = sum(
+                conn.execute(f"DELETE FROM embedding_cache WHERE text_hash IN ({marks})", chunk).rowcount
+                for chunk, marks in _chunks(hashes)
+            )
             counts["access_log_rows"] = access_rows
             counts["access_queries_cleared"] = cleared
             counts["messages"] = sum(
@@ -244,11 +256,21 @@ class ForgetTables:
         for tenant in tenants:
             self.ann.drop(tenant)  # type: ignore[attr-defined]
         self.vector_cache.clear()  # type: ignore[attr-defined]
-        with self.db.secure_deletes(), self.db.write() as conn:
-            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
-            conn.execute("INSERT INTO memories_cjk (memories_cjk) VALUES ('optimize')")
+        with self.db.secure_deletes():
+            with self.db.write() as conn:
+                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+                conn.execute("INSERT INTO memories_cjk (memories_cjk) VALUES ('optimize')")
+            report: dict[str, Any] = {"secure_delete": True, "keyword_index": "optimized"}
+            try:
+                # Free pages and free blocks still hold copies that earlier writes left behind
+                # (a page split, an update moving a row), unzeroed: only rewriting the file drops them.
+                before, after = self.db.vacuum(full=True)
+                report.update(vacuum=True, bytes_before=before, bytes_after=after)
+            except BackendUnavailable as exc:
+                report.update(vacuum=False, vacuum_error=exc.message)
         busy, frames, _copied = self.db.checkpoint()
-        return {"secure_delete": True, "keyword_index": "optimized", "wal_checkpoint": {"busy": busy, "frames": frames}}
+        report["wal_checkpoint"] = {"busy": busy, "frames": frames}
+        return report
 
     def storage_files(self) -> list[Path]:
         """The files that hold this store's data: the database, its WAL and journal, and the ANN index files."""
