@@ -32,14 +32,15 @@ _MAX_TOKENS = 2000
 
 def candidate_tokens(texts: Iterable[str]) -> set[str]:
     """The words of ``texts`` long or odd enough to say the text was there (case-folded)."""
-    out: set[str] = set()
+    words: set[str] = set()
     for text in texts:
-        for word in _WORD.findall(text or ""):
-            folded = word.casefold()
-            has_digit = any(c.isdigit() for c in folded)
-            has_alpha = any(c.isalpha() for c in folded)
-            if (len(folded) >= 6 and has_alpha) or (len(folded) >= 4 and has_digit and has_alpha):
-                out.add(folded)
+        words.update(_WORD.findall((text or "").casefold()))
+    out: set[str] = set()
+    for word in words:
+        if len(word) < 4 or word.isdigit() or not any(c.isalpha() for c in word):
+            continue
+        if len(word) >= 6 or any(c.isdigit() for c in word):
+            out.add(word)
     return out
 
 
