@@ -237,3 +237,29 @@ def test_the_rest_api_forgets_with_an_admin_key(project: Path, tmp_path: Path) -
         assert verified["ok"] is True
         missing = client.post("/v1/teams/t/forget", json={"ids": ["mem_nope"]}, headers=headers)
         assert missing.status_code == 404
+
+
+def test_forgetting_a_message_removes_the_insight_of_its_chat_and_queues_a_fresh_one(
+    project: Path, tmp_path: Path
+) -> None:
+    with _open(str(tmp_path / "i.db")) as mem:
+        mem.session("pool")
+        question = "How should we size the PostgreSQL quokkabrandt pool for the API servers under peak load?"
+        answer = (
+            "Size the pool from the database side: PostgreSQL handles about two connections per core "
+            "well, so with 8 cores keep the pool near 16 and let PgBouncer multiplex the API servers onto it."
+        )
+        mem.add_messages("pool", [{"role": "user", "content": question}, {"role": "assistant", "content": answer}])
+        made = mem.process_chat("pool")
+        assert made["status"] == "created", made
+        insight = made["memory"]
+        assert mem.why(insight.id)["sources"]["sessions"] == ["pool"]
+        asked = next(m for m in mem.list(kinds=["message"]).items if "quokkabrandt" in m.content)
+        receipt = mem.forget_everywhere([asked.id])
+        assert {r["id"] for r in receipt["records"] if r["derived"]} == {insight.id}
+        assert receipt["counts"]["derived_rebuilding"] == 1
+        assert mem.list(kinds=["insight"]).items == ()
+        queued = [j for j in mem.jobs.list(kind="insights") if j.status == "queued"]
+        assert [j.payload["session"] for j in queued] == ["pool"]
+        assert [m.content for m in mem.history("pool")] == [answer]
+        assert mem.verify_forgotten(receipt["id"])["ok"]

@@ -279,6 +279,8 @@ class Forgetting:
             text_hashes=sorted(
                 {hashlib.sha256(t.encode("utf-8")).hexdigest() for m in records.values() for t in _embedded(m)}
             ),
+            texts=sorted({t for m in records.values() for t in _embedded(m)}),
+            matching=plan["text"],
             receipt=receipt,
         )
         for session, owner, tenant_id in sorted(plan["rebuild"]):

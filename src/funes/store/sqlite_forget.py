@@ -149,12 +149,16 @@ class ForgetTables:
         document_ids: Sequence[str] = (),
         job_ids: Sequence[str] = (),
         text_hashes: Sequence[str] = (),
+        texts: Sequence[str] = (),
+        matching: str | None = None,
         receipt: dict[str, Any] | None = None,
     ) -> dict[str, int]:
         """Remove records and everything that holds their text in one transaction; counts per place.
 
         ``text_hashes`` are the embedding cache's keys of the forgotten texts (the
-        logged queries' are added here). ``receipt`` (a dict with ``id``,
+        logged queries' are added here). A logged query equal to one of ``texts``
+        (a restatement logged against another record), holding ``matching``, or
+        asked in a forgotten session is blanked too. ``receipt`` (a dict with ``id``,
         ``at_epoch`` and ``actor``) is written as the tombstone in the same
         transaction, with the counts.
         """
@@ -185,7 +189,18 @@ class ForgetTables:
                 )
                 access_rows += conn.execute(f"DELETE FROM access_log WHERE memory_id IN ({marks})", chunk).rowcount
             cleared = 0
-            for chunk, marks in _chunks(sorted(queries)):
+            if matching:
+                cleared += conn.execute(
+                    "UPDATE access_log SET query = NULL WHERE tenant = ? AND lower(query) LIKE ? ESCAPE '\\'",
+                    (tenant, like_pattern(matching)),
+                ).rowcount
+            for chunk, marks in _chunks(list(session_ids)):
+                cleared += conn.execute(
+                    f"UPDATE access_log SET query = NULL WHERE tenant = ? AND query IS NOT NULL "
+                    f"AND session_id IN ({marks})",
+                    [tenant, *chunk],
+                ).rowcount
+            for chunk, marks in _chunks(sorted({*queries, *(t for t in texts if t)})):
                 # The same search logged for other records it returned: its text goes too, the rows stay.
                 cleared += conn.execute(
                     f"UPDATE access_log SET query = NULL WHERE tenant = ? AND query IN ({marks})", [tenant, *chunk]
