@@ -143,7 +143,8 @@ def test_forgetting_a_message_removes_what_was_learned_from_it(project: Path, tm
         left = [m.content for m in mem.list(user="bo").items]
         assert any("Priya" in c for c in left) and not any("marmaladeorchid" in c for c in left)
         assert [m.content for m in mem.history("s1", user="bo")] == ["My manager is Priya."]
-        assert mem.verify_forgotten(receipt["id"])["ok"]
+        report = mem.verify_forgotten(receipt["id"])
+        assert report["ok"], report["hits"]
 
 
 def test_bad_input_is_refused_and_changes_nothing(project: Path, tmp_path: Path) -> None:
@@ -179,7 +180,8 @@ def test_verify_says_where_a_forgotten_word_came_back(project: Path, tmp_path: P
     with _open(str(tmp_path / "m.db")) as mem:
         mem.remember(SECRET, to_markdown=True)
         receipt = mem.forget_everywhere(matching="quokkabrandt", confirm=True)
-        assert mem.verify_forgotten(receipt["id"])["ok"]
+        report = mem.verify_forgotten(receipt["id"])
+        assert report["ok"], report["hits"]
         folder = Path(mem.memory_folders.folders()[0].path)
         stray = folder / "stray.md"
         stray.write_text("copied by hand: the QUOKKABRANDT passcode\n", encoding="utf-8")
@@ -262,4 +264,5 @@ def test_forgetting_a_message_removes_the_insight_of_its_chat_and_queues_a_fresh
         queued = [j for j in mem.jobs.list(kind="insights") if j.status == "queued"]
         assert [j.payload["session"] for j in queued] == ["pool"]
         assert [m.content for m in mem.history("pool")] == [answer]
-        assert mem.verify_forgotten(receipt["id"])["ok"]
+        report = mem.verify_forgotten(receipt["id"])
+        assert report["ok"], report["hits"]

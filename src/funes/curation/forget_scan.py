@@ -3,7 +3,7 @@
 A receipt must let ``funes verify-forgotten`` look for the forgotten text
 without holding it. So a forget takes the text's *distinctive tokens* (words
 of at least 6 characters, or of at least 4 mixing letters and digits; none
-that any remaining record holds, none that Funes's own schema spells) and
+that any remaining record holds, none that Funes's own code spells) and
 keeps, for each, ``HMAC-SHA256(salt, token)`` cut to 16 hex digits, with a
 fresh random salt per receipt. Verifying cuts every file into words, hashes
 each word of a kept length with the salt, and reports each match with its

@@ -26,6 +26,7 @@ actor, and the keyed hashes of the text's distinctive tokens
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -295,7 +296,7 @@ class Forgetting:
             if any(Path(p).is_relative_to(folder) for p in plan["markdown"]):
                 self.folders.sync(folder, tenant=plan["tenant"])
         storage = store.scrub([plan["tenant"]])
-        tokens = candidates - store.words_in_use(sorted(candidates)) - _schema_words()
+        tokens = candidates - store.words_in_use(sorted(candidates)) - _own_words()
         receipt["counts"] = {
             **counts,
             "derived_removed": len(plan["derived"]),
@@ -427,13 +428,16 @@ def _shred(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _schema_words() -> set[str]:
-    """Words Funes's own schema spells (table, column and comment words): in every store file, never evidence."""
-    from importlib import resources
+@functools.lru_cache(maxsize=1)
+def _own_words() -> frozenset[str]:
+    """Words Funes's own code and schema spell (table and column names, JSON keys, record kinds and types).
 
+    They sit in every store file beside any user's text (a ``conversation``
+    record type, a ``message_id`` key), so finding one proves nothing.
+    """
+    root = Path(__file__).resolve().parents[1]
     words: set[str] = set()
-    for folder in ("sql", "pg_sql"):
-        for entry in resources.files("funes.store").joinpath(folder).iterdir():
-            if entry.name.endswith(".sql"):
-                words |= {w.casefold() for w in re.findall(r"\w+", entry.read_text(encoding="utf-8"))}
-    return words
+    for path in [*root.rglob("*.py"), *root.rglob("*.sql")]:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            words.update(w.casefold() for w in re.findall(r"\w+", path.read_text(encoding="utf-8")))
+    return frozenset(words)
