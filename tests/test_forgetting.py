@@ -266,3 +266,26 @@ def test_forgetting_a_message_removes_the_insight_of_its_chat_and_queues_a_fresh
         assert [m.content for m in mem.history("pool")] == [answer]
         report = mem.verify_forgotten(receipt["id"])
         assert report["ok"], report["hits"]
+
+
+def test_forgetting_a_matched_text_cuts_its_lines_from_a_memory_folder_note(project: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note = notes / "travel.md"
+    note.write_text(
+        "# Travel\n\nThe hotel is near the station.\nThe quokkabrandt door code is zephyrwhistle42.\n"
+        "Breakfast starts at seven.\n",
+        encoding="utf-8",
+    )
+    with _open(str(tmp_path / "f.db")) as mem:
+        mem.add_folder(notes)
+        mem.sync(notes)
+        preview = mem.preview_forget(matching="zephyrwhistle42")
+        assert preview["markdown_files"] == [str(note)]
+        receipt = mem.forget_everywhere(matching="zephyrwhistle42", confirm=True)
+        assert receipt["counts"]["markdown_files"] == 1
+        text = note.read_text(encoding="utf-8")
+        assert "zephyrwhistle42" not in text and "quokkabrandt" not in text
+        assert "The hotel is near the station." in text and "Breakfast starts at seven." in text
+        assert [h.memory.source.uri for h in mem.search("hotel station breakfast")][:1] == [str(note)]
+        assert mem.verify_forgotten(receipt["id"])["ok"]

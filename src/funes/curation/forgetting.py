@@ -167,7 +167,7 @@ class Forgetting:
             if doc and set(store.ids_of_sources([doc])) <= set(records):
                 documents.add(doc)
         uploads, upload_jobs = self._uploads(tenant_id, documents, user if selector["by"] == "user" else None)
-        markdown = self._markdown_edits(tenant_id, records)
+        markdown = self._markdown_edits(tenant_id, records, text)
         needles = [*records, *gone_messages, *sessions, *uploads]
         jobs = set(store.jobs_mentioning(tenant_id, needles)) | upload_jobs
         if text:
@@ -200,8 +200,12 @@ class Forgetting:
                     folders[upload] = str(self.uploads.folder / upload)
         return folders, jobs
 
-    def _markdown_edits(self, tenant: str, records: dict[str, Memory]) -> dict[str, str]:
-        """The memory-folder files that hold a forgotten record (a write-back section or a note's lines), new text."""
+    def _markdown_edits(self, tenant: str, records: dict[str, Memory], text: str | None) -> dict[str, str]:
+        """The memory-folder files that hold a forgotten record (a write-back section or a note's lines), new text.
+
+        A matched ``text`` cuts only the note lines holding it (the sync indexes the rest again);
+        otherwise a forgotten note loses every line of its chunk.
+        """
         edits: dict[str, str] = {}
         roots = [Path(f.path) for f in self.folders.folders(tenant=tenant)]
         by_file: dict[str, list[Memory]] = {}
@@ -215,7 +219,7 @@ class Forgetting:
                     continue
                 with contextlib.suppress(OSError, UnicodeDecodeError):
                     before = path.read_text(encoding="utf-8")
-                    after = _without(before, set(records), by_file.get(str(path), []))
+                    after = _without(before, set(records), by_file.get(str(path), []), text)
                     if after != before:
                         edits[str(path)] = after
         return edits
@@ -373,8 +377,9 @@ class Forgetting:
         }
 
 
-def _without(text: str, ids: set[str], notes: list[Memory]) -> str:
-    """The Markdown text without the write-back sections of ``ids`` and without the lines of ``notes``."""
+def _without(text: str, ids: set[str], notes: list[Memory], matching: str | None = None) -> str:
+    """The Markdown text without the write-back sections of ``ids`` and the lines of ``notes`` (those holding
+    ``matching``, when given)."""
     lines = text.splitlines(keepends=True)
     drop: set[int] = set()
     for i, line in enumerate(lines):
@@ -387,10 +392,10 @@ def _without(text: str, ids: set[str], notes: list[Memory]) -> str:
             end += 1
         drop.update(range(start, end))
     for note in notes:
-        body = note.content
-        for i, line in enumerate(lines):
-            if len(line.strip()) >= _MIN_MATCH and line.strip() in body and not line.startswith("#"):
-                drop.add(i)
+        mine = [i for i, line in enumerate(lines) if len(line.strip()) >= _MIN_MATCH and line.strip() in note.content]
+        holding = [i for i in mine if matching is not None and matching.casefold() in lines[i].casefold()]
+        # A match spanning lines (or only in the title) takes the note's whole text, as an id does.
+        drop.update(holding or [i for i in mine if not lines[i].startswith("#")])
     if not drop:
         return text
     return "".join(line for i, line in enumerate(lines) if i not in drop)
