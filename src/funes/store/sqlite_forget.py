@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 from ..errors import BackendUnavailable
 
 _CHUNK = 500
+_ID = re.compile(r"[a-z]{3}_[0-9a-z]{26}")
 #: The tables a forget can touch (PostgreSQL vacuums these).
 TOUCHED = ("memories", "memory_vectors", "access_log", "messages", "sessions", "documents", "jobs", "embedding_cache")
 
@@ -115,16 +117,19 @@ class ForgetTables:
 
     def jobs_mentioning(self, tenant: str, needles: Sequence[str]) -> list[str]:
         """Ids of the tenant's jobs whose payload, result or error names one of ``needles`` (case-insensitive)."""
-        folded = [n.lower() for n in needles if n]
+        folded = {n.lower() for n in needles if n}
         if not folded:
             return []
+        # Funes ids are looked up as words (thousands of them against every job stay cheap); the rest by substring.
+        ids = {n for n in folded if _ID.fullmatch(n)}
+        others = [n for n in folded if n not in ids]
         out = []
         rows = self.db.reader().execute(
             "SELECT id, payload, coalesce(result, ''), coalesce(last_error, '') FROM jobs WHERE tenant = ?", (tenant,)
         )
         for job_id, payload, result, error in rows:
             text = f"{payload}\n{result}\n{error}".lower()
-            if any(n in text for n in folded):
+            if ids.intersection(_ID.findall(text)) or any(n in text for n in others):
                 out.append(str(job_id))
         return out
 
