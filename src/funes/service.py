@@ -28,7 +28,9 @@ The parts, innermost first (each may use only those before it):
 * ``upkeep`` (:class:`funes.curation.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
 * ``keys`` (:class:`funes.memory.keys.Keys`): the team server's API keys;
 * ``generation`` (:class:`funes.curation.generation.Generation`): generate/regenerate as cooled-down jobs;
-* ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs.
+* ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs;
+* ``forgetting`` (:class:`funes.curation.forgetting.Forgetting`): forget everywhere with a receipt, verify it;
+* ``provenance`` (:class:`funes.curation.provenance.Provenance`): ``why``, a record's sources and derivatives.
 
 See ``docs/architecture.md``.
 """
@@ -48,10 +50,12 @@ from .agents.tasks import Tasks
 from .agents.tools import AgentTools
 from .conversations.sessions import Conversations
 from .curation.entities import Entities
+from .curation.forgetting import Forgetting
 from .curation.generation import Generation
 from .curation.health import Maintenance
 from .curation.insights import Insights
 from .curation.learn import Learning
+from .curation.provenance import Provenance
 from .curation.upkeep import Upkeep
 from .curation.versions import Curation
 from .knowledge.documents import Documents
@@ -130,6 +134,8 @@ class Funes:
         self.keys = Keys(self.core)
         self.generation = Generation(self.core, self.jobs, self.entities)
         self.uploads = Uploads(self.core, self.docs, self.jobs)
+        self.forgetting = Forgetting(self.core, self.memory_folders, self.uploads)
+        self.provenance = Provenance(self.core)
         if worker == "on":
             self.jobs.start()  # after every service registered its job kinds and schedules
 
@@ -174,6 +180,11 @@ class Funes:
     unpin = _delegate("core", Core.unpin)
     forget = _delegate("core", Core.forget)
     forget_many = _delegate("core", Core.forget_many)
+    preview_forget = _delegate("forgetting", Forgetting.preview)
+    forget_everywhere = _delegate("forgetting", Forgetting.forget)
+    verify_forgotten = _delegate("forgetting", Forgetting.verify)
+    forget_receipt = _delegate("forgetting", Forgetting.receipt)
+    why = _delegate("provenance", Provenance.why)
     list = _delegate("core", Core.list)
 
     def search(self, query: str | SearchQuery, **options: Any) -> SearchResults:

@@ -15,6 +15,7 @@ from .auth import principal_of as _principal
 from .schemas import (
     ClearIn,
     ContextIn,
+    ForgetIn,
     GenerateIn,
     InternalGenerateIn,
     MemoryIn,
@@ -225,6 +226,40 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         p = _principal(request, team)
         funes.forget(memory_id, tenant=p.team, user=p.viewer)
         return Response(status_code=204)
+
+    @app.get(_TEAM + "/memories/{memory_id}/why", tags=["memories"])
+    def memory_why(team: str, memory_id: str, request: Request) -> dict[str, Any]:
+        """What a memory was made from (messages, sessions, documents, entity) and what was made from it."""
+        p = _principal(request, team)
+        return funes.why(memory_id, tenant=p.team, user=p.viewer)
+
+    @app.post(_TEAM + "/forget/preview", tags=["forgetting"], openapi_extra=ADMIN)
+    def forget_preview(team: str, body: ForgetIn, request: Request) -> dict[str, Any]:
+        """What a forget would remove; changes nothing (admin)."""
+        p = _principal(request, team)
+        return funes.preview_forget(body.ids, user=body.user, matching=body.matching, tenant=p.team, caller=p.viewer)
+
+    @app.post(_TEAM + "/forget", tags=["forgetting"], openapi_extra=ADMIN)
+    def forget(team: str, body: ForgetIn, request: Request) -> dict[str, Any]:
+        """Forget for good (ids, a user, or a matching text with ``confirm``); returns the receipt (admin)."""
+        p = _principal(request, team)
+        return funes.forget_everywhere(
+            body.ids,
+            user=body.user,
+            matching=body.matching,
+            confirm=body.confirm,
+            tenant=p.team,
+            caller=p.viewer,
+            actor=p.viewer,
+        )
+
+    @app.get(_TEAM + "/forget/{receipt_id}/verify", tags=["forgetting"], openapi_extra=ADMIN)
+    def verify_forgotten(team: str, receipt_id: str, request: Request) -> dict[str, Any]:
+        """Scan the store's files, memory folders and uploads for a forget's text: 0 found, or where (admin)."""
+        p = _principal(request, team)
+        if not receipt_id.startswith("fgt_"):
+            raise NotFound(f"No forget receipt {receipt_id!r}.", hint="POST .../forget returns the receipt id.")
+        return funes.verify_forgotten(receipt_id, tenant=p.team)
 
     @app.get(_TEAM + "/memories/{memory_id}/history", tags=["memories"])
     def memory_history(team: str, memory_id: str, request: Request) -> dict[str, Any]:

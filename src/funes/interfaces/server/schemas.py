@@ -119,6 +119,15 @@ class ClearIn(_Body):
     confirm: str
 
 
+class ForgetIn(_Body):
+    """What to forget: ids, a user, or a text (``matching`` needs ``confirm: true`` after a preview)."""
+
+    ids: list[str] | None = Field(default=None, max_length=10000)
+    user: str | None = Field(default=None, max_length=200)
+    matching: str | None = Field(default=None, max_length=2000)
+    confirm: bool = False
+
+
 class SettingsIn(_Body):
     """A file's settings (any subset)."""
 
