@@ -21,6 +21,7 @@ The parts, innermost first (each may use only those before it):
 * ``transfer`` (:class:`funes.memory.transfer.Transfer`): export and import;
 * ``atlas`` (:class:`funes.memory.atlas.Atlas`): the knowledge map's 2-D layout (``Funes.memory_map``);
 * ``curation`` (:class:`funes.curation.versions.Curation`): version history and restore;
+* ``review`` (:class:`funes.curation.proposals.Proposals`): machine proposals on records people own;
 * ``entities`` (:class:`funes.curation.entities.Entities`): entity reconciliation;
 * ``insights`` (:class:`funes.curation.insights.Insights`): chat insights, one merged memory per topic;
 * ``learning`` (:class:`funes.curation.learn.Learning`): facts, preferences and decisions learned from conversations;
@@ -50,6 +51,7 @@ from .curation.generation import Generation
 from .curation.health import Maintenance
 from .curation.insights import Insights
 from .curation.learn import Learning
+from .curation.proposals import Proposals
 from .curation.upkeep import Upkeep
 from .curation.versions import Curation
 from .knowledge.documents import Documents
@@ -118,6 +120,7 @@ class Funes:
         self.transfer = Transfer(self.core)
         self.atlas = Atlas(self.core)
         self.curation = Curation(self.core)
+        self.review = Proposals(self.core)
         self.entities = Entities(self.core, self.jobs)
         self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
         self.jobs.register("insights", self.insights.job)
@@ -186,6 +189,11 @@ class Funes:
     # -- version history (``history`` is a session's messages; a record's states are ``versions``) --------
     versions = _delegate("curation", Curation.versions)
     restore = _delegate("curation", Curation.restore)
+
+    # -- proposals: a machine's text for a record a person wrote or pinned (issue 25) -------------
+    proposals = _delegate("review", Proposals.list)
+    accept_proposal = _delegate("review", Proposals.accept)
+    dismiss_proposal = _delegate("review", Proposals.dismiss)
 
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)

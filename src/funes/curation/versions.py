@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput, NotFound
-from ..models import Memory, PreviousVersion, format_time
+from ..models import Memory, PreviousVersion
 
 if TYPE_CHECKING:
     from ..memory.core import Core
@@ -31,25 +31,50 @@ class Version:
     importance: float
     updated_at: datetime
     current: bool
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    author: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "version": self.version,
-            "content": self.content,
-            "content_hash": self.content_hash,
-            "importance": self.importance,
-            "updated_at": format_time(self.updated_at),
-            "current": self.current,
-        }
+        """A JSON-ready dict: the kept version's fields and whether it is the current one."""
+        state = PreviousVersion(
+            self.version,
+            self.content,
+            self.content_hash,
+            self.importance,
+            self.updated_at,
+            self.valid_from,
+            self.valid_to,
+            self.author,
+        )
+        return {**state.to_dict(), "current": self.current}
 
 
 def versions_of(memory: Memory) -> list[Version]:
-    """Every kept state of a record, newest first (the current one first)."""
-    current = PreviousVersion(memory.version, memory.content, memory.content_hash, memory.importance, memory.updated_at)
-    states = [current, *reversed(memory.previous_versions)]
+    """Every kept state of a record, newest first (the current one first), each with when it was true."""
+    current = PreviousVersion(
+        memory.version,
+        memory.content,
+        memory.content_hash,
+        memory.importance,
+        memory.updated_at,
+        valid_from=memory.valid_since,
+        author=memory.written_by,
+    )
+    states = [current, *reversed(memory.history)]
     return [
-        Version(s.version, s.content, s.content_hash, s.importance, s.updated_at, current=s is current) for s in states
+        Version(
+            s.version,
+            s.content,
+            s.content_hash,
+            s.importance,
+            s.updated_at,
+            current=s is current,
+            valid_from=s.valid_from,
+            valid_to=s.valid_to,
+            author=s.author,
+        )
+        for s in states
     ]
 
 
