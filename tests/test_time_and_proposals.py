@@ -53,6 +53,7 @@ def test_a_preference_changed_twice_is_read_as_it_was_at_three_times(tmp_path: P
         current = mem.get(seat_id)
         assert current.version == 3 and "middle" in current.content
         assert current.valid_since == JULY and current.written_by == "llm"
+        assert current.created_at == MARCH and current.recorded_at > JULY  # dated when said; stored now
         aisle, window = current.history
         assert (aisle.valid_from, aisle.valid_to) == (MARCH, MAY)
         assert (window.valid_from, window.valid_to) == (MAY, JULY)
@@ -269,3 +270,36 @@ def test_proposals_cli(tmp_path: Path) -> None:
     assert "price" in runner.invoke(main, [*base, "get", summary.id, "--json"]).output
     again = runner.invoke(main, [*base, "proposals", "dismiss", summary.id])
     assert again.exit_code == 1 and "no pending proposal" in again.output
+
+
+def test_a_store_from_before_the_migration_is_backfilled(tmp_path: Path) -> None:
+    """Migration 011 on a store written before it: times from the timestamps, authors from kind and source."""
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    with funes.open(str(db), embedder=HashEmbedder(64), worker="off") as mem:
+        note = mem.remember("Standup at nine.")
+        mem.update(note.id, content="Standup at ten.")
+        edited = mem.update(note.id, content="Standup at half past ten.")
+        imported = mem.remember("Legacy fact", source=funes.SourceRef(type="import"))
+    # Take the store back to its pre-011 shape: no columns, histories without validity times.
+    conn = sqlite3.connect(db)
+    with conn:
+        rows = json.loads(conn.execute("SELECT previous_versions FROM memories WHERE id = ?", (note.id,)).fetchone()[0])
+        old = [{k: v[k] for k in ("version", "content", "content_hash", "importance", "updated_at")} for v in rows]
+        conn.execute("UPDATE memories SET previous_versions = ? WHERE id = ?", (json.dumps(old), note.id))
+        conn.execute("DROP INDEX memories_proposals")
+        for column in ("valid_from", "author", "proposal"):
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
+        conn.execute("DELETE FROM migrations WHERE version = 11")
+    conn.close()
+    with funes.open(str(db), embedder=HashEmbedder(64), worker="off") as mem:
+        now = mem.get(note.id)
+        assert now.content == "Standup at half past ten." and now.written_by == "user"
+        assert now.valid_since == edited.updated_at  # an edited record: valid from its last write
+        first, second = now.history
+        assert first.valid_from == first.updated_at and first.valid_to == second.updated_at
+        assert second.valid_to == now.valid_since
+        assert mem.get(imported.id).written_by == "import" and mem.get(imported.id).valid_since == imported.created_at
+        then = state_at(now, second.updated_at)
+        assert then is not None and then.content == "Standup at ten."

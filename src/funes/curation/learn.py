@@ -350,7 +350,8 @@ class Learning:
         """A new learned record dated by when it was said, like the message it came from (as_of reads it so)."""
         if stated_at is None or stated_at >= memory.created_at or memory.valid_from is not None:
             return memory
-        dated = memory.evolve(created_at=stated_at, valid_from=stated_at)
+        stored_at = {"recorded_at": format_time(memory.created_at)}  # when Funes stored it, kept for audit
+        dated = memory.evolve(created_at=stated_at, valid_from=stated_at, metadata={**memory.metadata, **stored_at})
         self.core.store.put(dated, None)
         return dated
 

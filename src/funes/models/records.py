@@ -371,6 +371,11 @@ class Memory:
         return self.valid_from or self.created_at
 
     @property
+    def recorded_at(self) -> datetime:
+        """When Funes stored the record (a record dated by when it was said keeps its write time in metadata)."""
+        return parse_time(self.metadata.get("recorded_at")) or self.created_at
+
+    @property
     def written_by(self) -> str:
         """Who wrote the current text: ``user``, ``agent``, ``llm``, ``document`` or ``import``."""
         return self.author
@@ -455,7 +460,7 @@ class Memory:
             "references": [{"type": r.type, "id": r.id} for r in self.references],
             "valid_from": format_time(self.valid_since),
             "valid_to": format_time(self.valid_to),
-            "recorded_at": format_time(self.created_at),
+            "recorded_at": format_time(self.recorded_at),
             "superseded": self.superseded,
             "author": self.written_by,
             "proposal": self.proposal,
