@@ -18,10 +18,14 @@ interleaved query by query so load on the machine hits all three alike:
 * ``current``: the current state (the baseline);
 * ``as_of``: each record as it was at a time inside the year (the version
   valid then; records created later left out);
-* ``as_of + include_superseded``: that, plus every earlier state of each hit.
+* ``as_of + include_superseded``: that, plus every earlier state of each hit;
+* ``until`` (a second baseline): the same cut-off on creation time that
+  ``as_of`` applies inside the search legs, without reading any version.
 
-It prints p50/p95 latencies and the ratios to the baseline (target for
-``as_of``: at most 1.3x).
+It prints p50/p95 latencies, the ratios to the baseline (target for
+``as_of``: at most 1.3x), and the time ``as_of`` spends choosing each hit's
+version (``funes.memory.timeline.at_time``), so the cost of the version read
+is told apart from the cost of the creation-time filter.
 """
 
 from __future__ import annotations
@@ -96,9 +100,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     workdir = tempfile.mkdtemp(prefix="funes-asof-")
     svc, corpus, tenants = build(str(Path(workdir) / "asof.db"), args, now)
     try:
-        ways = {"current": {}, "as_of": {}, "as_of + include_superseded": {}}
+        import funes.memory.core as core_module
+
+        spent: list[float] = []
+        real_at_time = core_module.at_time
+
+        def timed_at_time(*a: object, **k: object) -> object:
+            t0 = time.perf_counter()
+            out = real_at_time(*a, **k)  # type: ignore[arg-type]
+            spent.append(time.perf_counter() - t0)
+            return out
+
+        core_module.at_time = timed_at_time  # type: ignore[assignment]
+        ways = {"current": {}, "as_of": {}, "as_of + include_superseded": {}, "until (filter only)": {}}
         times: dict[str, list[float]] = {name: [] for name in ways}
         hits: dict[str, list[int]] = {name: [] for name in ways}
+        version_reads: list[float] = []
         rng = np.random.default_rng(args.seed + 2)
         for q in range(args.queries + 10):
             text, vec = corpus.query("rare" if q % 2 else "common")
@@ -109,16 +126,20 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "current": {},
                 "as_of": {"as_of": when},
                 "as_of + include_superseded": {"as_of": when, "include_superseded": True},
+                "until (filter only)": {"until": when},
             }
             order = list(ways)
             rng.shuffle(order)
             for name in order:
+                spent.clear()
                 t0 = time.perf_counter()
                 found = svc.search(text, tenant=tenant, min_relevance=0, track=False, limit=10, **options[name])
                 took = time.perf_counter() - t0
                 if q >= 10:  # the first queries warm the caches
                     times[name].append(took)
                     hits[name].append(len(found))
+                    if name == "as_of":
+                        version_reads.append(sum(spent))
         base = statistics.median(times["current"])
         print(f"\n{args.queries} queries, {args.size:,} records, load average {os.getloadavg()[0]:.2f}")
         print(f"{'search':<28} {'p50 ms':>8} {'p95 ms':>8} {'ratio p50':>10} {'hits':>6}")
@@ -128,6 +149,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{name:<28} {pct(times[name], 50):>8.2f} {pct(times[name], 95):>8.2f} "
                 f"{p50 / base:>9.2f}x {statistics.mean(hits[name]):>6.1f}"
             )
+        print(
+            f"as_of's version read (timeline.at_time): p50 {pct(version_reads, 50):.3f} ms, "
+            f"p95 {pct(version_reads, 95):.3f} ms per query"
+        )
     finally:
         svc.close()
 

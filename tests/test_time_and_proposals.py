@@ -43,8 +43,8 @@ def _seat(mem: funes.Funes, **options: Any) -> list[Memory]:
 
 
 @pytest.mark.slow
-def test_a_preference_changed_twice_is_read_as_it_was_at_three_times(tmp_path: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
-    mem = funes.open(str(tmp_path / "t.db"), embedder=local_embedder, worker="off", user="ana")
+def test_a_preference_changed_twice_is_read_as_it_was_at_three_times(store_url: str, local_embedder) -> None:  # type: ignore[no-untyped-def]
+    mem = funes.open(store_url, embedder=local_embedder, worker="off", user="ana")
     try:
         first = _said(mem, "s1", MARCH, "I prefer aisle seats on flights.")
         seat_id = first["added"][0]["memory"].id
