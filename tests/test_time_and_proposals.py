@@ -289,6 +289,7 @@ def test_a_store_from_before_the_migration_is_backfilled(tmp_path: Path) -> None
         old = [{k: v[k] for k in ("version", "content", "content_hash", "importance", "updated_at")} for v in rows]
         conn.execute("UPDATE memories SET previous_versions = ? WHERE id = ?", (json.dumps(old), note.id))
         conn.execute("DROP INDEX memories_proposals")
+        conn.execute("DROP INDEX memories_created")
         for column in ("valid_from", "author", "proposal"):
             conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("DELETE FROM migrations WHERE version = 11")
@@ -303,3 +304,19 @@ def test_a_store_from_before_the_migration_is_backfilled(tmp_path: Path) -> None
         assert mem.get(imported.id).written_by == "import" and mem.get(imported.id).valid_since == imported.created_at
         then = state_at(now, second.updated_at)
         assert then is not None and then.content == "Standup at ten."
+
+
+def test_cli_search_shows_superseded_states_and_history_their_validity(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    with funes.open(db, embedder=HashEmbedder(64), worker="off") as mem:
+        note = mem.remember("The standup is at nine in room Ada.")
+        mem.update(note.id, content="The standup is at ten in room Ada.")
+    runner = CliRunner()
+    base = ["--db", db, "--embedder", "hash:64"]
+    out = runner.invoke(main, [*base, "search", "standup room Ada", "--include-superseded", "--min-relevance", "0"])
+    assert out.exit_code == 0, out.output
+    assert "at ten" in out.output and "(v1, superseded " in out.output and "at nine" in out.output
+    hist = runner.invoke(main, [*base, "history", note.id])
+    assert "by user" in hist.output and "valid " in hist.output
+    got = json.loads(runner.invoke(main, [*base, "get", note.id, "--json"]).output)
+    assert got["author"] == "user" and got["previous_versions"][0]["valid_to"] == got["valid_from"]

@@ -21,3 +21,6 @@ UPDATE memories SET author = CASE
     WHEN source_type = 'chat' THEN 'llm'
     ELSE 'user' END;
 CREATE INDEX memories_proposals ON memories (tenant) WHERE proposal IS NOT NULL;
+-- as_of and until bound the keyword scans by the highest rowid created by then
+-- (funes.store.sqlite_keyword._rowid_bound): one range of this index.
+CREATE INDEX memories_created ON memories (tenant, created_at);
