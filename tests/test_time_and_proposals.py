@@ -320,3 +320,16 @@ def test_cli_search_shows_superseded_states_and_history_their_validity(tmp_path:
     assert "by user" in hist.output and "valid " in hist.output
     got = json.loads(runner.invoke(main, [*base, "get", note.id, "--json"]).output)
     assert got["author"] == "user" and got["previous_versions"][0]["valid_to"] == got["valid_from"]
+
+
+def test_the_keyword_scan_bound_keeps_records_dated_before_they_were_stored(mem: funes.Funes) -> None:
+    """The as_of rowid bound is exact: history imported later (a higher rowid, an older date) is still found."""
+    for n in range(30):
+        mem.remember(f"zebra crossing note {n} written today")
+    mem.session("old")
+    mem.add_message("old", "user", "the zebra crossing on Elm street was repainted", at="2025-01-10T10:00:00Z")
+    # as_of on the message's own day counts the whole day; until keeps its instant.
+    for options in ({"as_of": "2025-06-01"}, {"until": "2025-06-01"}, {"as_of": "2025-01-10"}):
+        hits = mem.search("zebra crossing", min_relevance=0, **options)
+        assert [h.memory.content for h in hits] == ["the zebra crossing on Elm street was repainted"], options
+    assert mem.search("zebra crossing", as_of="2025-01-09", min_relevance=0) == []
