@@ -21,7 +21,7 @@ import funes
 from funes.errors import InvalidInput, NotFound
 from funes.interfaces.cli import main
 from funes.memory.timeline import as_of_time, state_at
-from funes.models import Memory, PreviousVersion, timed_versions
+from funes.models import Caller, Memory, PreviousVersion, timed_versions
 from funes.providers.embed import HashEmbedder
 from funes.providers.llm import OfflineLLM
 
@@ -333,3 +333,41 @@ def test_the_keyword_scan_bound_keeps_records_dated_before_they_were_stored(mem:
         hits = mem.search("zebra crossing", min_relevance=0, **options)
         assert [h.memory.content for h in hits] == ["the zebra crossing on Elm street was repainted"], options
     assert mem.search("zebra crossing", as_of="2025-01-09", min_relevance=0) == []
+
+
+def test_rest_and_the_agent_tool_pass_as_of_and_proposals_through(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from funes.interfaces.server import create_app
+
+    service = funes.open(str(tmp_path / "r.db"), embedder=HashEmbedder(64), worker="off")
+    service.entities.llm = OfflineLLM()
+    try:
+        key = {"Authorization": f"Bearer {service.keys.create('acme', 'admin')[0]}"}
+        with TestClient(create_app(service)) as client:
+            made = client.post(
+                "/v1/teams/acme/memories", json={"content": "Lunch is at noon in the atrium."}, headers=key
+            ).json()
+            client.patch(
+                f"/v1/teams/acme/memories/{made['id']}", json={"content": "Lunch is at one in the atrium."}, headers=key
+            )
+            search = "/v1/teams/acme/memories/search"
+            every = client.get(search, params={"q": "lunch atrium", "include_superseded": "true"}, headers=key).json()
+            states = [(h["memory"]["version"], h["memory"]["superseded"]) for h in every["hits"]]
+            assert states == [(2, False), (1, True)], every
+            future = client.get(search, params={"q": "lunch", "as_of": "2999-01-01"}, headers=key)
+            assert future.status_code == 400 and "future" in future.json()["error"]["message"]
+            assert client.get("/v1/teams/acme/proposals", headers=key).json() == {"items": []}
+            missing = client.post(f"/v1/teams/acme/memories/{made['id']}/proposal/accept", headers=key)
+            assert missing.status_code == 404 and missing.json()["error"]["hint"]
+            assert client.get(f"/v1/teams/acme/memories/{made['id']}", headers=key).json()["version"] == 2
+        tool = service.execute_tool(
+            "search_memories", {"query": "lunch atrium", "include_superseded": True}, caller=Caller(tenant="acme")
+        )
+        assert "superseded" in tool.text and [r["version"] for r in tool.data["results"]] == [2, 1]
+        refused = service.execute_tool(
+            "search_memories", {"query": "lunch", "as_of": "2999-01-01"}, caller=Caller(tenant="acme")
+        )
+        assert refused.is_error and "future" in refused.text
+    finally:
+        service.close()
