@@ -22,6 +22,7 @@ The parts, innermost first (each may use only those before it):
 * ``transfer`` (:class:`funes.memory.transfer.Transfer`): export and import;
 * ``atlas`` (:class:`funes.memory.atlas.Atlas`): the knowledge map's 2-D layout (``Funes.memory_map``);
 * ``curation`` (:class:`funes.curation.versions.Curation`): version history, restore and redact;
+* ``review`` (:class:`funes.curation.proposals.Proposals`): machine proposals on records people own;
 * ``entities`` (:class:`funes.curation.entities.Entities`): entity reconciliation;
 * ``insights`` (:class:`funes.curation.insights.Insights`): chat insights, one merged memory per topic;
 * ``learning`` (:class:`funes.curation.learn.Learning`): facts, preferences and decisions learned from conversations;
@@ -55,6 +56,7 @@ from .curation.generation import Generation
 from .curation.health import Maintenance
 from .curation.insights import Insights
 from .curation.learn import Learning
+from .curation.proposals import Proposals
 from .curation.provenance import Provenance
 from .curation.upkeep import Upkeep
 from .curation.versions import Curation
@@ -125,6 +127,7 @@ class Funes:
         self.transfer = Transfer(self.core)
         self.atlas = Atlas(self.core)
         self.curation = Curation(self.core)
+        self.review = Proposals(self.core)
         self.entities = Entities(self.core, self.jobs)
         self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
         self.jobs.register("insights", self.insights.job)
@@ -201,6 +204,11 @@ class Funes:
     versions = _delegate("curation", Curation.versions)
     restore = _delegate("curation", Curation.restore)
     redact_version = _delegate("curation", Curation.redact_version)
+
+    # -- proposals: a machine's text for a record a person wrote or pinned (issue 25) -------------
+    proposals = _delegate("review", Proposals.list)
+    accept_proposal = _delegate("review", Proposals.accept)
+    dismiss_proposal = _delegate("review", Proposals.dismiss)
 
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)

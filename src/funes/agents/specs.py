@@ -118,6 +118,13 @@ class SearchMemoriesArgs(_Args):
         default=None, description="Only memories that reference an outside entity of this kind, with reference_id."
     )
     reference_id: str | None = Field(default=None, description="Id of that outside entity, e.g. 'RFP-7'.")
+    as_of: str | None = Field(
+        default=None,
+        description="Read memory as it was at this past time (ISO-8601, e.g. '2026-04-01'); leave empty for now.",
+    )
+    include_superseded: bool = Field(
+        default=False, description="Also return earlier versions of changed facts, marked with when they changed."
+    )
 
     @model_validator(mode="after")
     def _reference_pair(self) -> SearchMemoriesArgs:

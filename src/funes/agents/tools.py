@@ -164,6 +164,9 @@ def _memory_brief(memory: Memory) -> dict[str, Any]:
         "references": [{"type": r.type, "id": r.id} for r in memory.references],
         "created_at": format_time(memory.created_at),
         "updated_at": format_time(memory.updated_at),
+        "author": memory.written_by,
+        "valid_from": format_time(memory.valid_since),
+        "valid_to": format_time(memory.valid_to),
     }
 
 
@@ -331,6 +334,11 @@ class AgentTools:
             if m.kind in AGENT_KINDS:
                 label = f"{m.memory_type} · {label} · {m.scope}"
             lines.append(f"{n}. [{label}] {_recalled(m, limit)}")
+            earlier = m.previously()
+            if m.valid_to is not None:  # a past state (as_of / include_superseded)
+                lines.append(f"   (superseded {m.valid_to:%Y-%m-%d})")
+            elif earlier:  # a changed fact: what it was, and until when (fenced: it is stored text)
+                lines.append(f"   <memory>{fence(earlier)}</memory>")
             before, after = turns_around(m, hit.context)  # the turns around a recalled message, fenced like it
             for where, turns in (("before", before), ("after", after)):
                 for turn in turns:
@@ -506,6 +514,8 @@ class AgentTools:
                 entity_types=[args.entity_type] if args.entity_type else None,
                 entity_ids=[args.entity_id] if args.entity_id else None,
                 refs=[(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else None,
+                as_of=args.as_of or None,
+                include_superseded=args.include_superseded,
             )
         )
         data = {"query": args.query, "count": len(hits), "results": self._hit_data(hits), "degraded": hits.degraded}
@@ -545,6 +555,7 @@ class AgentTools:
             pinned=args.pinned,
             tenant=caller.tenant,
             user=caller.user_id,
+            author="agent",  # the agent's words supersede; they are not the user's (issue 25)
             **kwargs,
         )
         self._log_tool_access([updated], "update", caller)
