@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 import funes
-from funes.agents.output_schemas import ERROR_SCHEMA
+from funes.agents.output_schemas import ERROR_SCHEMA, OUTPUT_SCHEMAS
 from funes.agents.specs import TOOLS, TOOLS_BY_NAME, render_tools
 from funes.conversations.prompts import load_prompt
 from funes.interfaces.mcp_server import PROMPT_NAME, build_server, resolve_project
@@ -159,8 +159,8 @@ def test_every_tool_output_matches_its_declared_schema(server: Any, mem: funes.F
     async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         # The SDK's client checks structuredContent against outputSchema itself; this check does not depend on it.
         result = await client.call_tool(name, arguments)
-        schema = ERROR_SCHEMA if result.is_error else TOOLS_BY_NAME[name].output_schema()
-        jsonschema.validate(result.structured_content, schema)
+        jsonschema.validate(result.structured_content, TOOLS_BY_NAME[name].output_schema())  # what it declares
+        jsonschema.validate(result.structured_content, ERROR_SCHEMA if result.is_error else OUTPUT_SCHEMAS[name])
         if not result.is_error:
             seen[name] = seen.get(name, 0) + 1
         return dict(result.structured_content)

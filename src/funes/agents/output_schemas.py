@@ -1,10 +1,12 @@
 """The JSON schemas of the agent tools' structured results (MCP ``outputSchema``).
 
-One schema per tool in :data:`funes.agents.specs.TOOLS`, describing the
-``ToolResult.data`` of a successful call; a failed call's data is
-``{"error": {"code", "message", "hint"}}`` (:data:`ERROR_SCHEMA`) and is sent
-with ``isError``, which clients do not check against ``outputSchema``.
-tests/test_mcp.py validates every tool's output against these.
+:data:`OUTPUT_SCHEMAS` has one schema per tool in :data:`funes.agents.specs.TOOLS`,
+describing the ``ToolResult.data`` of a successful call; a failed call's data
+is ``{"error": {"code", "message", "hint"}}`` (:data:`ERROR_SCHEMA`), sent with
+``isError``. The declared ``outputSchema`` (:func:`declared`) is either: the
+TypeScript SDK (the MCP inspector, many hosts) checks structured content
+against it on error results too. tests/test_mcp.py validates every tool's
+output against these.
 """
 
 from __future__ import annotations
@@ -138,3 +140,8 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         }
     ),
 }
+
+
+def declared(name: str) -> dict[str, Any]:
+    """The ``outputSchema`` a tool declares: its result, or the error every tool may return."""
+    return {"type": "object", "anyOf": [OUTPUT_SCHEMAS[name], ERROR_SCHEMA]}

@@ -241,10 +241,10 @@ class ToolSpec:
         return strict_schema(self.args)
 
     def output_schema(self) -> dict[str, Any]:
-        """The JSON schema of the tool's structured result (MCP ``outputSchema``); errors are ``{"error": ...}``."""
-        from .output_schemas import OUTPUT_SCHEMAS
+        """The JSON schema of the tool's structured content (MCP ``outputSchema``): its result or an error."""
+        from .output_schemas import declared
 
-        return copy.deepcopy(OUTPUT_SCHEMAS[self.name])
+        return copy.deepcopy(declared(self.name))
 
 
 READ = ToolHints(read_only=True, destructive=False, idempotent=True)
