@@ -35,33 +35,12 @@ def test_langchain_standard_tests_pass_for_the_retriever_and_every_tool(tmp_path
             "langchain-tests pytest-asyncio pytest-socket syrupy"
         )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SITE, str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            # langchain-tests marks its chat-model tests for plugins this run does not load (benchmark, vcr).
-            "-o",
-            "addopts=",
-            "-W",
-            "ignore::pytest.PytestUnknownMarkWarning",
-            "-o",
-            "asyncio_mode=auto",
-            "-o",
-            "asyncio_default_fixture_loop_scope=function",
-            "--basetemp",
-            str(tmp_path / "inner"),
-            str(ROOT / "tests" / "langchain_standard_suite.py"),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    # langchain-tests marks its chat-model tests for plugins this run does not load (benchmark, vcr).
+    options = ["-o", "addopts=", "-W", "ignore::pytest.PytestUnknownMarkWarning", "-o", "asyncio_mode=auto"]
+    options += ["-o", "asyncio_default_fixture_loop_scope=function", "--basetemp", str(tmp_path / "inner")]
+    suite = str(ROOT / "tests" / "langchain_standard_suite.py")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, suite]
+    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:]
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
