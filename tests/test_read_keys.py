@@ -193,6 +193,7 @@ async def _walk_mcp(base: str, headers: dict[str, str], memory_id: str) -> list[
         "get_memory_context": {"query": "vault"},
         "memory_search": {"query": "vault"},
         "list_scopes": {},
+        "list_memories": {"memory_types": ["fact"]},
     }
     answered = []
     async with (
