@@ -187,8 +187,13 @@ class FolderWatcher:
             self.queue(folder, pending.reason, sorted(pending.paths))
 
 
-def report_problems(jobs: Any, queued: dict[str, Any], tell: Callable[[Any, str], None]) -> None:
-    """Tell ``tell(folder, line)`` what each finished sync job of ``queued`` (job id → folder) could not do."""
+def report_problems(
+    jobs: Any, queued: dict[str, Any], tell: Callable[[Any, str], None], told: set[tuple[str, str]]
+) -> None:
+    """Tell ``tell(folder, line)`` what each finished sync job of ``queued`` (job id → folder) could not do.
+
+    A file that stays unreadable is told once (``told`` remembers), not at every later sync of its folder.
+    """
     for job_id, folder in list(queued.items()):
         try:
             job = jobs.get(job_id)
@@ -198,6 +203,10 @@ def report_problems(jobs: Any, queued: dict[str, Any], tell: Callable[[Any, str]
         if job.status == "done":
             queued.pop(job_id, None)
             for problem in (job.result or {}).get("problems", ()):
+                key = (str(problem.get("path")), str(problem.get("error")))
+                if key in told:
+                    continue
+                told.add(key)
                 where = _relative(problem.get("path", ""), folder.path)
                 tell(folder, _one_line(f"{where} is not indexed: {problem.get('error')} {problem.get('hint') or ''}"))
         elif job.status == "failed" or (job.status == "queued" and job.last_error and job.attempts):

@@ -512,6 +512,7 @@ class Folders:
 
         by_path = {f.path: f for f in targets}
         queued: dict[str, Folder] = {}
+        told: set[tuple[str, str]] = set()
 
         def queue(path: str, reason: str, paths: Sequence[str]) -> None:
             queued[self.enqueue_sync(by_path[path], reason, paths)] = by_path[path]
@@ -531,4 +532,4 @@ class Folders:
             while not stop.wait(0.1):
                 watcher.tick()
                 if on_problem is not None:
-                    report_problems(self.jobs, queued, on_problem)
+                    report_problems(self.jobs, queued, on_problem, told)
