@@ -116,6 +116,13 @@ def _requests(ids: dict[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]
         ("GET", ROUTE + "/memories/{memory_id}/history"): [{"path": {"memory_id": m}}],
         ("POST", ROUTE + "/memories/{memory_id}/restore"): [{"path": {"memory_id": m}, "json": {"version": 1}}],
         ("POST", ROUTE + "/memories/{memory_id}/versions/{version}/redact"): [{"path": {"memory_id": m, "version": 1}}],
+        ("GET", ROUTE + "/memories/{memory_id}/why"): [{"path": {"memory_id": m}}],
+        ("POST", ROUTE + "/forget/preview"): [{"json": {"matching": "vault code"}}],
+        ("POST", ROUTE + "/forget"): [{"json": {"ids": [m]}}, {"json": {"matching": "vault code", "confirm": True}}],
+        ("GET", ROUTE + "/forget/{receipt_id}/verify"): [{"path": {"receipt_id": "fgt_none"}}],
+        ("GET", ROUTE + "/proposals"): [{}],
+        ("POST", ROUTE + "/memories/{memory_id}/proposal/accept"): [{"path": {"memory_id": m}}],
+        ("POST", ROUTE + "/memories/{memory_id}/proposal/dismiss"): [{"path": {"memory_id": m}}],
         ("POST", ROUTE + "/memories/generate"): [{"json": {"file_id": "f1", "entities": entities}}, {"json": {}}],
         ("POST", ROUTE + "/memories/regenerate"): [{"json": {"file_id": "f1"}}],
         ("POST", ROUTE + "/documents"): [{"files": {"file": ("planted.md", b"# Planted\n")}}],
@@ -186,6 +193,7 @@ async def _walk_mcp(base: str, headers: dict[str, str], memory_id: str) -> list[
         "get_memory_context": {"query": "vault"},
         "memory_search": {"query": "vault"},
         "list_scopes": {},
+        "list_memories": {"memory_types": ["fact"]},
     }
     answered = []
     async with (

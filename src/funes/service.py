@@ -22,13 +22,16 @@ The parts, innermost first (each may use only those before it):
 * ``transfer`` (:class:`funes.memory.transfer.Transfer`): export and import;
 * ``atlas`` (:class:`funes.memory.atlas.Atlas`): the knowledge map's 2-D layout (``Funes.memory_map``);
 * ``curation`` (:class:`funes.curation.versions.Curation`): version history, restore and redact;
+* ``review`` (:class:`funes.curation.proposals.Proposals`): machine proposals on records people own;
 * ``entities`` (:class:`funes.curation.entities.Entities`): entity reconciliation;
 * ``insights`` (:class:`funes.curation.insights.Insights`): chat insights, one merged memory per topic;
 * ``learning`` (:class:`funes.curation.learn.Learning`): facts, preferences and decisions learned from conversations;
 * ``upkeep`` (:class:`funes.curation.upkeep.Upkeep`): maintenance, scheduled retention, find_duplicates/stale/related.
 * ``keys`` (:class:`funes.memory.keys.Keys`): the team server's API keys;
 * ``generation`` (:class:`funes.curation.generation.Generation`): generate/regenerate as cooled-down jobs;
-* ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs.
+* ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs;
+* ``forgetting`` (:class:`funes.curation.forgetting.Forgetting`): forget everywhere with a receipt, verify it;
+* ``provenance`` (:class:`funes.curation.provenance.Provenance`): ``why``, a record's sources and derivatives.
 
 See ``docs/architecture.md``.
 """
@@ -48,10 +51,13 @@ from .agents.tasks import Tasks
 from .agents.tools import AgentTools
 from .conversations.sessions import Conversations
 from .curation.entities import Entities
+from .curation.forgetting import Forgetting
 from .curation.generation import Generation
 from .curation.health import Maintenance
 from .curation.insights import Insights
 from .curation.learn import Learning
+from .curation.proposals import Proposals
+from .curation.provenance import Provenance
 from .curation.upkeep import Upkeep
 from .curation.versions import Curation
 from .knowledge.documents import Documents
@@ -121,6 +127,7 @@ class Funes:
         self.transfer = Transfer(self.core)
         self.atlas = Atlas(self.core)
         self.curation = Curation(self.core)
+        self.review = Proposals(self.core)
         self.entities = Entities(self.core, self.jobs)
         self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
         self.jobs.register("insights", self.insights.job)
@@ -130,6 +137,8 @@ class Funes:
         self.keys = Keys(self.core)
         self.generation = Generation(self.core, self.jobs, self.entities)
         self.uploads = Uploads(self.core, self.docs, self.jobs)
+        self.forgetting = Forgetting(self.core, self.memory_folders, self.uploads)
+        self.provenance = Provenance(self.core)
         if worker == "on":
             self.jobs.start()  # after every service registered its job kinds and schedules
 
@@ -174,6 +183,11 @@ class Funes:
     unpin = _delegate("core", Core.unpin)
     forget = _delegate("core", Core.forget)
     forget_many = _delegate("core", Core.forget_many)
+    preview_forget = _delegate("forgetting", Forgetting.preview)
+    forget_everywhere = _delegate("forgetting", Forgetting.forget)
+    verify_forgotten = _delegate("forgetting", Forgetting.verify)
+    forget_receipt = _delegate("forgetting", Forgetting.receipt)
+    why = _delegate("provenance", Provenance.why)
     list = _delegate("core", Core.list)
 
     def search(self, query: str | SearchQuery, **options: Any) -> SearchResults:
@@ -190,6 +204,11 @@ class Funes:
     versions = _delegate("curation", Curation.versions)
     restore = _delegate("curation", Curation.restore)
     redact_version = _delegate("curation", Curation.redact_version)
+
+    # -- proposals: a machine's text for a record a person wrote or pinned (issue 25) -------------
+    proposals = _delegate("review", Proposals.list)
+    accept_proposal = _delegate("review", Proposals.accept)
+    dismiss_proposal = _delegate("review", Proposals.dismiss)
 
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)

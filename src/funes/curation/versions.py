@@ -32,16 +32,26 @@ class Version:
     importance: float
     updated_at: datetime
     current: bool
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    author: str = ""
     redacted_at: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (a redacted version has empty content and its ``redacted_at``)."""
+        """A JSON-ready dict: the kept version's fields, whether it is the current one, and whether it was
+        redacted (a redacted version has empty content and its ``redacted_at``)."""
+        state = PreviousVersion(
+            self.version,
+            self.content,
+            self.content_hash,
+            self.importance,
+            self.updated_at,
+            self.valid_from,
+            self.valid_to,
+            self.author,
+        )
         return {
-            "version": self.version,
-            "content": self.content,
-            "content_hash": self.content_hash,
-            "importance": self.importance,
-            "updated_at": format_time(self.updated_at),
+            **state.to_dict(),
             "current": self.current,
             "redacted": self.redacted_at is not None,
             "redacted_at": format_time(self.redacted_at),
@@ -49,11 +59,30 @@ class Version:
 
 
 def versions_of(memory: Memory) -> list[Version]:
-    """Every kept state of a record, newest first (the current one first)."""
-    current = PreviousVersion(memory.version, memory.content, memory.content_hash, memory.importance, memory.updated_at)
-    states = [current, *reversed(memory.previous_versions)]
+    """Every kept state of a record, newest first (the current one first), each with when it was true."""
+    current = PreviousVersion(
+        memory.version,
+        memory.content,
+        memory.content_hash,
+        memory.importance,
+        memory.updated_at,
+        valid_from=memory.valid_since,
+        author=memory.written_by,
+    )
+    states = [current, *reversed(memory.history)]
     return [
-        Version(s.version, s.content, s.content_hash, s.importance, s.updated_at, s is current, s.redacted_at)
+        Version(
+            s.version,
+            s.content,
+            s.content_hash,
+            s.importance,
+            s.updated_at,
+            current=s is current,
+            valid_from=s.valid_from,
+            valid_to=s.valid_to,
+            author=s.author,
+            redacted_at=s.redacted_at,
+        )
         for s in states
     ]
 

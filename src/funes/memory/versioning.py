@@ -14,20 +14,33 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..models import MAX_PREVIOUS_VERSIONS, Memory, PreviousVersion, content_hash, utcnow
 
 
-def next_version(current: Memory, text: str) -> dict[str, Any]:
-    """The changes that make ``text`` the record's next version, the current one kept in history (FIFO of 5)."""
+def next_version(
+    current: Memory, text: str, *, author: str = "user", valid_from: datetime | None = None
+) -> dict[str, Any]:
+    """The changes that make ``text`` the record's next version, the current one kept in history (FIFO of 5).
+
+    Supersession, never a silent overwrite: the old text is kept valid until
+    ``valid_from`` (when the new text became true; default now), written by
+    whom it was, and the new text records its ``author``.
+    """
+    since = valid_from or utcnow()
     previous = PreviousVersion(
         version=current.version,
         content=current.content,
         content_hash=current.content_hash,
         importance=current.importance,
         updated_at=current.updated_at,
+        valid_from=current.valid_since,
+        valid_to=max(since, current.valid_since),
+        author=current.written_by,
     )
     return {
         "content": text,
         "content_hash": content_hash(text),
-        "previous_versions": (*current.previous_versions, previous)[-MAX_PREVIOUS_VERSIONS:],
+        "previous_versions": (*current.history, previous)[-MAX_PREVIOUS_VERSIONS:],
         "version": current.version + 1,
+        "valid_from": max(since, current.valid_since),
+        "author": author,
     }
 
 
@@ -40,7 +53,7 @@ def superseded(current: Memory, new: Memory) -> Memory:
     """
     changes: dict[str, Any] = {}
     if new.content_hash != current.content_hash:
-        changes.update(next_version(current, new.content))
+        changes.update(next_version(current, new.content, author=new.written_by, valid_from=new.valid_from))
     return current.evolve(
         **changes,
         importance=new.importance,

@@ -300,8 +300,12 @@ class Database:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
-    def vacuum(self) -> tuple[int, int]:
-        """Reclaim free pages (incremental vacuum if enabled, else VACUUM); (database bytes before, after)."""
+    def vacuum(self, *, full: bool = False) -> tuple[int, int]:
+        """Reclaim free pages (incremental vacuum if enabled, else VACUUM); (database bytes before, after).
+
+        ``full`` always rewrites the file (VACUUM): forgetting needs the stale copies in free pages
+        and free blocks gone, which an incremental vacuum leaves.
+        """
         with self._lock:
             if self._depth:
                 raise Conflict(
@@ -311,7 +315,7 @@ class Database:
             conn = self._writer
             try:
                 before = self._size(conn)
-                if int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2:
+                if not full and int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2:
                     conn.execute("PRAGMA incremental_vacuum").fetchall()
                 else:
                     conn.execute("VACUUM")
@@ -326,6 +330,24 @@ class Database:
                     ) from exc
                 raise _translate(self.path, exc) from exc
             return before, after
+
+    @contextlib.contextmanager
+    def secure_deletes(self) -> Iterator[None]:
+        """Writes inside zero what they delete (``PRAGMA secure_delete``), for forgetting (issue 25)."""
+        with self._lock:
+            conn = self._writer
+            before = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+            conn.execute("PRAGMA secure_delete = ON")
+            try:
+                yield
+            finally:
+                conn.execute(f"PRAGMA secure_delete = {before}")
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        """Copy the WAL into the file and truncate it: (busy, WAL frames, frames checkpointed)."""
+        with self._lock:
+            busy, log, done = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return int(busy), int(log), int(done)
 
     @staticmethod
     def _size(conn: Any) -> int:

@@ -401,6 +401,10 @@ class PgDatabase:
                     conn.depth = 0
                     self._local.conn = None
 
+    def secure_deletes(self) -> contextlib.AbstractContextManager[None]:
+        """SQLite's zeroing of deleted cells has no PostgreSQL switch: forgetting vacuums instead."""
+        return contextlib.nullcontext()
+
     def close(self) -> None:
         """Close the pool and its connections."""
         self._closed = True

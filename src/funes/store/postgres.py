@@ -39,6 +39,7 @@ from ..models import EmbedderIdentity, Memory
 from .base import refuse_other_embedder, vector_problem, vis_key
 from .pg_connection import PgDatabase, redact
 from .postgres_extras import PostgresExtras
+from .postgres_forget import PostgresForget
 from .postgres_search import PostgresSearch, fold_words
 from .postgres_upkeep import PostgresUpkeep
 from .sqlite import SqliteStore
@@ -46,6 +47,7 @@ from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
+from .sqlite_forget import ForgetTables
 from .sqlite_jobs import JobTables
 from .sqlite_memory_stores import MemoryStoreTables
 from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
@@ -60,6 +62,7 @@ class PostgresStore(
     PostgresSearch,
     PostgresExtras,
     PostgresUpkeep,
+    PostgresForget,
     DocumentTables,
     SessionTables,
     JobTables,
@@ -67,6 +70,7 @@ class PostgresStore(
     EntityTables,
     FolderTables,
     MemoryStoreTables,
+    ForgetTables,
     UpkeepTables,
 ):
     """Funes storage in a PostgreSQL database with pgvector."""

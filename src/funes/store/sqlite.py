@@ -50,6 +50,7 @@ from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
+from .sqlite_forget import ForgetTables
 from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_keyword import KeywordSearch
@@ -86,6 +87,7 @@ class SqliteStore(
     CjkTables,
     FolderTables,
     MemoryStoreTables,
+    ForgetTables,
     UpkeepTables,
     HealthChecks,
     ServerTables,

@@ -32,7 +32,7 @@ COLUMNS = (
     "id, tenant, user_id, scope, session_id, project_id, vis, kind, memory_type, entity_type, "
     "entity_id, topic, title, content, source_type, source_uri, source_id, locator, importance, "
     "pinned, expires_at, access_count, last_accessed, version, content_hash, previous_versions, "
-    "created_at, updated_at, metadata, refs, tags"
+    "created_at, updated_at, metadata, refs, tags, valid_from, author, proposal"
 )
 PLACEHOLDERS = ", ".join("?" for _ in COLUMNS.split(","))
 # What ranking reads of a record (:class:`~funes.models.RankFields`), in ``to_rank_fields``' order.
@@ -101,6 +101,9 @@ def row_values(m: Memory) -> tuple[Any, ...]:
         _dumps(m.metadata, sort_keys=True),
         _dumps([{"type": r.type, "id": r.id} for r in m.references]),
         tenant_token(m.tenant),
+        to_epoch(m.valid_from),
+        m.written_by,
+        None if m.proposal is None else json.dumps(m.proposal, ensure_ascii=False),
     )
 
 
@@ -155,6 +158,9 @@ def to_memory(row: Sequence[Any]) -> Memory:
         metadata,
         refs,
         _tags,
+        valid_from,
+        author,
+        proposal,
     ) = row
     source = None
     if source_type:
@@ -186,6 +192,9 @@ def to_memory(row: Sequence[Any]) -> Memory:
         updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
         metadata=_loads(metadata),
         references=tuple(Reference(type=r["type"], id=r["id"]) for r in _loads(refs)),
+        valid_from=from_epoch(valid_from),
+        author=author or "",
+        proposal=json.loads(proposal) if proposal else None,
     )
 
 

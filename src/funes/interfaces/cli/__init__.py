@@ -14,7 +14,7 @@ from __future__ import annotations
 import click
 
 from ... import __version__
-from . import admin, chat, cleanup, curation, docs, folders, jobs, records, server, tools, upkeep
+from . import admin, chat, cleanup, curation, docs, folders, forgetting, jobs, records, server, tools, upkeep
 from .common import FunesGroup, State
 
 
@@ -40,7 +40,7 @@ def main(
     ctx.call_on_close(state.close)
 
 
-for _module in (records, admin, docs, folders, chat, tools, jobs, cleanup, curation, upkeep, server):
+for _module in (records, admin, docs, folders, chat, tools, jobs, cleanup, curation, forgetting, upkeep, server):
     _module.register(main)
 
 

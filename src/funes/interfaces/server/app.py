@@ -33,7 +33,7 @@ from ...errors import (
     StoreFull,
     Unauthorized,
 )
-from .auth import BodyLimit, KeyAuth
+from .auth import BodyLimit, KeyAuth, path_scrubber
 from .memory_stores import PREFIX as MEMORY_STORES
 from .memory_stores import anthropic_error, register_memory_store_routes
 
@@ -126,12 +126,15 @@ def create_app(
     )
     app.state.funes = funes
 
+    public = path_scrubber(funes)
+
     @app.exception_handler(FunesError)
     async def funes_error(request: Request, exc: FunesError) -> JSONResponse:
         status = status_of(exc)
+        message, hint = public(exc.message), public(exc.hint) if exc.hint else exc.hint
         if request.url.path.startswith(MEMORY_STORES):
-            return anthropic_error(status, exc, exc.message, exc.hint)
-        return _error(status, exc.code, exc.message, exc.hint)
+            return anthropic_error(status, exc, message, hint)
+        return _error(status, exc.code, message, hint)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -172,6 +175,9 @@ def create_app(
 
     register_routes(app, funes, backend=backend, keys_required=keys_required)
     register_memory_store_routes(app, funes)
+    from .openapi import install
+
+    install(app)
 
     if mcp_app is not None:
         app.mount("/mcp", mcp_app.asgi)

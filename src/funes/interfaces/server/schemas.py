@@ -108,6 +108,7 @@ class ContextIn(_Body):
     query: str | None = None
     context_window: int | None = Field(default=None, ge=1024, le=10_000_000)
     instructions: str | None = None
+    as_of: str | None = Field(default=None, description="Recall memory as it was then (ISO-8601).")
 
 
 class ClearIn(_Body):
@@ -117,6 +118,15 @@ class ClearIn(_Body):
     session_id: str | None = None
     everything: bool = False
     confirm: str
+
+
+class ForgetIn(_Body):
+    """What to forget: ids, a user, or a text (``matching`` needs ``confirm: true`` after a preview)."""
+
+    ids: list[str] | None = Field(default=None, max_length=10000)
+    user: str | None = Field(default=None, max_length=200)
+    matching: str | None = Field(default=None, max_length=2000)
+    confirm: bool = False
 
 
 class SettingsIn(_Body):

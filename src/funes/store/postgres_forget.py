@@ -1,0 +1,75 @@
+"""PostgreSQL spellings of forgetting (issue 25); the rest of ``sqlite_forget`` is shared SQL.
+
+A deleted row stays in its heap page, and plain VACUUM only marks the space
+reusable, so the text would still be on disk. ``VACUUM FULL`` rewrites each
+touched table (and its TOAST table and indexes) into new files and unlinks
+the old ones. The server's WAL (``pg_wal``) and any base backup or replica
+still hold the text until they are recycled; docs/forgetting.md says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .postgres_search import fold_words
+from .sqlite_forget import TOUCHED
+
+
+class PostgresForget:
+    """Mixed in before :class:`~funes.store.sqlite_forget.ForgetTables` in the PostgreSQL store."""
+
+    db: Any
+
+    def words_in_use(self, words: Sequence[str]) -> set[str]:
+        """The words some stored record still holds (the tsvector index, any tenant)."""
+        conn = self.db.reader()
+        used: set[str] = set()
+        for word in dict.fromkeys(words):
+            folded = fold_words(word)
+            if (
+                folded
+                and conn.execute(
+                    "SELECT 1 FROM memories WHERE fts @@ plainto_tsquery('simple', ?) LIMIT 1", (folded,)
+                ).fetchone()
+            ):
+                used.add(word)
+        return used
+
+    def scrub(self, tenants: Sequence[str]) -> dict[str, Any]:
+        """``VACUUM FULL`` the touched tables: their files are rewritten without the deleted rows."""
+        conn = self.db.reader()
+        for table in TOUCHED:
+            conn.native(f"VACUUM FULL {table}")
+        return {"vacuum_full": list(TOUCHED)}
+
+    def storage_files(self) -> list[Path]:
+        """The files of the touched tables (heap, TOAST, indexes) when the data directory is readable here."""
+        conn = self.db.reader()
+        try:
+            root = Path(str(conn.native("SELECT current_setting('data_directory')").fetchone()[0]))
+            rows = conn.native(
+                "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid IN ("
+                "SELECT t.oid FROM pg_class t WHERE t.relname = ANY(%s) "
+                "UNION SELECT t.reltoastrelid FROM pg_class t WHERE t.relname = ANY(%s) AND t.reltoastrelid != 0 "
+                "UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid "
+                "WHERE t.relname = ANY(%s))",
+                (list(TOUCHED), list(TOUCHED), list(TOUCHED)),
+            ).fetchall()
+        except Exception:  # no right to read server settings: nothing on disk is visible from here
+            return []
+        files: list[Path] = []
+        for (rel,) in rows:
+            if rel:
+                base = root / str(rel)
+                files += [p for p in sorted(base.parent.glob(base.name + "*")) if p.is_file()]
+        return [p for p in files if _readable(p)]
+
+
+def _readable(path: Path) -> bool:
+    try:
+        with path.open("rb"):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,291 @@
+"""Forgetting you can prove (issue 25): the text leaves every place, a receipt says so, verify checks the bytes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from click.testing import CliRunner
+
+import funes
+from funes.errors import InvalidInput, NotFound
+from funes.interfaces.cli import main
+from funes.providers.embed import HashEmbedder
+
+SECRET = "My quokkabrandt passcode is zephyrwhistle42 and I prefer marmaladeorchid seats."
+TOKENS = (b"quokkabrandt", b"zephyrwhistle42", b"marmaladeorchid", b"vaultkeeperx9")
+OTHER = "Team lunch is on Fridays at the ramen bar."
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project directory as the working directory: the default memory folder lives under it."""
+    root = tmp_path / "project"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+def _open(url: str, **settings: object) -> funes.Funes:
+    return funes.open(url, embedder=HashEmbedder(64), worker="off", **settings)
+
+
+def _seed(mem: funes.Funes) -> str:
+    """Alice's text stored, written back to Markdown, searched, said in a chat and learned from, and uploaded."""
+    stated = mem.remember(SECRET.replace("marmaladeorchid", "aisle"), user="alice")
+    mem.update(stated.id, content=SECRET, user="alice")  # the first wording is a kept version now
+    mem.writeback.write_back(mem.get(stated.id, user="alice"))
+    mem.remember(OTHER)
+    mem.session("s1", user="alice")
+    mem.add_message("s1", "user", "I prefer marmaladeorchid seats on long flights.")
+    mem.add_message("s1", "assistant", "Noted.")
+    learned = mem.learn("s1", user="alice")
+    assert learned["added"], learned
+    assert mem.search("zephyrwhistle42 passcode", user="alice")
+    mem.upload("alice.md", b"# Notes\n\nThe quokkabrandt vaultkeeperx9 code is zephyrwhistle42.\n", user="alice")
+    mem.jobs.run_pending()
+    assert mem.search("vaultkeeperx9", user="alice")
+    return mem.list(user="alice").items[0].id
+
+
+def _scan(files: list[Path]) -> list[tuple[str, bytes]]:
+    found = []
+    for path in files:
+        data = path.read_bytes().lower()
+        found += [(str(path), t) for t in TOKENS if t in data]
+    return found
+
+
+def _files(*roots: Path) -> list[Path]:
+    out: list[Path] = []
+    for root in roots:
+        if root.is_file():
+            out.append(root)
+        elif root.is_dir():
+            out += [p for p in root.rglob("*") if p.is_file()]
+    return out
+
+
+def test_forgetting_a_user_leaves_none_of_their_text_in_any_file_on_sqlite(project: Path, tmp_path: Path) -> None:
+    db = tmp_path / "store" / "mem.db"
+    with _open(str(db), ann_min=1, vector_cache_min=1) as mem:
+        _seed(mem)
+        mem.jobs.run_pending()  # builds the ANN index the searches asked for
+        folder = Path(mem.memory_folders.folders()[0].path)
+        uploads = mem.uploads.folder
+        before = _scan(_files(db.parent, folder, uploads))
+        assert {t for _, t in before} == set(TOKENS)
+        assert [p for p in db.parent.glob("mem.db.ann/*") if p.suffix != ".lock"], "no ANN index was built"
+        receipt = mem.forget_everywhere(user="alice")
+        assert [h.memory.content for h in mem.search("ramen lunch")][:1] == [OTHER]
+        verified = mem.verify_forgotten(receipt["id"])
+    assert verified["ok"] and verified["found"] == 0 and verified["tokens"] >= 4, verified
+    assert verified["files_scanned"]["store"] >= 1 and verified["files_scanned"]["folders"] >= 1
+    # The closed store: the file, its WAL (if any), the ANN files, the folder and the uploads.
+    assert _scan(_files(db.parent, folder, uploads)) == []
+    counts = receipt["counts"]
+    assert counts["records"] >= 5 and counts["versions"] == 1 and counts["messages"] == 2 and counts["sessions"] == 1
+    assert counts["access_log_rows"] >= 1 and counts["uploads"] == 1 and counts["markdown_files"] == 1
+    assert counts["jobs"] >= 1 and counts["documents"] == 1 and counts["embedding_cache"] >= 1
+    # The tombstone holds no content: ids, hashes and counts only.
+    with _open(str(db)) as mem:
+        tomb = mem.forget_receipt(receipt["id"])
+        assert tomb["counts"] == receipt["counts"] and tomb["tokens"]["hashes"] == receipt["tokens"]["hashes"]
+        assert [m.content for m in mem.list(user="alice").items] == [OTHER] and mem.sessions(user="alice") == []
+    assert not any(t.decode() in json.dumps(tomb).lower() for t in TOKENS)
+
+
+@pytest.mark.postgres
+def test_forgetting_a_user_leaves_none_of_their_text_in_the_postgres_data_files(
+    project: Path, pg_url: str, pg_admin_url: str
+) -> None:
+    import psycopg
+
+    with _open(pg_url) as mem:
+        _seed(mem)
+        folder = Path(mem.memory_folders.folders()[0].path)
+        uploads = mem.uploads.folder
+        dbname = urlparse(pg_url).path.lstrip("/")
+        with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+            root = Path(str(admin.execute("SHOW data_directory").fetchone()[0]))
+            oid = admin.execute("SELECT oid FROM pg_database WHERE datname = %s", (dbname,)).fetchone()[0]
+            admin.execute("CHECKPOINT")  # the rows reach the data files
+        database_dir = root / "base" / str(oid)
+        assert {t for _, t in _scan(_files(database_dir, folder, uploads))} == set(TOKENS)
+        receipt = mem.forget_everywhere(user="alice")
+        assert receipt["storage"]["vacuum_full"]
+        assert [h.memory.content for h in mem.search("ramen lunch")][:1] == [OTHER]
+        verified = mem.verify_forgotten(receipt["id"])
+        assert verified["ok"], verified
+    with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+        admin.execute("CHECKPOINT")
+    # Every file of the database's directory: heap, TOAST, indexes (pg_wal keeps history; docs say so).
+    assert _scan(_files(database_dir, folder, uploads)) == []
+
+
+def test_forgetting_a_message_removes_what_was_learned_from_it(project: Path, tmp_path: Path) -> None:
+    with _open(str(tmp_path / "m.db")) as mem:
+        mem.session("s1", user="bo")
+        mem.add_message("s1", "user", "I prefer marmaladeorchid seats on long flights.")
+        mem.add_message("s1", "user", "My manager is Priya.")
+        learned = mem.learn("s1", user="bo")
+        fact = next(i["memory"] for i in learned["added"] if "marmaladeorchid" in i["statement"])
+        message_record = next(m for m in mem.list(kinds=["message"], user="bo").items if "marmaladeorchid" in m.content)
+        why = mem.why(fact.id, user="bo")
+        assert why["sources"]["sessions"] == ["s1"] and why["sources"]["messages"]
+        assert fact.id in {d["id"] for d in mem.why(message_record.id, user="bo")["derived"]}
+        receipt = mem.forget_everywhere([message_record.id], caller="bo")
+        assert receipt["counts"]["derived_removed"] >= 1 and receipt["counts"]["messages"] == 1
+        with pytest.raises(NotFound):
+            mem.get(fact.id, user="bo")
+        left = [m.content for m in mem.list(user="bo").items]
+        assert any("Priya" in c for c in left) and not any("marmaladeorchid" in c for c in left)
+        assert [m.content for m in mem.history("s1", user="bo")] == ["My manager is Priya."]
+        report = mem.verify_forgotten(receipt["id"])
+        assert report["ok"], report["hits"]
+
+
+def test_bad_input_is_refused_and_changes_nothing(project: Path, tmp_path: Path) -> None:
+    with _open(str(tmp_path / "m.db")) as mem:
+        kept = mem.remember(SECRET)
+
+        def state() -> list[tuple[str, str]]:
+            return [(m.id, m.content) for m in mem.list().items]
+
+        before = state()
+        with pytest.raises(NotFound, match="nothing was forgotten"):
+            mem.forget_everywhere([kept.id, "mem_nope"])
+        with pytest.raises(InvalidInput, match="needs confirmation"):
+            mem.forget_everywhere(matching="zephyrwhistle42")
+        with pytest.raises(InvalidInput, match="shorter than"):
+            mem.preview_forget(matching="ze")
+        with pytest.raises(InvalidInput, match="one of them"):
+            mem.forget_everywhere([kept.id], user="alice")
+        with pytest.raises(NotFound, match="Nothing of user 'ghost'"):
+            mem.forget_everywhere(user="ghost")
+        with pytest.raises(NotFound, match="receipt"):
+            mem.verify_forgotten("fgt_missing")
+        assert state() == before
+        assert mem.store.list_receipts("default") == []
+        preview = mem.preview_forget(matching="ZEPHYRwhistle42")
+        assert [r["id"] for r in preview["records"]] == [kept.id]
+        receipt = mem.forget_everywhere(matching="zephyrwhistle42", confirm=True)
+        assert receipt["selector"]["by"] == "matching" and "zephyr" not in json.dumps(receipt["selector"])
+        assert state() == []
+
+
+def test_verify_says_where_a_forgotten_word_came_back(project: Path, tmp_path: Path) -> None:
+    with _open(str(tmp_path / "m.db")) as mem:
+        mem.remember(SECRET, to_markdown=True)
+        receipt = mem.forget_everywhere(matching="quokkabrandt", confirm=True)
+        report = mem.verify_forgotten(receipt["id"])
+        assert report["ok"], report["hits"]
+        folder = Path(mem.memory_folders.folders()[0].path)
+        stray = folder / "stray.md"
+        stray.write_text("copied by hand: the QUOKKABRANDT passcode\n", encoding="utf-8")
+        report = mem.verify_forgotten(receipt)
+        assert not report["ok"] and report["found"] == 2
+        where = {h["word"]: (h["file"], h["offset"], h["place"]) for h in report["hits"]}
+        assert where == {"quokkabrandt": (str(stray), 20, "folders"), "passcode": (str(stray), 33, "folders")}
+
+
+def _run(db: Path, *args: str, input: str | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["--db", str(db), "--embedder", "hash", *args], input=input)
+    return result.exit_code, result.output
+
+
+def test_the_cli_previews_asks_forgets_and_verifies(project: Path, tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
+    with _open(str(db)) as mem:
+        first = mem.remember(SECRET)
+        mem.remember(OTHER)
+    code, out = _run(db, "forget", "--matching", "zephyrwhistle42", input="no\n")
+    assert code == 1 and first.id in out and "nothing was forgotten" in out
+    code, out = _run(db, "forget", "--matching", "zephyrwhistle42", "--preview", "--json")
+    assert code == 0 and [r["id"] for r in json.loads(out)["records"]] == [first.id]
+    receipt_file = tmp_path / "receipt.json"
+    code, out = _run(db, "forget", "--matching", "zephyrwhistle42", "--receipt", str(receipt_file), input="forget\n")
+    assert code == 0 and "Receipt fgt_" in out, out
+    code, out = _run(db, "verify-forgotten", str(receipt_file))
+    assert code == 0 and out.startswith("0 found"), out
+    code, out = _run(db, "forget", "mem_nope")
+    assert code == 1 and "nothing was forgotten" in out
+    with _open(str(db)) as mem:
+        other = mem.list().items[0]
+    code, out = _run(db, "why", other.id, "--json")
+    assert code == 0 and json.loads(out)["id"] == other.id
+
+
+def test_the_rest_api_forgets_with_an_admin_key(project: Path, tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from funes.interfaces.server.app import create_app
+
+    with _open(str(tmp_path / "r.db")) as mem:
+        key = mem.keys.create("t", "admin", user="ana")[0]
+        headers = {"Authorization": f"Bearer {key}"}
+        client = TestClient(create_app(mem), base_url="http://127.0.0.1")
+        made = client.post("/v1/teams/t/memories", json={"content": SECRET}, headers=headers).json()
+        assert client.get(f"/v1/teams/t/memories/{made['id']}/why", headers=headers).status_code == 200
+        refused = client.post("/v1/teams/t/forget", json={"matching": "quokkabrandt"}, headers=headers)
+        assert refused.status_code == 400 and "confirm" in refused.json()["error"]["hint"]
+        preview = client.post("/v1/teams/t/forget/preview", json={"matching": "quokkabrandt"}, headers=headers)
+        assert [r["id"] for r in preview.json()["records"]] == [made["id"]]
+        receipt = client.post("/v1/teams/t/forget", json={"ids": [made["id"]]}, headers=headers).json()
+        assert receipt["counts"]["records"] == 1
+        verified = client.get(f"/v1/teams/t/forget/{receipt['id']}/verify", headers=headers).json()
+        assert verified["ok"] is True
+        missing = client.post("/v1/teams/t/forget", json={"ids": ["mem_nope"]}, headers=headers)
+        assert missing.status_code == 404
+
+
+def test_forgetting_a_message_removes_the_insight_of_its_chat_and_queues_a_fresh_one(
+    project: Path, tmp_path: Path
+) -> None:
+    with _open(str(tmp_path / "i.db")) as mem:
+        mem.session("pool")
+        question = "How should we size the PostgreSQL quokkabrandt pool for the API servers under peak load?"
+        answer = (
+            "Size the pool from the database side: PostgreSQL handles about two connections per core "
+            "well, so with 8 cores keep the pool near 16 and let PgBouncer multiplex the API servers onto it."
+        )
+        mem.add_messages("pool", [{"role": "user", "content": question}, {"role": "assistant", "content": answer}])
+        made = mem.process_chat("pool")
+        assert made["status"] == "created", made
+        insight = made["memory"]
+        assert mem.why(insight.id)["sources"]["sessions"] == ["pool"]
+        asked = next(m for m in mem.list(kinds=["message"]).items if "quokkabrandt" in m.content)
+        receipt = mem.forget_everywhere([asked.id])
+        assert {r["id"] for r in receipt["records"] if r["derived"]} == {insight.id}
+        assert receipt["counts"]["derived_rebuilding"] == 1
+        assert mem.list(kinds=["insight"]).items == ()
+        queued = [j for j in mem.jobs.list(kind="insights") if j.status == "queued"]
+        assert [j.payload["session"] for j in queued] == ["pool"]
+        assert [m.content for m in mem.history("pool")] == [answer]
+        report = mem.verify_forgotten(receipt["id"])
+        assert report["ok"], report["hits"]
+
+
+def test_forgetting_a_matched_text_cuts_its_lines_from_a_memory_folder_note(project: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note = notes / "travel.md"
+    note.write_text(
+        "# Travel\n\nThe hotel is near the station.\nThe quokkabrandt door code is zephyrwhistle42.\n"
+        "Breakfast starts at seven.\n",
+        encoding="utf-8",
+    )
+    with _open(str(tmp_path / "f.db")) as mem:
+        mem.add_folder(notes)
+        mem.sync(notes)
+        preview = mem.preview_forget(matching="zephyrwhistle42")
+        assert preview["markdown_files"] == [str(note)]
+        receipt = mem.forget_everywhere(matching="zephyrwhistle42", confirm=True)
+        assert receipt["counts"]["markdown_files"] == 1
+        text = note.read_text(encoding="utf-8")
+        assert "zephyrwhistle42" not in text and "quokkabrandt" not in text
+        assert "The hotel is near the station." in text and "Breakfast starts at seven." in text
+        assert [h.memory.source.uri for h in mem.search("hotel station breakfast")][:1] == [str(note)]
+        assert mem.verify_forgotten(receipt["id"])["ok"]
