@@ -144,3 +144,44 @@ def test_conflicts_and_tenants(mem: funes.Funes) -> None:
     with pytest.raises(Conflict, match="archived"):
         ms.update_memory(store, b["id"], content="B2")
     assert ms.get_memory(store, b["id"])["content"] == "B"
+
+
+def test_two_writers_racing_for_one_path_store_it_once(store_url: str) -> None:
+    """The store's row is locked before the path check, so of two processes creating one path, one wins."""
+    import threading
+
+    first = funes.open(store_url, embedder="hash", worker="off")
+    second = funes.open(store_url, embedder="hash", worker="off")
+    try:
+        store = first.memory_stores.create_store("race")["id"]
+        for round_ in range(5):
+            path = f"/race/{round_}.md"
+            barrier = threading.Barrier(2)
+            outcomes: list[str] = []
+
+            def write(
+                service: funes.Funes,
+                text: str,
+                path: str = path,
+                barrier: threading.Barrier = barrier,
+                outcomes: list[str] = outcomes,
+            ) -> None:
+                barrier.wait()
+                try:
+                    service.memory_stores.create_memory(store, path, text)
+                    outcomes.append("created")
+                except PathConflict:
+                    outcomes.append("conflict")
+
+            threads = [threading.Thread(target=write, args=(s, t)) for s, t in ((first, "one"), (second, "two"))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert sorted(outcomes) == ["conflict", "created"], outcomes
+        listed = first.memory_stores.list_memories(store, limit=100)["data"]
+        assert [m["path"] for m in listed] == [f"/race/{i}.md" for i in range(5)]
+        assert len(first.memory_stores.list_versions(store, limit=100)["data"]) == 5
+    finally:
+        first.close()
+        second.close()
