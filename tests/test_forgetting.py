@@ -147,8 +147,8 @@ def test_forgetting_a_message_removes_what_was_learned_from_it(project: Path, tm
         assert report["ok"], report["hits"]
 
 
-def test_bad_input_is_refused_and_changes_nothing(project: Path, tmp_path: Path) -> None:
-    with _open(str(tmp_path / "m.db")) as mem:
+def test_bad_input_is_refused_and_changes_nothing(project: Path, store_url: str) -> None:
+    with _open(store_url) as mem:
         kept = mem.remember(SECRET)
 
         def state() -> list[tuple[str, str]]:
