@@ -1,10 +1,25 @@
-"""Poisoning detector: detection rate on the issue-9 corpus, false-positive rate on LoCoMo turns.
+"""Poisoning detector: catch rate on our corpus and on a foreign one, false-positive rate on ordinary text.
 
-The corpus is ``tests/poisoning_corpus.py`` (19 injection variants). The
-false-positive rate counts LoCoMo conversation turns (``locomo10.json``, read
-in place, never copied) that the detector flags; every one of them is
-ordinary chat, so each flag is a false positive. The 0.1 detector is run on
-the same inputs as the baseline.
+Our corpus is ``tests/poisoning_corpus.py`` (19 injection variants, written by
+the detector's authors). The foreign corpus is spikee's (a prompt-injection
+kit by Reversec, Apache-2.0, ``pip install --no-deps spikee``), read in place
+from the installed package, never copied: each jailbreak template of its
+seed datasets with ``<INSTRUCTION>`` filled by one of the same dataset's
+instructions (round robin), deduplicated. Datasets are split: the detector
+was improved looking at the "dev" ones only; "held-out" ones were measured,
+not read (their templates partly repeat the dev ones', so held-out is an
+upper bound on truly unseen text).
+
+False positives: LoCoMo conversation turns (``locomo10.json``, read in place),
+spikee's false-positive set (ordinary finance questions) and the documents
+spikee plants its attacks in (emails, reports), with the plant-point removed.
+Every one is ordinary text, so each flag is a false positive. The 0.1
+detector is run on the same inputs as the baseline.
+
+Measured when the spikee corpus was added (issue 31), before/after the rules it
+led to: spikee dev 16/130 (12.3%) -> 122/130 (93.8%), held-out 27/199 (13.6%) ->
+103/199 (51.8%), with 0 false positives on 114 spikee ordinary texts and 5,882
+LoCoMo turns both times.
 
     python bench/poisoning_bench.py [--data PATH] [--show]
 """
@@ -15,6 +30,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -25,6 +41,8 @@ from quality_data import DATA as BENCH_DATA
 from funes.memory.safety import instruction_flags
 
 DATA = BENCH_DATA / "locomo" / "locomo10.json"
+DEV = ("seeds-cybersec-2026-01", "seeds-llm-mailbox")
+HELD_OUT = ("seeds-sysmsg-extraction-2025-04", "seeds-investment-advice", "zzz_LEGACY_seeds-cybersec-2025-04")
 
 # The 0.1 patterns, verbatim, as the baseline.
 _OLD = (
@@ -60,6 +78,40 @@ def turns(path: Path) -> list[str]:
     return out
 
 
+def _spikee_rows(dataset: str, name: str) -> list[dict]:
+    import importlib.resources
+
+    path = importlib.resources.files("spikee") / "data" / "workspace" / "datasets" / dataset / name
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def spikee_attacks(datasets: tuple[str, ...]) -> list[str]:
+    """spikee's jailbreak templates of ``datasets``, each filled with one of its dataset's instructions."""
+    out: dict[str, None] = {}
+    for dataset in datasets:
+        instructions = [row["instruction"] for row in _spikee_rows(dataset, "instructions.jsonl")]
+        for n, row in enumerate(_spikee_rows(dataset, "jailbreaks.jsonl")):
+            if instructions:
+                out[row["text"].replace("<INSTRUCTION>", instructions[n % len(instructions)])] = None
+    return list(out)
+
+
+def spikee_ordinary() -> list[str]:
+    """spikee's ordinary questions (its false-positive set) and the documents it plants attacks in."""
+    texts = [row["text"] for row in _spikee_rows("seeds-investment-advice-fp", "standalone_user_inputs.jsonl")]
+    for dataset in (*DEV, *HELD_OUT):
+        for row in _spikee_rows(dataset, "base_user_inputs.jsonl"):
+            texts.append(row["document"].replace(row.get("placeholder") or "\0", ""))
+    return list(dict.fromkeys(texts))
+
+
+def _rate(check: Callable[[str], bool], texts: list[str]) -> str:
+    hits = sum(1 for t in texts if check(t))
+    return f"{hits}/{len(texts)} ({hits / max(1, len(texts)):.1%})"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the detection and false-positive rates, new detector against the 0.1 baseline."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -68,18 +120,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     texts = [t for _, t in VARIANTS]
     chat = turns(args.data)
+    try:
+        dev, held_out, ordinary = spikee_attacks(DEV), spikee_attacks(HELD_OUT), spikee_ordinary()
+    except ModuleNotFoundError:
+        print("spikee is not installed (pip install --no-deps spikee): the foreign corpus is left out")
+        dev, held_out, ordinary = [], [], []
     for label, check in (("0.1 detector", old_flags), ("this detector", lambda t: bool(instruction_flags(t)))):
-        caught = sum(1 for t in texts if check(t))
-        benign = sum(1 for t in BENIGN if check(t))
-        flagged = [t for t in chat if check(t)]
-        print(
-            f"{label:>14}: variants caught {caught}/{len(texts)} ({caught / len(texts):.0%}); "
-            f"benign look-alikes flagged {benign}/{len(BENIGN)}; "
-            f"LoCoMo turns flagged {len(flagged)}/{len(chat)} ({len(flagged) / len(chat):.2%})"
-        )
+        print(f"{label}:")
+        print(f"  caught, our 19 variants:          {_rate(check, texts)}")
+        if dev:
+            print(f"  caught, spikee dev datasets:      {_rate(check, dev)}")
+            print(f"  caught, spikee held-out datasets: {_rate(check, held_out)}")
+            print(f"  flagged, spikee ordinary texts:   {_rate(check, ordinary)}")
+        print(f"  flagged, our benign look-alikes:  {_rate(check, list(BENIGN))}")
+        print(f"  flagged, LoCoMo turns:            {_rate(check, chat)}")
         if args.show:
-            for t in flagged:
-                print(f"    {instruction_flags(t)} {t[:160]!r}")
+            for t in [*chat, *ordinary]:
+                if check(t):
+                    print(f"    false positive {instruction_flags(t)} {t[:160]!r}")
+            for t in [*dev, *held_out]:
+                if not check(t):
+                    print(f"    missed {t[:160]!r}")
     return 0
 
 

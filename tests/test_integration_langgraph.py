@@ -246,6 +246,59 @@ def test_ttl_expires_items_and_reads_refresh_them(tmp_path: Path) -> None:
         assert service.get(record.id).expires_at is None
 
 
+def test_ttl_config_defaults_refresh_on_read_and_sweep(tmp_path: Path) -> None:
+    ttl = {"default_ttl": 0.002, "refresh_on_read": False}  # 120 ms unless a put says otherwise
+    with funes.open(str(tmp_path / "ttl.db"), embedder=HashEmbedder(64)) as service:
+        store = FunesStore(service, ttl=ttl)
+        store.put(("t",), "default", {"v": 1})
+        store.put(("t",), "kept", {"v": 2}, ttl=None)
+        record = next(m for m in service.list(entity_types=["langgraph"]).items if m.title == "default")
+        assert record.expires_at is not None
+        store.get(("t",), "default")  # refresh_on_read off: the expiry stays
+        assert service.get(record.id).expires_at == record.expires_at
+        time.sleep(0.3)
+        assert store.sweep_ttl() == 1 and store.sweep_ttl() == 0
+        assert [m.title for m in service.list(entity_types=["langgraph"], include_expired=True).items] == ["kept"]
+        assert asyncio.run(store.asweep_ttl()) == 0
+
+        def titles() -> list[str | None]:
+            return [m.title for m in service.list(entity_types=["langgraph"], include_expired=True).items]
+
+        store.start_ttl_sweeper(0.001)
+        store.put(("t",), "swept", {"v": 3})
+        deadline = time.monotonic() + 20
+        while len(titles()) > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.stop_ttl_sweeper(5)
+        assert [m.title for m in service.list(entity_types=["langgraph"], include_expired=True).items] == ["kept"]
+
+
+def test_query_search_fills_the_limit_and_scores_the_best_field(mem: funes.Funes) -> None:
+    store = FunesStore(mem, index={"fields": ["title", "body"]})
+    for i in range(30):
+        store.put(("docs",), f"d{i}", {"title": f"note {i}", "body": "unrelated words here", "n": i % 2})
+    store.put(("docs",), "exact", {"title": "quarterly revenue", "body": "something else entirely"})
+    hits = store.search(("docs",), query="quarterly revenue", limit=10)
+    assert len(hits) == 10  # no similarity floor drops candidates
+    assert hits[0].key == "exact" and hits[0].score == pytest.approx(1.0, abs=1e-5)  # cosine of the best field
+    assert hits[1].score is not None and hits[1].score < hits[0].score
+    assert len(store.search(("docs",), query="revenue", filter={"n": 1}, limit=100)) == 15
+    assert len(store.search(("docs",), query="revenue", offset=25, limit=10)) == 6
+    # Each listed field is embedded apart: the body alone matches as well as the title did.
+    store.put(("docs",), "body", {"title": "x", "body": "quarterly revenue"})
+    scores = {h.key: h.score for h in store.search(("docs",), query="quarterly revenue", limit=2)}
+    assert scores["body"] == pytest.approx(1.0, abs=1e-5) and scores["exact"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_namespace_prefix_matches_whole_labels_only(mem: funes.Funes) -> None:
+    store = FunesStore(mem)
+    for namespace in [("foo",), ("foo", "bar"), ("foobar",), ("foobar", "baz")]:
+        store.put(namespace, "k", {"text": "same text"})
+    assert {i.namespace for i in store.search(("foo",))} == {("foo",), ("foo", "bar")}
+    assert {i.namespace for i in store.search(("foo",), query="same text")} == {("foo",), ("foo", "bar")}
+    assert store.list_namespaces(prefix=("foo",)) == [("foo",), ("foo", "bar")]
+
+
 def test_index_false_keeps_the_value_out_of_search_text(mem: funes.Funes) -> None:
     store = FunesStore(mem)
     store.put(("n",), "secret-key", {"text": "zebra crossing"}, index=False)
@@ -283,7 +336,7 @@ def test_namespace_fields_map_to_funes_identities(mem: funes.Funes) -> None:
 
 # -- real model: hybrid search, calibrated scores, LangMem ---------------------------------------
 @pytest.mark.slow
-def test_query_is_hybrid_search_with_calibrated_scores(real_mem: funes.Funes) -> None:
+def test_query_scores_are_cosine_similarities_with_the_model(real_mem: funes.Funes) -> None:
     store = FunesStore(real_mem, namespace_fields=(None, "user"))
     facts = {
         "diet": "The user is vegetarian and avoids fish.",
@@ -300,6 +353,8 @@ def test_query_is_hybrid_search_with_calibrated_scores(real_mem: funes.Funes) ->
     assert hits[0].score is not None and 0.0 <= hits[0].score <= 1.0
     assert hits[0].score > hits[-1].score  # type: ignore[operator]
     assert store.search(("memories", "alice"), query="which dog do they have", limit=1)[0].key == "pet"
+    exact = store.search(("memories", "alice"), query=facts["pet"], limit=1)[0]
+    assert exact.key == "pet" and exact.score == pytest.approx(1.0, abs=1e-4)
     # The same records are what Funes recall finds for that user.
     recalled = real_mem.search("golden retriever", user="alice")
     assert recalled and recalled[0].memory.metadata["langgraph"]["key"] == "pet"

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 import funes
-from funes.agents.specs import TOOLS, render_tools
+from funes.agents.output_schemas import ERROR_SCHEMA, OUTPUT_SCHEMAS
+from funes.agents.specs import TOOLS, TOOLS_BY_NAME, render_tools
 from funes.conversations.prompts import load_prompt
 from funes.interfaces.mcp_server import PROMPT_NAME, build_server, resolve_project
 
@@ -31,6 +33,7 @@ EXPECTED_HINTS = {
     "get_memory_context": (True, False, True),
     "memory_search": (True, False, True),
     "list_scopes": (True, False, True),
+    "list_memories": (True, False, True),
 }
 
 
@@ -57,6 +60,8 @@ def test_lists_tools_with_schemas_and_annotations(server: Any, mode: str) -> Non
             rendered = {t["name"]: t for t in render_tools("mcp")}
             for tool in listed:
                 assert tool.input_schema == rendered[tool.name]["inputSchema"]
+                assert tool.output_schema == rendered[tool.name]["outputSchema"]
+                jsonschema.Draft202012Validator.check_schema(tool.output_schema)
                 assert tool.description == rendered[tool.name]["description"]
                 hints = tool.annotations
                 assert hints is not None
@@ -140,6 +145,116 @@ def test_error_paths_are_is_error_results(server: Any, name: str, arguments: dic
             assert result.is_error
             assert expected in _text(result)
             assert result.structured_content["error"]["message"]
+
+    _run(main)
+
+
+def test_every_tool_output_matches_its_declared_schema(server: Any, mem: funes.Funes, tmp_path: Path) -> None:
+    doc = tmp_path / "handbook.md"
+    doc.write_text("# Handbook\n\n## Travel\n\nBook trains for trips under four hours.\n", encoding="utf-8")
+    mem.ingest(doc)
+    mem.add_messages(mem.session("mcp-test"), [{"role": "user", "content": "We ship on Thursdays."}])
+    seen: dict[str, int] = {}
+
+    async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        # The SDK's client checks structuredContent against outputSchema itself; this check does not depend on it.
+        result = await client.call_tool(name, arguments)
+        jsonschema.validate(result.structured_content, TOOLS_BY_NAME[name].output_schema())  # what it declares
+        jsonschema.validate(result.structured_content, ERROR_SCHEMA if result.is_error else OUTPUT_SCHEMAS[name])
+        if not result.is_error:
+            seen[name] = seen.get(name, 0) + 1
+        return dict(result.structured_content)
+
+    async def main() -> None:
+        async with Client(server) as client:
+            first = await call(client, "create_memory", {"content": "User prefers trains", "memory_type": "preference"})
+            await call(client, "create_memory", {"content": "User prefers trains", "memory_type": "preference"})
+            await call(
+                client,
+                "create_memory",
+                {
+                    "content": "RFP-7 is due in March",
+                    "memory_type": "context",
+                    "reference_type": "rfp",
+                    "reference_id": "RFP-7",
+                    "tags": ["rfp"],
+                    "expires_at": "2099-01-01",
+                },
+            )
+            await call(client, "search_memories", {"query": "trains"})
+            await call(client, "search_memories", {"query": "zzzz nothing", "memory_types": ["decision"]})
+            await call(client, "update_memory", {"memory_id": first["memory_id"], "pinned": True})
+            await call(client, "get_memory_context", {"query": "travel"})
+            await call(client, "get_memory_context", {})
+            await call(client, "memory_search", {"query": "trains for trips", "source_filter": "documents"})
+            await call(client, "memory_search", {"query": "ship", "source_filter": "chat", "role": "user"})
+            await call(client, "list_scopes", {})
+            await call(client, "list_memories", {})
+            await call(client, "list_memories", {"pinned": True, "reference_type": "rfp", "reference_id": "RFP-7"})
+            await call(client, "delete_memory", {"memory_id": first["memory_id"]})
+            await call(client, "update_memory", {"memory_id": first["memory_id"], "pinned": False})  # an error
+
+    _run(main)
+    assert set(seen) == {t.name for t in TOOLS}
+
+
+def test_list_memories_filters_and_pages_with_a_cursor(server: Any, mem: funes.Funes) -> None:
+    for i in range(5):
+        mem.remember(f"Preference number {i}", type="preference")
+    mem.remember("We chose PostgreSQL for the team server", type="decision", scope="team", pinned=True)
+    mem.remember("Another tenant's note", tenant="other")
+
+    async def main() -> None:
+        async with Client(server) as client:
+            pages: list[list[str]] = []
+            cursor = None
+            while True:
+                arguments: dict[str, Any] = {"memory_types": ["preference"], "limit": 2}
+                if cursor:
+                    arguments["cursor"] = cursor
+                result = await client.call_tool("list_memories", arguments)
+                assert not result.is_error, _text(result)
+                data = result.structured_content
+                pages.append([m["content"] for m in data["memories"]])
+                assert data["count"] == len(data["memories"])
+                cursor = data["next_cursor"]
+                if not cursor:
+                    break
+                assert f"cursor {cursor!r}" in _text(result)
+            assert [len(p) for p in pages] == [2, 2, 1]
+            assert sorted(c for p in pages for c in p) == [f"Preference number {i}" for i in range(5)]
+            assert pages[0][0] == "Preference number 4"  # newest first
+            pinned = await client.call_tool("list_memories", {"pinned": True})
+            assert [m["content"] for m in pinned.structured_content["memories"]] == [
+                "We chose PostgreSQL for the team server"
+            ]
+            everything = await client.call_tool("list_memories", {"limit": 100})
+            assert "Another tenant's note" not in _text(everything) and everything.structured_content["count"] == 6
+            assert "<memory>" in _text(everything)  # fenced like every recalled memory
+            bad = await client.call_tool("list_memories", {"limit": 0})
+            assert bad.is_error and "greater than or equal to 1" in _text(bad)
+
+    _run(main)
+
+
+def test_resources_never_show_file_system_paths(server: Any, mem: funes.Funes, tmp_path: Path) -> None:
+    doc = tmp_path / "private-dir" / "plan.md"
+    doc.parent.mkdir()
+    doc.write_text("# Plan\n\nThe launch is in May.\n", encoding="utf-8")
+    mem.ingest(doc)
+    chunk = next(m for m in mem.list(kinds=["document_chunk", "markdown"]).items)
+    note = mem.remember("/deploy runs the release script", type="fact")
+
+    async def main() -> None:
+        async with Client(server) as client:
+            texts = [(await client.read_resource(uri)).contents[0].text for uri in ("funes://stats", "funes://scopes")]
+            record = (await client.read_resource(f"funes://memory/{chunk.id}")).contents[0].text
+            assert "plan.md" in record
+            kept = json.loads((await client.read_resource(f"funes://memory/{note.id}")).contents[0].text)
+            assert kept["content"] == "/deploy runs the release script"  # text, not a location
+            for text in [*texts, record]:
+                assert str(tmp_path) not in text and "private-dir" not in text
+                assert str(Path(mem.config.db_location).parent) not in text
 
     _run(main)
 

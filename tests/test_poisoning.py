@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from poisoning_corpus import BENIGN, VARIANTS
+from poisoning_corpus import BENIGN, FOREIGN_CLASSES, VARIANTS
 
 import funes
 from funes.memory.safety import WARNING, instruction_flags, normalize
@@ -16,6 +16,12 @@ from funes.providers.embed import HashEmbedder
 @pytest.mark.parametrize("name, text", VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_every_variant_is_flagged(name: str, text: str) -> None:
     assert instruction_flags(text), f"{name} was not flagged: {normalize(text)!r}"
+
+
+@pytest.mark.parametrize("flag, text", FOREIGN_CLASSES)
+def test_the_classes_a_foreign_corpus_showed_missing_are_flagged(flag: str, text: str) -> None:
+    # Before issue 31's rules, none of these raised its flag (spikee's corpus: 12% caught).
+    assert flag in instruction_flags(text), f"{flag} not in {instruction_flags(text)} for {normalize(text)!r}"
 
 
 @pytest.mark.parametrize("text", BENIGN)

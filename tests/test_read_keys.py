@@ -23,6 +23,8 @@ import funes
 
 TEAM = "/v1/teams/t"
 ROUTE = "/v1/teams/{team}"
+STORES = "/v1/memory_stores"
+STORE = STORES + "/{memory_store_id}"
 
 
 @pytest.fixture
@@ -56,7 +58,18 @@ def _seeded(
         assert time.monotonic() < deadline, "the upload was not indexed"
         time.sleep(0.1)
     document = httpx.get(f"{base}/v1/jobs/{job_id}", headers=admin).json()["result"]["document_id"]
-    ids = {"memory": memory["id"], "document": document, "job": job_id}
+    store = httpx.post(f"{base}{STORES}", json={"name": "notes"}, headers=admin).json()["id"]
+    note = httpx.post(f"{base}{STORES}/{store}/memories", json={"path": "/a.md", "content": "one"}, headers=admin)
+    httpx.post(f"{base}{STORES}/{store}/memories/{note.json()['id']}", json={"content": "two"}, headers=admin)
+    versions = httpx.get(f"{base}{STORES}/{store}/memory_versions", headers=admin).json()["data"]
+    ids = {
+        "memory": memory["id"],
+        "document": document,
+        "job": job_id,
+        "store": store,
+        "note": note.json()["id"],
+        "version": versions[-1]["id"],
+    }
     yield base, {"Authorization": f"Bearer {read_key}"}, admin, ids
 
 
@@ -72,7 +85,11 @@ def _state(base: str, admin: dict[str, str]) -> dict[str, Any]:
         {k: m.get(k) for k in ("id", "content", "title", "version", "pinned", "importance", "topic", "updated_at")}
         for m in get(f"{TEAM}/memories?limit=1000")["items"]
     ]
+    store = get(STORES)["data"][0]["id"]
     return {
+        "stores": get(STORES + "?include_archived=true"),
+        "notes": get(f"{STORES}/{store}/memories?view=full"),
+        "note_versions": get(f"{STORES}/{store}/memory_versions?view=full"),
         "memories": sorted(memories, key=lambda m: m["id"]),
         "sessions": [(s["id"], s.get("message_count")) for s in get(f"{TEAM}/sessions")["items"]],
         "messages": [m["content"] for m in get(f"{TEAM}/sessions/s1/messages")["items"]],
@@ -84,7 +101,7 @@ def _state(base: str, admin: dict[str, str]) -> dict[str, Any]:
 
 def _requests(ids: dict[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """For each (method, OpenAPI path): the requests a read key sends, each a valid write when it is one."""
-    m, d = ids["memory"], ids["document"]
+    m, d, st = ids["memory"], ids["document"], {"memory_store_id": ids["store"]}
     entities = [{"entity_type": "row", "entity_id": "1", "content": "Row one"}]
     return {
         ("GET", "/v1/health"): [{}],
@@ -98,10 +115,14 @@ def _requests(ids: dict[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]
         ("DELETE", ROUTE + "/memories/{memory_id}"): [{"path": {"memory_id": m}}],
         ("GET", ROUTE + "/memories/{memory_id}/history"): [{"path": {"memory_id": m}}],
         ("POST", ROUTE + "/memories/{memory_id}/restore"): [{"path": {"memory_id": m}, "json": {"version": 1}}],
+        ("POST", ROUTE + "/memories/{memory_id}/versions/{version}/redact"): [{"path": {"memory_id": m, "version": 1}}],
         ("GET", ROUTE + "/memories/{memory_id}/why"): [{"path": {"memory_id": m}}],
         ("POST", ROUTE + "/forget/preview"): [{"json": {"matching": "vault code"}}],
         ("POST", ROUTE + "/forget"): [{"json": {"ids": [m]}}, {"json": {"matching": "vault code", "confirm": True}}],
         ("GET", ROUTE + "/forget/{receipt_id}/verify"): [{"path": {"receipt_id": "fgt_none"}}],
+        ("GET", ROUTE + "/proposals"): [{}],
+        ("POST", ROUTE + "/memories/{memory_id}/proposal/accept"): [{"path": {"memory_id": m}}],
+        ("POST", ROUTE + "/memories/{memory_id}/proposal/dismiss"): [{"path": {"memory_id": m}}],
         ("POST", ROUTE + "/memories/generate"): [{"json": {"file_id": "f1", "entities": entities}}, {"json": {}}],
         ("POST", ROUTE + "/memories/regenerate"): [{"json": {"file_id": "f1"}}],
         ("POST", ROUTE + "/documents"): [{"files": {"file": ("planted.md", b"# Planted\n")}}],
@@ -131,6 +152,26 @@ def _requests(ids: dict[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]
         ("PUT", ROUTE + "/projects/{file}/settings"): [{"path": {"file": "f1"}, "json": {"enabled": False}}],
         ("GET", ROUTE + "/jobs"): [{}],
         ("GET", "/v1/jobs/{job_id}"): [{"path": {"job_id": ids["job"]}}],
+        ("POST", STORES): [{"json": {"name": "planted"}}],
+        ("GET", STORES): [{}],
+        ("GET", STORE): [{"path": st}],
+        ("POST", STORE): [{"path": st, "json": {"name": "renamed"}}],
+        ("DELETE", STORE): [{"path": st}],
+        ("POST", STORE + "/archive"): [{"path": st}],
+        ("POST", STORE + "/memories"): [{"path": st, "json": {"path": "/planted.md", "content": "planted"}}],
+        ("GET", STORE + "/memories"): [{"path": st}, {"path": st, "params": {"view": "full", "depth": 1}}],
+        ("GET", STORE + "/memories/{memory_id}"): [{"path": {**st, "memory_id": ids["note"]}}],
+        ("POST", STORE + "/memories/{memory_id}"): [
+            {"path": {**st, "memory_id": ids["note"]}, "json": {"content": "overwritten"}}
+        ],
+        ("DELETE", STORE + "/memories/{memory_id}"): [{"path": {**st, "memory_id": ids["note"]}}],
+        ("GET", STORE + "/memory_versions"): [{"path": st}],
+        ("GET", STORE + "/memory_versions/{memory_version_id}"): [
+            {"path": {**st, "memory_version_id": ids["version"]}}
+        ],
+        ("POST", STORE + "/memory_versions/{memory_version_id}/redact"): [
+            {"path": {**st, "memory_version_id": ids["version"]}}
+        ],
         # Not an API-key route: its own token, which this server does not have.
         ("POST", "/v1/internal/files/{file}/memory"): [
             {"path": {"file": "f1"}, "json": {"team": "t", "entities": entities}}
@@ -152,6 +193,7 @@ async def _walk_mcp(base: str, headers: dict[str, str], memory_id: str) -> list[
         "get_memory_context": {"query": "vault"},
         "memory_search": {"query": "vault"},
         "list_scopes": {},
+        "list_memories": {"memory_types": ["fact"]},
     }
     answered = []
     async with (

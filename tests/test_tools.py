@@ -122,6 +122,7 @@ def test_every_tool_has_a_description_and_documented_properties() -> None:
         "get_memory_context",
         "memory_search",
         "list_scopes",
+        "list_memories",
     ]
     for spec in TOOLS:
         assert len(spec.description) > 80

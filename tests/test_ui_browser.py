@@ -530,6 +530,52 @@ def test_documents_usage_settings_and_regenerate(server: Server, page: Any, tmp_
     assert [m for m in left if m.get("project_id") == "report.grid"] == []
 
 
+def test_a_proposal_on_a_hand_edited_summary_is_accepted_in_the_detail_panel(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    """Issue 25: a regenerate after a hand edit keeps the edit; the detail panel shows the proposal to decide."""
+    from axe_playwright_python.sync_playwright import Axe
+    from playwright.sync_api import expect
+
+    team = "/v1/teams/acme"
+
+    def run(path: str, body: dict[str, Any]) -> None:
+        accepted = server.call("POST", f"{team}/memories/{path}", body, expect=202)
+        deadline = time.monotonic() + 120
+        while server.call("GET", f"/v1/jobs/{accepted['job_id']}")["status"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, f"the {path} job did not finish"
+            time.sleep(0.3)
+
+    entities = [{"entity_type": "DATA_TABLE", "entity_id": "visits", "content": "Table visits: bar, date, rating."}]
+    run("generate", {"file_id": "ramen.grid", "entities": entities})
+    items = server.call("GET", f"{team}/memories?file_id=ramen.grid")["items"]
+    summary = next(m for m in items if m.get("entity_id") == "visits")
+    hand = "Table1 lists ramen bar visits, checked by hand."
+    server.call("PATCH", f"{team}/memories/{summary['id']}", {"content": hand})
+    run("regenerate", {"file_id": "ramen.grid"})
+    pending = server.call("GET", f"{team}/proposals")["items"]
+    assert [m["id"] for m in pending] == [summary["id"]] and pending[0]["content"] == hand
+
+    _sign_in(page, server)
+    page.get_by_role("link", name="Knowledge map").click()
+    page.locator("#tab-file").click()
+    page.locator("#map-file").fill("ramen.grid")
+    page.locator("#map-file").press("Enter")
+    page.locator(f'.node[data-id="{summary["id"]}"]').click()
+    expect(page.locator("#detail-content")).to_have_text(hand)
+    expect(page.locator("#detail-author")).to_have_text("user")
+    expect(page.locator("#proposal-content")).to_have_text(summary["content"])
+    page.screenshot(path=str(tmp_path / "proposal.png"), full_page=True)
+    bad = [v["id"] for v in Axe().run(page).response["violations"] if v["impact"] in ("critical", "serious")]
+    assert bad == []
+    page.locator("#accept-proposal").click()
+    expect(page.locator("#detail-content")).to_have_text(summary["content"])
+    expect(page.locator("#proposal")).to_have_count(0)
+    after = server.call("GET", f"{team}/memories/{summary['id']}")
+    assert after["version"] == 3 and after["author"] == "llm" and after["proposal"] is None
+    assert server.call("GET", f"{team}/proposals")["items"] == []
+
+
 # -- search by role and by conversation (issue 10, section 3) ---------------------------------------------
 XSS_TITLE = 'Lisbon <img src=x onerror="window.__xss=1"> trip'
 XSS_REPLY = "Booked: Hotel Avenida, three nights from 12 May. <script>window.__xss=2</script><b>bold</b>"

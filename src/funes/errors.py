@@ -46,6 +46,23 @@ class Conflict(FunesError):
     code = "conflict"
 
 
+class PreconditionFailed(Conflict):
+    """A write's precondition (the content hash the caller last read) no longer holds."""
+
+    code = "precondition_failed"
+
+
+class PathConflict(Conflict):
+    """Another memory of the store already has that path."""
+
+    code = "path_conflict"
+
+    def __init__(self, message: str, *, hint: str | None = None, memory_id: str = "", path: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.memory_id = memory_id
+        self.path = path
+
+
 class EmbedderMismatch(FunesError):
     """The store was built with another embedding model."""
 

@@ -17,10 +17,12 @@ The parts, innermost first (each may use only those before it):
 * ``tasks`` (:class:`funes.agents.tasks.Tasks`): task summaries and their insights;
 * ``agent_hooks`` (:class:`funes.agents.hooks.Hooks`): Claude Code hooks (run and install);
 * ``claude_memory`` (:class:`funes.agents.memory_tool.MemoryTool`): Claude's memory tool on a memory folder;
+* ``memory_stores`` (:class:`funes.agents.memory_stores.MemoryStores`): Anthropic's memory-stores API, locally;
 * ``agent_tools`` (:class:`funes.agents.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.memory.transfer.Transfer`): export and import;
 * ``atlas`` (:class:`funes.memory.atlas.Atlas`): the knowledge map's 2-D layout (``Funes.memory_map``);
-* ``curation`` (:class:`funes.curation.versions.Curation`): version history and restore;
+* ``curation`` (:class:`funes.curation.versions.Curation`): version history, restore and redact;
+* ``review`` (:class:`funes.curation.proposals.Proposals`): machine proposals on records people own;
 * ``entities`` (:class:`funes.curation.entities.Entities`): entity reconciliation;
 * ``insights`` (:class:`funes.curation.insights.Insights`): chat insights, one merged memory per topic;
 * ``learning`` (:class:`funes.curation.learn.Learning`): facts, preferences and decisions learned from conversations;
@@ -43,6 +45,7 @@ from typing import Any, TypeVar, cast
 
 from .agents.capture import Capture
 from .agents.hooks import Hooks
+from .agents.memory_stores import MemoryStores
 from .agents.memory_tool import MemoryTool
 from .agents.tasks import Tasks
 from .agents.tools import AgentTools
@@ -53,6 +56,7 @@ from .curation.generation import Generation
 from .curation.health import Maintenance
 from .curation.insights import Insights
 from .curation.learn import Learning
+from .curation.proposals import Proposals
 from .curation.provenance import Provenance
 from .curation.upkeep import Upkeep
 from .curation.versions import Curation
@@ -114,6 +118,7 @@ class Funes:
         self.conversations = Conversations(self.core, self.docs)
         self.memory_folders = Folders(self.core, self.docs, self.jobs)
         self.claude_memory = MemoryTool(self.memory_folders)
+        self.memory_stores = MemoryStores(self.core, self.memory_folders)
         self.writeback = Capture(self.core, self.memory_folders)
         # Task insights use the same LLM as reconciliation (created on first use).
         self.tasks = Tasks(self.core, self.memory_folders, llm=lambda: self.entities.llm)
@@ -122,6 +127,7 @@ class Funes:
         self.transfer = Transfer(self.core)
         self.atlas = Atlas(self.core)
         self.curation = Curation(self.core)
+        self.review = Proposals(self.core)
         self.entities = Entities(self.core, self.jobs)
         self.insights = Insights(self.core, self.conversations, llm=lambda: self.entities.llm)
         self.jobs.register("insights", self.insights.job)
@@ -197,6 +203,12 @@ class Funes:
     # -- version history (``history`` is a session's messages; a record's states are ``versions``) --------
     versions = _delegate("curation", Curation.versions)
     restore = _delegate("curation", Curation.restore)
+    redact_version = _delegate("curation", Curation.redact_version)
+
+    # -- proposals: a machine's text for a record a person wrote or pinned (issue 25) -------------
+    proposals = _delegate("review", Proposals.list)
+    accept_proposal = _delegate("review", Proposals.accept)
+    dismiss_proposal = _delegate("review", Proposals.dismiss)
 
     # -- entity reconciliation ------------------------------------------------------------------
     reconcile = _delegate("entities", Entities.reconcile)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import InvalidInput
 from ..memory.record_input import RecordFields
-from ..models import Memory, RememberResult
+from ..models import Memory, RememberResult, SourceRef
 
 if TYPE_CHECKING:
     from ..knowledge.folders import Folders
@@ -127,6 +127,8 @@ class Capture:
                 else:
                     item[key] = value
             items.append(item)
+        # Text the assistant wrote is the agent's, never "user-stated" (issue 25).
+        defaults.setdefault("source", SourceRef(type="agent"))
         results = self.core.remember_many(
             [{"content": ""} if i in problems else item for i, item in enumerate(items)], **defaults
         )

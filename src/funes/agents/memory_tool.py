@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ..errors import Conflict, FunesError, InvalidInput, NotFound
-from ..knowledge.paths import read_regular
+from ..knowledge.paths import read_regular, write_atomic
 
 if TYPE_CHECKING:
     from ..knowledge.folders import Folders
@@ -142,16 +141,7 @@ class MemoryTool:
                 f"The new content of {shown} is over the {self._limit():,}-byte limit of memory files.",
                 hint="Keep memory files short: split the content over several files.",
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # A hidden temporary file renamed into place: watchers and readers never see half a note.
-        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-                out.write(text)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, text)  # watchers and readers never see half a note
 
     @staticmethod
     def _text(command: Mapping[str, Any], field: str) -> str:

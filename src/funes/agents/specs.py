@@ -118,6 +118,13 @@ class SearchMemoriesArgs(_Args):
         default=None, description="Only memories that reference an outside entity of this kind, with reference_id."
     )
     reference_id: str | None = Field(default=None, description="Id of that outside entity, e.g. 'RFP-7'.")
+    as_of: str | None = Field(
+        default=None,
+        description="Read memory as it was at this past time (ISO-8601, e.g. '2026-04-01'); leave empty for now.",
+    )
+    include_superseded: bool = Field(
+        default=False, description="Also return earlier versions of changed facts, marked with when they changed."
+    )
 
     @model_validator(mode="after")
     def _reference_pair(self) -> SearchMemoriesArgs:
@@ -185,6 +192,33 @@ class ListScopesArgs(_Args):
     """list_scopes takes no arguments."""
 
 
+class ListMemoriesArgs(_Args):
+    """Arguments of list_memories."""
+
+    memory_types: list[MemoryTypeArg] | None = Field(
+        default=None, description="Only these memory types. Leave empty for all."
+    )
+    scope: ScopeArg | None = Field(
+        default=None, description="Only memories of this scope. Leave empty for everything you can see."
+    )
+    pinned: bool | None = Field(default=None, description="true = only pinned memories, false = only unpinned.")
+    entity_type: str | None = Field(default=None, description="Only memories about entities of this type.")
+    reference_type: str | None = Field(
+        default=None, description="Only memories that reference an outside entity of this kind, with reference_id."
+    )
+    reference_id: str | None = Field(default=None, description="Id of that outside entity, e.g. 'RFP-7'.")
+    limit: int | None = Field(default=20, ge=1, le=100, description="Most memories per page (default 20).")
+    cursor: str | None = Field(
+        default=None, description="The next_cursor of the previous call, for the next page. Leave empty to start."
+    )
+
+    @model_validator(mode="after")
+    def _reference_pair(self) -> ListMemoriesArgs:
+        if (self.reference_type is None) != (self.reference_id is None):
+            raise ValueError("give reference_type and reference_id together, or neither")
+        return self
+
+
 @dataclass(frozen=True)
 class ToolHints:
     """MCP tool annotations: how the tool behaves, for clients deciding on confirmation."""
@@ -212,6 +246,12 @@ class ToolSpec:
     def strict_schema(self) -> dict[str, Any]:
         """The OpenAI strict-mode JSON schema of the input."""
         return strict_schema(self.args)
+
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON schema of the tool's structured content (MCP ``outputSchema``): its result or an error."""
+        from .output_schemas import declared
+
+        return copy.deepcopy(declared(self.name))
 
 
 READ = ToolHints(read_only=True, destructive=False, idempotent=True)
@@ -281,6 +321,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         "how many records each holds, and which project is current. The server resolves the current project; "
         "you never need to pass a project id.",
         args=ListScopesArgs,
+        hints=READ,
+    ),
+    ToolSpec(
+        name="list_memories",
+        title="List memories",
+        description="List stored memories newest first, without a query: to review or clean up what memory "
+        "holds. Narrow it with memory_types, scope, pinned or a reference; each call returns one page, and "
+        "next_cursor (when set) fetches the next. Use search_memories to find memories about a topic.",
+        args=ListMemoriesArgs,
         hints=READ,
     ),
 )
@@ -450,6 +499,7 @@ def mcp_tool(spec: ToolSpec) -> dict[str, Any]:
         "title": spec.title,
         "description": spec.description,
         "inputSchema": spec.input_schema(),
+        "outputSchema": spec.output_schema(),
         "annotations": mcp_annotations(spec),
     }
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from ..knowledge.folders import project_root
-from ..models import Memory, new_id
+from ..models import Memory, SourceRef, new_id
 
 if TYPE_CHECKING:
     from ..knowledge.folders import Folders
@@ -270,6 +270,8 @@ class Tasks:
                     "topic": f"task {category.lower()}",
                     "metadata": {"category": category, "task_id": task_id, "task": task},
                     "references": [("task", task_id)],
+                    # A model's reading of the task's output, not the user's words (issue 25).
+                    "source": SourceRef(type="task", uri=f"task:{task_id}"),
                 }
                 for category, text in insights
             ],

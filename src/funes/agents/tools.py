@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
-from ..memory.safety import FENCE_NOTE, WARNING, fence, instruction_flags, is_flagged
+from ..memory.safety import FENCE_NOTE, WARNING, fence, instruction_flags
 from ..models import (
     Caller,
     Memory,
@@ -39,6 +39,7 @@ from ..models import (
     utcnow,
 )
 from ..store import AccessEvent, vis_key
+from .briefs import AGENT_KINDS, memory_brief, recalled, snippet
 
 if TYPE_CHECKING:
     from ..conversations.sessions import Conversations
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         CreateMemoryArgs,
         DeleteMemoryArgs,
         GetMemoryContextArgs,
+        ListMemoriesArgs,
         ListScopesArgs,
         MemorySearchArgs,
         SearchMemoriesArgs,
@@ -55,8 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("funes.tools")
 
-# Kinds an agent may change or delete; document chunks and messages belong to their source.
-AGENT_KINDS: tuple[str, ...] = ("memory", "insight")
 # Scope a new memory gets when the agent names none; preferences and facts hold across projects.
 DEFAULT_SCOPE_BY_TYPE: dict[str, str] = {
     "preference": "team",
@@ -110,20 +110,6 @@ def _count(n: int) -> str:
     return f"{n} record" if n == 1 else f"{n} records"
 
 
-def _snippet(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _recalled(memory: Memory, limit: int) -> str:
-    """Memory text as handed to a model: fenced as data, with a warning when it reads like an instruction.
-
-    Issue 9: these tools returned raw text, so a memory could close the fence and pose as a rule.
-    """
-    body = f"<memory>{fence(_snippet(memory.content, limit))}</memory>"
-    return body + (f" [warning: {WARNING}]" if is_flagged(memory) else "")
-
-
 def _normalised(text: str) -> str:
     """Text compared for "the same thing said again": case, spacing and end punctuation ignored."""
     return re.sub(r"\s+", " ", text.casefold()).strip().rstrip(".!;,: ")
@@ -144,27 +130,6 @@ def _source_types(source_filter: str) -> tuple[str, ...] | None:
     from ..models.sources import SOURCE_FILTERS
 
     return SOURCE_FILTERS[source_filter]
-
-
-def _memory_brief(memory: Memory) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "content": memory.content,
-        "memory_type": memory.memory_type,
-        "kind": memory.kind,
-        "scope": memory.scope,
-        "project_id": memory.project_id,
-        "importance": memory.importance,
-        "pinned": memory.pinned,
-        "expires_at": format_time(memory.expires_at),
-        "version": memory.version,
-        "source": memory.attribution,
-        "tags": list(memory.metadata.get("tags") or []),
-        "instruction_like": is_flagged(memory),
-        "references": [{"type": r.type, "id": r.id} for r in memory.references],
-        "created_at": format_time(memory.created_at),
-        "updated_at": format_time(memory.updated_at),
-    }
 
 
 class AgentTools:
@@ -278,11 +243,11 @@ class AgentTools:
         memory = self.core.get(memory_id, tenant=caller.tenant, user=caller.user_id)
         if memory.is_expired():
             raise self._expired_error(memory)
-        self._log_tool_access([memory], "read", caller)
+        self.log_tool_access([memory], "read", caller)
         return memory
 
     # -- helpers ------------------------------------------------------------------
-    def _log_tool_access(self, memories: Iterable[Memory], action: str, caller: Caller) -> None:
+    def log_tool_access(self, memories: Iterable[Memory], action: str, caller: Caller) -> None:
         self.core.track(
             [
                 AccessEvent(
@@ -330,12 +295,17 @@ class AgentTools:
             label = hit.attribution
             if m.kind in AGENT_KINDS:
                 label = f"{m.memory_type} · {label} · {m.scope}"
-            lines.append(f"{n}. [{label}] {_recalled(m, limit)}")
+            lines.append(f"{n}. [{label}] {recalled(m, limit)}")
+            earlier = m.previously()
+            if m.valid_to is not None:  # a past state (as_of / include_superseded)
+                lines.append(f"   (superseded {m.valid_to:%Y-%m-%d})")
+            elif earlier:  # a changed fact: what it was, and until when (fenced: it is stored text)
+                lines.append(f"   <memory>{fence(earlier)}</memory>")
             before, after = turns_around(m, hit.context)  # the turns around a recalled message, fenced like it
             for where, turns in (("before", before), ("after", after)):
                 for turn in turns:
                     flag = f" [warning: {WARNING}]" if instruction_flags(turn.content) else ""
-                    said = fence(_snippet(turn.content, limit))
+                    said = fence(snippet(turn.content, limit))
                     lines.append(f"   ({where}) {turn.role}: <memory>{said}</memory>{flag}")
             tail = f" · id: {m.id}" if with_ids else ""
             lines.append(f"   Relevance: {_percent(hit.relevance)}%{tail}")
@@ -344,7 +314,7 @@ class AgentTools:
 
     @staticmethod
     def _hit_data(hits: list[SearchHit]) -> list[dict[str, Any]]:
-        return [{**_memory_brief(h.memory), "relevance": _percent(h.relevance) / 100, "score": h.score} for h in hits]
+        return [{**memory_brief(h.memory), "relevance": _percent(h.relevance) / 100, "score": h.score} for h in hits]
 
     def _tool_min_relevance(self) -> float:
         # The setting applies where relevance is calibrated (the store's model); 0 elsewhere, as in search.
@@ -406,12 +376,12 @@ class AgentTools:
         )
         visible = existing is not None and self.core.visible(existing, caller.tenant, caller.user_id)
         if existing is not None and visible and not existing.is_expired():
-            self._log_tool_access([existing], "create_duplicate", caller)
+            self.log_tool_access([existing], "create_duplicate", caller)
             return ToolResult(
                 "create_memory",
                 f"Already stored as {existing.id} ({existing.memory_type}, {existing.scope} scope); nothing new was "
                 "stored.",
-                {"memory_id": existing.id, "duplicate": True, "similar": [], "memory": _memory_brief(existing)},
+                {"memory_id": existing.id, "duplicate": True, "similar": [], "memory": memory_brief(existing)},
             )
         if existing is not None and visible:
             # The same words again after the old record expired: renew that record rather than keep both.
@@ -426,17 +396,17 @@ class AgentTools:
             {"id": s.id, "content": s.content, "similarity": round(sim, 4), "scope": s.scope} for s, sim in similar
         ]
         if same:
-            self._log_tool_access(same[:1], "create_duplicate", caller)
+            self.log_tool_access(same[:1], "create_duplicate", caller)
             return ToolResult(
                 "create_memory",
                 f"Already stored as {same[0].id} (the same words up to case and punctuation); nothing new was stored.",
-                {"memory_id": same[0].id, "duplicate": True, "similar": similar_data, "memory": _memory_brief(same[0])},
+                {"memory_id": same[0].id, "duplicate": True, "similar": similar_data, "memory": memory_brief(same[0])},
             )
         with self.store.transaction():
             self.store.put(memory, vectors)
             if vectors is None:
                 self.core.defer_vectors([memory.id], memory.tenant)
-        self._log_tool_access([memory], "create", caller)
+        self.log_tool_access([memory], "create", caller)
         if args.to_markdown:
             if self.write_back is None:
                 raise InvalidInput(
@@ -453,14 +423,14 @@ class AgentTools:
         if similar:
             first, sim = similar[0]
             text += (
-                f' A similar memory already exists: {first.id} "{_snippet(first.content, 160)}" '
+                f' A similar memory already exists: {first.id} "{snippet(first.content, 160)}" '
                 f"(similarity {_percent(sim)}%). If the new one replaces it, delete_memory {first.id}; "
                 "if it only refines it, keep both."
             )
         return ToolResult(
             "create_memory",
             text,
-            {"memory_id": memory.id, "duplicate": False, "similar": similar_data, "memory": _memory_brief(memory)},
+            {"memory_id": memory.id, "duplicate": False, "similar": similar_data, "memory": memory_brief(memory)},
         )
 
     def _near_duplicates(self, memory: Memory, vectors: list[Any], caller: Caller) -> list[tuple[Memory, float]]:
@@ -506,6 +476,8 @@ class AgentTools:
                 entity_types=[args.entity_type] if args.entity_type else None,
                 entity_ids=[args.entity_id] if args.entity_id else None,
                 refs=[(args.reference_type, args.reference_id)] if args.reference_type and args.reference_id else None,
+                as_of=args.as_of or None,
+                include_superseded=args.include_superseded,
             )
         )
         data = {"query": args.query, "count": len(hits), "results": self._hit_data(hits), "degraded": hits.degraded}
@@ -545,9 +517,10 @@ class AgentTools:
             pinned=args.pinned,
             tenant=caller.tenant,
             user=caller.user_id,
+            author="agent",  # the agent's words supersede; they are not the user's (issue 25)
             **kwargs,
         )
-        self._log_tool_access([updated], "update", caller)
+        self.log_tool_access([updated], "update", caller)
         changed = []
         if updated.version != current.version:
             changed.append(f"content (now version {updated.version}; {len(updated.previous_versions)} earlier kept)")
@@ -559,18 +532,18 @@ class AgentTools:
             changed.append(f"expires {format_time(updated.expires_at) or 'never'}")
         text = f"Updated {updated.id}: {', '.join(changed)}." if changed else f"{updated.id} already had these values."
         return ToolResult(
-            "update_memory", text, {"memory_id": updated.id, "changed": bool(changed), "memory": _memory_brief(updated)}
+            "update_memory", text, {"memory_id": updated.id, "changed": bool(changed), "memory": memory_brief(updated)}
         )
 
     def _tool_delete_memory(self, args: DeleteMemoryArgs, caller: Caller, project: str | None) -> ToolResult:
         # Deleting an expired memory is allowed: the caller's goal (it is gone) is met either way.
         memory = self._agent_record(args.memory_id, caller, "deleted")
         self.store.delete([memory.id])
-        self._log_tool_access([memory], "delete", caller)
+        self.log_tool_access([memory], "delete", caller)
         return ToolResult(
             "delete_memory",
-            f'Deleted {memory.id}: "{_snippet(memory.content, 160)}".',
-            {"memory_id": memory.id, "deleted": True, "memory": _memory_brief(memory)},
+            f'Deleted {memory.id}: "{snippet(memory.content, 160)}".',
+            {"memory_id": memory.id, "deleted": True, "memory": memory_brief(memory)},
         )
 
     def _tool_get_memory_context(self, args: GetMemoryContextArgs, caller: Caller, project: str | None) -> ToolResult:
@@ -615,7 +588,7 @@ class AgentTools:
         if facts is not None and facts.included:
             # The builder logs what it retrieves; facts are logged here, with the agent that asked.
             records = self.store.get_many([str(i["id"]) for i in facts.included if "id" in i])
-            self._log_tool_access(list(records.values()), "context", caller)
+            self.log_tool_access(list(records.values()), "context", caller)
         data = {
             "query": query,
             "session_id": session.id,
@@ -644,13 +617,13 @@ class AgentTools:
         seen = {m.id for m in pinned}
         recent = [m for m in self.core.list(limit=50, **common).items if m.id not in seen]
         ranked = sorted(recent, key=lambda m: (m.importance, m.updated_at), reverse=True)[:limit]
-        self._log_tool_access(pinned + ranked, "context", caller)
+        self.log_tool_access(pinned + ranked, "context", caller)
         snippet = int(self.config.tool_snippet_chars)
         lines: list[str] = []
         for title, group in (("Pinned:", pinned), ("Most important:", ranked)):
             if group:
                 lines.append(title)
-                lines += [f"- [{m.memory_type} · {m.attribution}] {_recalled(m, snippet)} (id: {m.id})" for m in group]
+                lines += [f"- [{m.memory_type} · {m.attribution}] {recalled(m, snippet)} (id: {m.id})" for m in group]
         if lines:
             lines.append(FENCE_NOTE)
         else:
@@ -659,8 +632,8 @@ class AgentTools:
             "query": None,
             "session_id": session,
             "project": project,
-            "pinned": [_memory_brief(m) for m in pinned],
-            "memories": [_memory_brief(m) for m in ranked],
+            "pinned": [memory_brief(m) for m in pinned],
+            "memories": [memory_brief(m) for m in ranked],
         }
         return ToolResult("get_memory_context", "\n".join(lines), data)
 
@@ -700,6 +673,13 @@ class AgentTools:
             )
         lines = ["Found relevant information:", "", *self._hit_lines(hits, with_ids=False), FENCE_NOTE]
         return ToolResult("memory_search", _degraded_note(hits) + "\n".join(lines).rstrip(), data)
+
+    def _tool_list_memories(self, args: ListMemoriesArgs, caller: Caller, project: str | None) -> ToolResult:
+        from .listing import list_memories
+
+        text, data, listed = list_memories(self.core, args, caller, project, int(self.config.tool_snippet_chars))
+        self.log_tool_access(listed, "list", caller)
+        return ToolResult("list_memories", text, data)
 
     def _tool_list_scopes(self, args: ListScopesArgs, caller: Caller, project: str | None) -> ToolResult:
         counts: dict[tuple[str, str | None], int] = {}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EmbedderUnavailable, InvalidInput, NotFound
 from ..memory.neighbours import merge_windows
 from ..memory.record_input import check_content
+from ..memory.timeline import records_at
 from ..models import Memory, SearchQuery, SourceRef, format_time, new_id, utcnow
 from ..models.messages import AddedMessages, Message, Recalled, SkippedMessage
 from ..store import AccessEvent, vis_key
@@ -444,8 +445,9 @@ class Conversations:
         min_similarity: float | None = None,
         tenant: str | None = None,
         user: str | None = None,
+        as_of: Any = None,
     ) -> BuiltContext:
-        """The request for the next model call: ONE system message, then history, then ``query``.
+        """The request for the next model call: ONE system message, then history, then ``query`` (recalled ``as_of``).
 
         ``snapshot`` is the application's live state (a dict, list or text);
         ``recent_changes`` the latest edits (dicts with location, old, new, by,
@@ -512,6 +514,7 @@ class Conversations:
                 min_relevance=float(self.config.context_min_relevance) if calibrated else 0,
                 limit=limit,
                 track=False,
+                as_of=as_of,
             )
         )
         if threshold is not None:
@@ -554,7 +557,7 @@ class Conversations:
             snapshot=snapshot,
             recent_changes=list(recent_changes or ()),
             recalled_history=recalled,
-            facts=[Recalled(m, None, "fact") for m in facts],
+            facts=[Recalled(m, None, "fact") for m in records_at(facts, as_of)],
             retrieved=retrieved,
         )
         built = assemble(inputs, caps, counter or default_counter(), format)

@@ -47,6 +47,7 @@ from ..errors import EmbedderUnavailable, InvalidInput
 from ..memory.versioning import superseded
 from ..models import ENTITY_SCOPES, Job, Memory, SourceRef, format_time
 from ..providers.llm import LLM, create_llm
+from .proposals import Proposals
 
 if TYPE_CHECKING:
     from ..memory.core import Core
@@ -312,6 +313,14 @@ class Entities:
             elif not plan.force and old.metadata.get("fingerprint") == mark:
                 counts["skipped"] += 1  # another reconcile wrote this very state meanwhile
                 continue
+            elif old.sovereign:
+                # A person edited or pinned this summary: the machine's text waits as a proposal (issue 25).
+                reason = "the entity changed" if old.metadata.get("fingerprint") != mark else "regenerated"
+                Proposals(self.core).propose(
+                    old, record.content, author="llm", reason=reason, metadata={"fingerprint": mark}
+                )
+                counts["proposed"] = counts.get("proposed", 0) + 1  # only present when a person's text stood
+                continue
             else:
                 history = [
                     *old.metadata.get("previous_summaries", []),
@@ -328,7 +337,7 @@ class Entities:
         orphans = [
             m.id
             for key, m in self._existing(plan.tenant, plan.user, plan.project, []).items()
-            if key not in plan.seen and m.scope == "project"
+            if key not in plan.seen and m.scope == "project" and not m.sovereign  # a person's summary stays
         ]
         counts["deleted"] = store.delete(orphans)
         if deferred:

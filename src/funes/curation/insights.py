@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import EmbedderUnavailable
 from ..models import MEMORY_TYPES, Job, Memory, SearchQuery, SourceRef
+from .proposals import Proposals
 
 if TYPE_CHECKING:
     from ..conversations.sessions import Conversations, Session
@@ -210,14 +211,14 @@ class Insights:
             current = self.core.store.get(plan["memory_id"])
             if current is not None:
                 seen = [*current.metadata.get("sessions", []), plan["session"]]
-                memory = self.core.update(
-                    current.id,
-                    content=plan["content"],
+                memory, proposed = Proposals(self.core).write(
+                    current,
+                    plan["content"],
+                    author="llm",
+                    reason=f"merged the chat {plan['session']}",
                     metadata={"sessions": list(dict.fromkeys(seen)), "related_concepts": plan["concepts"]},
-                    tenant=current.tenant,
-                    user=current.user_id,
                 )
-                return self._report(plan, memory)
+                return self._report({**plan, "status": "proposed"} if proposed else plan, memory)
             plan = {**plan, "status": "created"}  # the topic's memory was deleted meanwhile
         memory = self.core.remember(
             plan["content"],

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput
 from ..models import Job, Memory, SearchQuery, SourceRef, format_time
 from ..store import AccessEvent
+from .proposals import Proposals
 from .upkeep import same_words
 
 if TYPE_CHECKING:
@@ -193,7 +194,8 @@ class Learning:
     ) -> dict[str, Any]:
         """Learn durable memories from a session (id or Session) or a list of messages; returns what happened.
 
-        The result has ``added``, ``updated`` and ``skipped`` lists; each item
+        The result has ``added``, ``updated``, ``skipped`` and ``proposed`` (a changed
+        statement of a record a person wrote or pinned: kept as its proposal) lists; each item
         names the memory, the statement and why (see the module docstring).
         """
         session_id = None
@@ -311,15 +313,17 @@ class Learning:
             if step["action"] == "updated" and step["memory"].id not in seen:
                 current = self.core.store.get(step["memory"].id)
                 if current is not None:
-                    memory = self.core.update(
-                        current.id,
-                        content=candidate.content,
+                    # A person's own record is never rewritten: the new statement is a proposal (issue 25).
+                    memory, proposed = Proposals(self.core).write(
+                        current,
+                        candidate.content,
+                        author="llm",
+                        reason=step["reason"],
                         metadata=metadata,
-                        tenant=current.tenant,
-                        user=current.user_id,
+                        valid_from=candidate.stated_at,
                     )
                     seen.add(memory.id)
-                    done.append({**step, "memory": memory})
+                    done.append({**step, "memory": memory, **({"action": "proposed"} if proposed else {})})
                     continue
             memory = self.core.remember(
                 candidate.content,
@@ -335,15 +339,25 @@ class Learning:
                 ),
                 metadata=metadata,
             )
+            memory = self._dated(memory, candidate.stated_at)
             seen.add(memory.id)
             if step["action"] == "updated":  # the record it replaced was deleted meanwhile
                 step = {**step, "action": "added", "reason": "a new statement (the one it replaced is gone)"}
             done.append({**step, "memory": memory})
         return done
 
+    def _dated(self, memory: Memory, stated_at: datetime | None) -> Memory:
+        """A new learned record dated by when it was said, like the message it came from (as_of reads it so)."""
+        if stated_at is None or stated_at >= memory.created_at or memory.valid_from is not None:
+            return memory
+        stored_at = {"recorded_at": format_time(memory.created_at)}  # when Funes stored it, kept for audit
+        dated = memory.evolve(created_at=stated_at, valid_from=stated_at, metadata={**memory.metadata, **stored_at})
+        self.core.store.put(dated, None)
+        return dated
+
     @staticmethod
     def _report(done: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"added": [], "updated": [], "skipped": []}
+        out: dict[str, Any] = {"added": [], "updated": [], "skipped": [], "proposed": []}
         for step in done:
             out[step["action"]].append(
                 {"memory": step["memory"], "statement": step["candidate"].content, "reason": step["reason"]}

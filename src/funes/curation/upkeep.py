@@ -15,8 +15,9 @@ demand. One run, for one tenant:
   owner and kind whose vectors have a cosine above ``dedupe_similarity``
   (0.95) AND whose words are nearly the same (:func:`same_words`: the same
   numbers, 80% of the words), so two facts that differ in one word, a time
-  or a place are never merged. The one kept is the pinned one, else the higher version, else the
-  more accessed, else the newer; two pinned records are both kept;
+  or a place are never merged. The one kept is the pinned one, else the one a person wrote, else
+  the higher version, else the more accessed, else the newer; two pinned records, or two a
+  person edited, are both kept;
 * **optimises the indexes**: a follow-up ``optimize`` job merges the keyword
   index and VACUUMs when free pages exceed ``vacuum_free_ratio``.
 
@@ -100,12 +101,20 @@ def same_words(a: str, b: str) -> bool:
 
 
 def keeper(a: Memory, b: Memory) -> tuple[Memory, Memory] | None:
-    """(kept, dropped) of two near-duplicates, or None when both are pinned (pinning is never overridden)."""
-    if a.pinned and b.pinned:
+    """(kept, dropped) of two near-duplicates, or None when both are pinned or both edited by a person.
+
+    Pinning is never overridden, and a person's text wins over a machine's
+    near copy (issue 25); two texts a person edited are both kept.
+    """
+
+    def edited(m: Memory) -> bool:
+        return m.pinned or (m.sovereign and m.version > 1)
+
+    if (a.pinned and b.pinned) or (edited(a) and edited(b)):
         return None
 
-    def rank(m: Memory) -> tuple[int, int, int, datetime]:
-        return (int(m.pinned), m.version, m.access_count, m.updated_at)
+    def rank(m: Memory) -> tuple[int, int, int, int, datetime]:
+        return (int(m.pinned), int(m.sovereign), m.version, m.access_count, m.updated_at)
 
     return (a, b) if rank(a) >= rank(b) else (b, a)
 

@@ -133,6 +133,11 @@ class FunesRetriever(BaseRetriever):
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Further :meth:`funes.Funes.search` arguments: tenant, user, project, source_types, min_relevance, ..."""
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        hits = self.funes.search(query, limit=self.k, **self.search_kwargs)
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        """The hits for ``query``; ``invoke(query, k=1, ...)`` overrides ``k`` and ``search_kwargs`` for one call."""
+        options = {**self.search_kwargs, **kwargs}
+        limit = options.pop("k", self.k)
+        hits = self.funes.search(query, limit=limit, **options)
         return [hit_document(h) for h in hits]

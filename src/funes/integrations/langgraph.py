@@ -5,7 +5,7 @@ Each item is one Funes record, written as an entity (``entity_type`` ``langgraph
 updates the record as a new version. The record keeps:
 
 * ``content``: the text of the item's indexed fields (the whole value by default),
-  which is what Funes embeds and keyword-indexes; ``index=False`` stores the key
+  which is what Funes embeds and keyword-indexes for its own search; ``index=False`` stores the key
   alone as text, so the value stays out of search;
 * ``metadata["langgraph"]``: the namespace, key, value (returned verbatim), the
   index setting and the ttl;
@@ -21,18 +21,26 @@ names what the i-th namespace element is (``"tenant"``, ``"user"``,
 each user's memories are Funes records of that user. The scope follows: a
 session element gives session scope, a project element project scope, else team.
 
-``query`` is Funes hybrid search (BM25 and vectors fused, boosted); a hit's
-``SearchItem.score`` is its calibrated relevance (0 to 1) when the embedder has a
-calibration, else the fused score.
+A ``query`` ranks as LangGraph's stores do: every item under the prefix that
+passes the filter is a candidate, each indexed field is embedded on its own
+(its vector kept in ``metadata["langgraph"]["vectors"]``), and
+``SearchItem.score`` is the cosine similarity of the query and the closest
+field. The embeddings are the ``index={"embed": ...}`` ones when given, else
+Funes' embedder. ``ttl={...}`` is LangGraph's TTL config (default ttl,
+refresh on read, sweeping).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..errors import InvalidInput, NotFound
 from ..models import Memory, SourceRef, utcnow
@@ -52,7 +60,7 @@ from langgraph.store.base import (  # noqa: E402
     SearchItem,
     SearchOp,
 )
-from langgraph.store.base.embed import get_text_at_path  # noqa: E402
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path  # noqa: E402
 
 if TYPE_CHECKING:
     from ..service import Funes
@@ -61,6 +69,20 @@ ENTITY_TYPE = "langgraph"
 PREFIX_REF = "langgraph-ns"
 ROLES = ("tenant", "user", "project", "session")
 _PAGE = 1000
+
+
+def _pack(vectors: np.ndarray) -> list[str]:
+    return [base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode("ascii") for v in vectors]
+
+
+def _unpack(packed: Sequence[str]) -> np.ndarray:
+    return np.array([np.frombuffer(base64.b64decode(p), dtype="<f4") for p in packed], dtype=np.float32)
+
+
+def _unit(vectors: Any) -> np.ndarray:
+    array = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms == 0, 1.0, norms)
 
 
 def _path(parts: Sequence[str]) -> str:
@@ -136,6 +158,8 @@ class FunesStore(BaseStore):
         namespace_fields: Sequence[str | None] = (),
         index_fields: Sequence[str] | None = None,
         memory_type: str = "fact",
+        index: Mapping[str, Any] | None = None,
+        ttl: Mapping[str, Any] | None = None,
     ) -> None:
         """``namespace_fields`` maps namespace positions to tenant/user/project/session (None: a label).
 
@@ -143,6 +167,12 @@ class FunesStore(BaseStore):
         default (LangGraph path syntax, e.g. ``"content"`` or ``"chapters[*].text"``);
         None indexes every top-level field. A ``put`` with ``index=[...]``
         overrides them for that item.
+
+        ``index`` is LangGraph's index config (``embed``: the embeddings that
+        score a query against each indexed field, default Funes' embedder;
+        ``fields``: the default paths, like ``index_fields``). ``ttl`` is its
+        TTL config (``default_ttl`` minutes, ``refresh_on_read``,
+        ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`).
         """
         roles = tuple(namespace_fields)
         for role in roles:
@@ -155,8 +185,15 @@ class FunesStore(BaseStore):
             raise InvalidInput("A namespace field is named twice.", hint="Name each of tenant/user/project once.")
         self.funes = funes
         self.namespace_fields = roles
-        self.index_fields = list(index_fields) if index_fields is not None else None
+        config = dict(index or {})
+        self.index_config = config or None
+        fields = config.get("fields") or config.get("text_fields") or index_fields
+        self.index_fields = list(fields) if fields is not None and list(fields) != ["$"] else None
+        self.embeddings = ensure_embeddings(config["embed"]) if config.get("embed") is not None else None
+        self.ttl_config = dict(ttl) if ttl else None  # type: ignore[assignment]
         self.memory_type = memory_type
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
 
     # -- mapping -------------------------------------------------------------------------
     def identity(self, namespace: Sequence[str]) -> dict[str, Any]:
@@ -179,16 +216,27 @@ class FunesStore(BaseStore):
                 ident[role] = None
         return {"tenant": ident["tenant"], "user": ident["user"]}
 
-    def _text(self, key: str, value: Mapping[str, Any], index: Any) -> str:
+    def _pieces(self, value: Mapping[str, Any], index: Any) -> list[str]:
+        """The texts of the indexed fields, each embedded on its own (none for ``index=False``)."""
         if index is False:
-            return key
+            return []
         fields = index if isinstance(index, list) else self.index_fields
         if fields is None:
             pieces = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value.values()]
         else:
             pieces = [t for f in fields for t in get_text_at_path(dict(value), f)]
-        text = "\n".join(p for p in pieces if p and p.strip())
-        return text if text.strip() else key
+        return [p for p in pieces if p and p.strip()]
+
+    def _embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        if self.embeddings is not None:
+            if query:
+                return _unit(self.embeddings.embed_query(texts[0]))
+            return _unit(self.embeddings.embed_documents(texts))
+        if query:
+            return _unit(self.funes.embed_query(texts[0]))
+        if all(len(self.funes.parts(t)) == 1 for t in texts):
+            return _unit(self.funes.embed(texts))
+        return _unit([self.funes.embed_query(t) for t in texts])  # a long field: the mean of its parts
 
     @staticmethod
     def _entity_id(namespace: Sequence[str], key: str) -> str:
@@ -222,8 +270,9 @@ class FunesStore(BaseStore):
         return None
 
     def _refresh(self, memory: Memory) -> Memory:
+        """Push the item's expiry out again (with a TTL config, only when its ``refresh_on_read`` is on)."""
         ttl = (memory.metadata.get("langgraph") or {}).get("ttl")
-        if ttl is None:
+        if ttl is None or (self.ttl_config is not None and not self.ttl_config.get("refresh_on_read", False)):
             return memory
         return self.funes.update(
             memory.id, expires_at=utcnow() + timedelta(minutes=float(ttl)), tenant=memory.tenant, user=memory.user_id
@@ -254,8 +303,10 @@ class FunesStore(BaseStore):
         ident = self.identity(namespace)
         ttl = op.ttl if isinstance(op.ttl, (int, float)) else None
         index = op.index if op.index is False or isinstance(op.index, list) else None
+        pieces = self._pieces(value, index)
+        vectors = _pack(self._embed(pieces)) if pieces else []
         self.funes.remember(
-            self._text(key, value, index),
+            "\n".join(pieces) or key,
             type=self.memory_type,
             scope=ident["scope"],
             project=ident["project"],
@@ -268,7 +319,14 @@ class FunesStore(BaseStore):
             source=SourceRef(type="agent", uri=f"langgraph:{'/'.join(namespace)}/{key}"),
             expires_at=utcnow() + timedelta(minutes=float(ttl)) if ttl is not None else None,
             metadata={
-                "langgraph": {"namespace": list(namespace), "key": key, "value": value, "index": index, "ttl": ttl}
+                "langgraph": {
+                    "namespace": list(namespace),
+                    "key": key,
+                    "value": value,
+                    "index": index,
+                    "ttl": ttl,
+                    "vectors": vectors,
+                }
             },
             references=[(PREFIX_REF, _path(namespace[:i])) for i in range(1, len(namespace) + 1)],
         )
@@ -303,29 +361,34 @@ class FunesStore(BaseStore):
                 return
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
+        """LangGraph's search: filter the namespace, then rank by the query's best-matching indexed field.
+
+        Every item under the prefix that passes the filter is a candidate (so
+        ``limit`` items come back whenever that many match); with a query, an
+        item's score is the cosine similarity of the query and its closest
+        indexed field, and items stored with ``index=False`` follow, unscored.
+        """
         prefix = tuple(op.namespace_prefix)
         wanted = op.offset + op.limit
         out: list[tuple[Memory, float | None]] = []
         if op.query:
-            condition = MatchCondition(match_type="prefix", path=prefix)
-            hits = self.funes.search(
-                op.query,
-                **self._partition(prefix),
-                entity_types=[ENTITY_TYPE],
-                refs=self._prefix_refs(prefix) or None,
-                # A filter is applied after ranking, so rank more to fill the page.
-                limit=min(1000, wanted if not op.filter else max(wanted * 10, 100)),
-                min_relevance=0.0,
-            )
-            for hit in hits:
-                data = hit.memory.metadata.get("langgraph")
-                if not data or not _namespace_matches(condition, tuple(data["namespace"])):
+            candidates = [
+                m for m in self._records(prefix) if matches_filter(m.metadata["langgraph"]["value"], op.filter)
+            ]
+            query = self._embed([op.query], query=True)[0]
+            scored: list[tuple[float, Memory]] = []
+            scoreless: list[Memory] = []
+            for memory in candidates:
+                packed = memory.metadata["langgraph"].get("vectors") or []
+                if not packed:
+                    scoreless.append(memory)
                     continue
-                if not matches_filter(data["value"], op.filter):
-                    continue
-                relevance = hit.explanation.relevance
-                score = None if data.get("index") is False else (relevance if relevance is not None else hit.score)
-                out.append((hit.memory, score))
+                vectors = _unpack(packed)
+                if vectors.shape[1] != query.shape[0]:
+                    vectors = self._embed(self._pieces(memory.metadata["langgraph"]["value"], None))
+                scored.append((float(np.max(vectors @ query)), memory))
+            scored.sort(key=lambda pair: pair[0], reverse=True)
+            out = [(m, s) for s, m in scored] + [(m, None) for m in scoreless]
         else:
             for memory in self._records(prefix):
                 if matches_filter(memory.metadata["langgraph"]["value"], op.filter):
@@ -346,6 +409,54 @@ class FunesStore(BaseStore):
             if all(_namespace_matches(c, namespace) for c in conditions):
                 found.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
         return sorted(found)[op.offset : op.offset + op.limit]
+
+    # -- TTL -----------------------------------------------------------------------------
+    def sweep_ttl(self) -> int:
+        """Delete the items whose TTL has passed (Funes already hides them); how many were deleted."""
+        now = utcnow()
+        swept = 0
+        cursor: str | None = None
+        while True:
+            page = self.funes.list(
+                entity_types=[ENTITY_TYPE], include_expired=True, cursor=cursor, limit=_PAGE, **self._partition(())
+            )
+            for memory in page.items:
+                if memory.expires_at is not None and memory.expires_at <= now:
+                    try:
+                        self.funes.forget(memory.id, tenant=memory.tenant, user=memory.user_id)
+                        swept += 1
+                    except NotFound:
+                        pass  # deleted meanwhile
+            cursor = page.next_cursor
+            if not cursor:
+                return swept
+
+    async def asweep_ttl(self) -> int:
+        """:meth:`sweep_ttl` in a worker thread."""
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread:
+        """Sweep expired items every ``sweep_interval_minutes`` (default: the TTL config's, else 5) until stopped."""
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return self._sweeper
+        self._sweeper_stop.clear()
+
+        def run() -> None:
+            while not self._sweeper_stop.wait(float(interval) * 60):
+                self.sweep_ttl()
+
+        self._sweeper = threading.Thread(target=run, name="funes-langgraph-ttl", daemon=True)
+        self._sweeper.start()
+        return self._sweeper
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; whether it has stopped within ``timeout`` seconds."""
+        self._sweeper_stop.set()
+        if self._sweeper is None:
+            return True
+        self._sweeper.join(timeout)
+        return not self._sweeper.is_alive()
 
     # -- BaseStore -----------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -7,15 +7,18 @@ session-scope records), so ``funes search``, the MCP tools and
 
 Items map to messages as follows, and back again on :meth:`FunesSession.get_items`:
 
-* a user or assistant message with text content: a ``user`` / ``assistant``
-  message with that text (content parts are joined; ids and annotations of
-  output messages are not kept, the Responses API accepts the plain form);
+* a user or assistant message with text: a ``user`` / ``assistant`` message
+  with that text (the text parts joined), which is what gets indexed;
 * ``function_call``: an assistant message carrying one tool call (call id,
   name, arguments);
 * ``function_call_output``: a ``tool`` message answering that call id;
 * anything else (reasoning items, system or developer messages, images, hosted
-  tool calls): kept whole, as an assistant tool call named
-  :data:`RAW_ITEM_TOOL` whose arguments hold the item, and returned verbatim.
+  tool calls): an assistant message with a tool call named
+  :data:`RAW_ITEM_TOOL` whose arguments hold the item.
+
+Items come back exactly as added: when the plain message would not give the
+item back (a list of content parts, ids, statuses, annotations), the item also
+rides along whole in a :data:`RAW_ITEM_TOOL` call and is returned verbatim.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
 from ..models import new_id
-from ..models.messages import Message
+from ..models.messages import Message, ToolCall
 from . import require
 
 require("agents.memory", "openai-agents", "OpenAI Agents SDK")
@@ -48,17 +51,15 @@ def _plain(item: Any) -> dict[str, Any]:
 
 
 def _text_of(content: Any) -> str | None:
-    """The text of a message's content, or None when it holds more than text (images, files, refusals)."""
+    """The text of a message's content parts, or None when it holds no text (images, files, refusals)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         return None
-    texts: list[str] = []
-    for part in content:
-        if not isinstance(part, Mapping) or part.get("type") not in _TEXT_PARTS or part.get("annotations"):
-            return None
-        texts.append(str(part.get("text") or ""))
-    return "".join(texts)
+    texts = [
+        str(part.get("text") or "") for part in content if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS
+    ]
+    return "".join(texts) if texts else None
 
 
 def _raw(item: dict[str, Any]) -> dict[str, Any]:
@@ -67,8 +68,36 @@ def _raw(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def item_to_message(item: Any) -> dict[str, Any]:
-    """One Agents SDK input item as a Funes message dict (see the module docstring for the mapping)."""
+    """One Agents SDK input item as a Funes message dict (see the module docstring for the mapping).
+
+    When the message would not give the item back exactly (content parts, ids,
+    statuses), the item rides along whole as a :data:`RAW_ITEM_TOOL` call, and
+    :func:`message_to_items` returns it verbatim; the text stays the indexed content.
+    """
     data = _plain(item)
+    message = _mapped(data)
+    if _back(message) != [data]:
+        if message["role"] == "tool":
+            return _raw(data)
+        message["tool_calls"] = [*(message.get("tool_calls") or ()), *_raw(data)["tool_calls"]]
+    return message
+
+
+def _back(message: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = tuple(
+        ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in message.get("tool_calls") or ()
+    )
+    return message_to_items(
+        Message(
+            role=message["role"],
+            content=message["content"],
+            tool_calls=calls,
+            tool_call_id=message.get("tool_call_id"),
+        )
+    )
+
+
+def _mapped(data: dict[str, Any]) -> dict[str, Any]:
     kind = data.get("type") or ("message" if "role" in data else None)
     if kind == "message" and data.get("role") in ("user", "assistant"):
         text = _text_of(data.get("content"))
@@ -89,30 +118,28 @@ def item_to_message(item: Any) -> dict[str, Any]:
 
 def message_to_items(message: Message) -> list[dict[str, Any]]:
     """A stored Funes message as the Agents SDK input items it stands for."""
+    raw = [c.arguments["item"] for c in message.tool_calls if c.name == RAW_ITEM_TOOL]
+    if raw:
+        return raw  # the items exactly as added; the rest of the message is their indexed form
     if message.role == "tool":
         return [{"type": "function_call_output", "call_id": message.tool_call_id or "", "output": message.content}]
     items: list[dict[str, Any]] = []
     if message.content:
         items.append({"role": message.role, "content": message.content})
     for call in message.tool_calls:
-        if call.name == RAW_ITEM_TOOL and isinstance(call.arguments.get("item"), dict):
-            items.append(call.arguments["item"])
-        else:
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": call.id,
-                    "name": call.name,
-                    "arguments": json.dumps(call.arguments, ensure_ascii=False),
-                }
-            )
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": json.dumps(call.arguments, ensure_ascii=False),
+            }
+        )
     return items
 
 
 class FunesSession:
     """An OpenAI Agents SDK ``Session`` (get, add and pop items; clear) stored as a Funes session."""
-
-    session_settings: SessionSettings | None = None
 
     def __init__(
         self,
@@ -123,8 +150,23 @@ class FunesSession:
         user: str | None = None,
         project: str | None = None,
         title: str | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
-        """``session_id`` names the Funes session (created on the first write, resumed if it exists)."""
+        """``session_id`` names the Funes session (created on the first write, resumed if it exists).
+
+        ``session_settings`` (a ``SessionSettings`` or its fields as a dict) gives
+        the default ``limit`` of :meth:`get_items`, as in the SDK's own sessions.
+        """
+        from agents.memory.session_settings import SessionSettings, coerce_session_settings
+
+        self.session_settings = (
+            coerce_session_settings(
+                dict(session_settings) if isinstance(session_settings, Mapping) else session_settings
+            )
+            if session_settings is not None
+            else SessionSettings()
+        )
+        self._closed = False
         self.session_id = session_id
         self.funes = funes
         self.tenant = tenant
@@ -133,7 +175,13 @@ class FunesSession:
         self.title = title
 
     def _caller(self) -> dict[str, Any]:
+        if self._closed:
+            raise RuntimeError("This FunesSession is closed; open a new one to use the conversation again.")
         return {"tenant": self.tenant, "user": self.user}
+
+    def close(self) -> None:
+        """Close the session: later calls raise (the Funes service stays open, it belongs to the caller)."""
+        self._closed = True
 
     def _open(self) -> Any:
         return self.funes.session(self.session_id, project=self.project, title=self.title, **self._caller())
@@ -149,12 +197,15 @@ class FunesSession:
         """The conversation's items, oldest first (the latest ``limit`` when given)."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
+        if limit is not None and limit <= 0:
+            return []
         messages = await asyncio.to_thread(self._history, limit)
         items = [i for m in messages for i in message_to_items(m)]
         return items[-limit:] if limit else items
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items to the conversation (one transaction, one batched embedding)."""
+        self._caller()  # a closed session refuses even an empty write
         if not items:
             return
         messages = [item_to_message(i) for i in items]

@@ -7,7 +7,10 @@ synchronous.
 
 * Tools: the ones defined in :mod:`funes.agents.specs`, with annotations.
   Failures come back as ``isError`` results the model can act on.
-* Resources: ``funes://stats``, ``funes://scopes`` and ``funes://memory/{id}``.
+* Tools declare an ``outputSchema`` (:mod:`funes.agents.output_schemas`) that
+  their structured content matches.
+* Resources: ``funes://stats``, ``funes://scopes`` and ``funes://memory/{id}``,
+  never with a file-system path in them (:func:`without_paths`).
 * Prompt: the agent's memory-management instructions (``memory-management``),
   also sent as the server's ``instructions``.
 
@@ -22,6 +25,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import signal
 import sys
@@ -50,6 +54,7 @@ STATS_URI = "funes://stats"
 SCOPES_URI = "funes://scopes"
 MEMORY_URI_PREFIX = "funes://memory/"
 HOST = "127.0.0.1"  # the HTTP transport is for local clients only
+_WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 def resolve_project(explicit: str | None, configured: str | None, cwd: Path | None = None) -> str:
@@ -102,6 +107,7 @@ def _tool(spec: Any) -> types.Tool:
         title=spec.title,
         description=spec.description,
         input_schema=spec.input_schema(),
+        output_schema=spec.output_schema(),
         annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=spec.hints.read_only,
@@ -112,8 +118,31 @@ def _tool(spec: Any) -> types.Tool:
     )
 
 
+_PATH_KEYS = frozenset({"path", "db_path", "home", "folder_path"})
+
+
+def without_paths(data: Any) -> Any:
+    """``data`` with no file-system path in it: path fields dropped, absolute paths cut to their file name.
+
+    An agent has no use for where the store or an ingested file lives on disk,
+    and a path can leak a user name or a directory layout (issue 27).
+    """
+    if isinstance(data, dict):
+        # A record's text is what it says, not a location, even when it starts with a slash.
+        return {k: v if k == "content" else without_paths(v) for k, v in data.items() if str(k) not in _PATH_KEYS}
+    if isinstance(data, (list, tuple)):
+        return [without_paths(v) for v in data]
+    if (
+        isinstance(data, str)
+        and "\n" not in data
+        and (data.startswith(("file://", "~/")) or os.path.isabs(data) or _WINDOWS.match(data))
+    ):
+        return Path(data.removeprefix("file://").replace("\\", "/")).name
+    return data
+
+
 def _json(uri: str, data: Any) -> types.ReadResourceResult:
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    text = json.dumps(without_paths(data), indent=2, ensure_ascii=False, default=str)
     return types.ReadResourceResult(
         contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
     )
@@ -128,6 +157,7 @@ def build_server(
     instructions: str | None = None,
     caller_of: Callable[[Any, Caller], Caller] | None = None,
     authorize: Callable[[Any, ToolSpec | None], None] | None = None,
+    public: Callable[[str], str] | None = None,
 ) -> Server[Any]:
     """An MCP server over one Funes service; ``project`` is the resolved default project.
 
@@ -135,7 +165,8 @@ def build_server(
     resolves it from the request's API key); by default, the configured tenant and user.
     ``authorize(ctx, spec)`` runs before anything else of a tool call and raises
     a :class:`~funes.errors.FunesError` (``Forbidden``) to refuse it; ``spec`` is
-    None for an unknown tool name.
+    None for an unknown tool name. ``public(text)`` rewrites an error's text
+    before it is sent (the team server takes its own paths out of it).
     """
     from ..agents.specs import TOOLS, TOOLS_BY_NAME
 
@@ -171,10 +202,12 @@ def build_server(
                 )
         run = partial(funes.execute_tool, params.name, params.arguments or {}, caller=caller_for(ctx), project=project)
         result = await anyio.to_thread.run_sync(run)
+        text, data = result.text, result.data
+        if result.is_error and public is not None:
+            text = public(text)
+            data = json.loads(public(json.dumps(data)))
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)],
-            structured_content=result.data,
-            is_error=result.is_error,
+            content=[types.TextContent(type="text", text=text)], structured_content=data, is_error=result.is_error
         )
 
     async def list_resources(
@@ -216,8 +249,8 @@ def build_server(
 
     def read(uri: str, caller: Caller) -> types.ReadResourceResult:
         if uri == STATS_URI:
-            # Never the store's file-system path: an agent has no use for it (issue 31).
-            return _json(uri, {k: v for k, v in funes.stats(tenant=caller.tenant).items() if k != "path"})
+            # Never the store's file-system path: an agent has no use for it (issues 27, 31).
+            return _json(uri, funes.stats(tenant=caller.tenant))
         if uri == SCOPES_URI:
             return _json(uri, funes.execute_tool("list_scopes", {}, caller=caller, project=project).data)
         if uri.startswith(MEMORY_URI_PREFIX):
@@ -233,7 +266,7 @@ def build_server(
         try:
             return await anyio.to_thread.run_sync(read, str(params.uri), caller_for(ctx))
         except FunesError as exc:
-            raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
+            raise MCPError(types.INVALID_PARAMS, public(str(exc)) if public is not None else str(exc)) from exc
 
     prompt = types.Prompt(
         name=PROMPT_NAME,

@@ -10,9 +10,11 @@ queue a sync, so a watcher never goes stale silently (issue 11).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,27 @@ from .readers import EXTENSIONS
 QueueBatch = Callable[[str, str, Sequence[str]], None]
 _IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
 _MAX_WAIT_FACTOR = 10  # a folder that never goes quiet is still synced every 10 debounce periods
+
+
+class _Benign(logging.Filter):
+    """Drops watchdog's note that an emitter stopped (its folder was deleted; the watcher re-watches it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+_BENIGN = _Benign()
+
+
+def _quiet_watchdog() -> None:
+    """Keep watchdog's notes on churn off the terminal: they are not problems and say nothing to do (issue 31).
+
+    A folder deleted and recreated under the watcher makes watchdog warn, for
+    every sub-folder, that it overwrote a callback, with its whole watch table
+    (kilobytes a line); a stopped emitter logs an error. Both are expected here.
+    """
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
+    logging.getLogger("watchdog.observers.inotify").addFilter(_BENIGN)
 
 
 class _Pending:
@@ -85,6 +108,7 @@ class FolderWatcher:
         self._observer: Any = None
 
     def __enter__(self) -> FolderWatcher:
+        _quiet_watchdog()
         self._observer = Observer()
         for folder in self.folders:
             self._identity[folder] = self._stat(folder)
@@ -161,3 +185,47 @@ class FolderWatcher:
                     due.append((folder, self._pending.pop(folder)))
         for folder, pending in due:
             self.queue(folder, pending.reason, sorted(pending.paths))
+
+
+def report_problems(
+    jobs: Any, queued: dict[str, Any], tell: Callable[[Any, str], None], told: set[tuple[str, str]]
+) -> None:
+    """Tell ``tell(folder, line)`` what each finished sync job of ``queued`` (job id → folder) could not do.
+
+    A file that stays unreadable is told once (``told`` remembers), not at every later sync of its folder.
+    """
+    for job_id, folder in list(queued.items()):
+        try:
+            job = jobs.get(job_id)
+        except Exception:
+            queued.pop(job_id, None)
+            continue
+        if job.status == "done":
+            queued.pop(job_id, None)
+            for problem in (job.result or {}).get("problems", ()):
+                key = (str(problem.get("path")), str(problem.get("error")))
+                if key in told:
+                    continue
+                told.add(key)
+                where = _relative(problem.get("path", ""), folder.path)
+                tell(folder, _one_line(f"{where} is not indexed: {problem.get('error')} {problem.get('hint') or ''}"))
+        elif job.status == "failed" or (job.status == "queued" and job.last_error and job.attempts):
+            queued.pop(job_id, None)
+            tell(
+                folder,
+                _one_line(
+                    f"a sync of {folder.path} failed ({job.last_error}); it is retried on the next change, "
+                    "or run `funes folders sync`."
+                ),
+            )
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return path
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]

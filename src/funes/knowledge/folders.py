@@ -54,6 +54,36 @@ FOLDER_SYNC = "folder-sync"  # the job kind of a watcher batch
 WRITTEN_BACK = re.compile(r"<!-- funes:(mem_[0-9A-Za-z]+) -->")
 
 
+MAX_DEBOUNCE = 3600.0
+
+
+def debounce_seconds(value: Any) -> float:
+    """``value`` as a watcher's debounce time, or :class:`InvalidInput` naming the range (NaN watched forever)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 <= seconds <= MAX_DEBOUNCE:  # False for NaN too
+        raise InvalidInput(
+            f"The debounce time {value!r} is not a number of seconds from 0 to {MAX_DEBOUNCE:g}.",
+            hint="Pass e.g. --debounce 1 (or set watch_debounce_seconds).",
+        )
+    return seconds
+
+
+_PROBLEMS_KEPT = 20  # per sync job: a folder of a thousand broken files says so in a few lines
+
+
+def problems(report: IngestReport) -> list[dict[str, str]]:
+    """The files a sync could not index, with why and what to do; a file that vanished before it was read is left out."""
+    out = []
+    for result in (*report.failed, *report.skipped):
+        if not os.path.lexists(result.uri):
+            continue  # deleted or renamed under the sync: the next batch sees where it went
+        out.append({"path": result.uri, "error": result.error or result.status, "hint": result.hint or ""})
+    return out[:_PROBLEMS_KEPT]
+
+
 class FolderStore(Protocol):
     """What folders need from a store, beyond records and documents."""
 
@@ -375,6 +405,7 @@ class Folders:
                 "renamed": len(drift.renamed),
                 "failed": len(report.failed),
                 "seconds": round(time.monotonic() - started, 3),
+                "problems": problems(report),
             }
             row = self._folder_store().get_folder(folder.tenant, folder.path)
             if row is not None:  # forgotten meanwhile: its documents were still brought in step
@@ -456,16 +487,20 @@ class Folders:
         stop: threading.Event,
         debounce: float | None = None,
         on_batch: Callable[[Folder, str], None] | None = None,
+        on_problem: Callable[[Folder, str], None] | None = None,
         tenant: str | None = None,
     ) -> None:
         """Watch folders until ``stop`` is set: each settled batch of changes becomes a ``folder-sync`` job.
 
         Reconciles on start (a watcher that was down catches up), runs this
         process's job worker, and survives a folder being deleted and
-        recreated. ``on_batch(folder, reason)`` is told of each job queued.
+        recreated. ``on_batch(folder, reason)`` is told of each job queued,
+        ``on_problem(folder, line)`` of each file a finished job could not index
+        and of each failed job, one line saying what to do (a file that
+        vanished before it was read is no problem).
         """
         try:
-            from .folder_watch import FolderWatcher
+            from .folder_watch import FolderWatcher, report_problems
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise DependencyMissing(
                 "Watching folders needs the watchdog package.", hint="pip install 'funes-memory[watch]'"
@@ -473,12 +508,14 @@ class Folders:
         targets = [self.folder(path, tenant=tenant)] if path is not None else self.folders(tenant=tenant)
         if not targets:
             targets = [self.folder()]
-        wait = float(self.config.watch_debounce_seconds if debounce is None else debounce)
+        wait = debounce_seconds(self.config.watch_debounce_seconds if debounce is None else debounce)
 
         by_path = {f.path: f for f in targets}
+        queued: dict[str, Folder] = {}
+        told: set[tuple[str, str]] = set()
 
         def queue(path: str, reason: str, paths: Sequence[str]) -> None:
-            self.enqueue_sync(by_path[path], reason, paths)
+            queued[self.enqueue_sync(by_path[path], reason, paths)] = by_path[path]
             if on_batch is not None:
                 on_batch(by_path[path], reason)
 
@@ -494,3 +531,5 @@ class Folders:
                 queue(folder.path, "start", ())
             while not stop.wait(0.1):
                 watcher.tick()
+                if on_problem is not None:
+                    report_problems(self.jobs, queued, on_problem, told)

@@ -85,17 +85,27 @@ def read_regular(
     except OSError as exc:
         raise InvalidInput(f"Cannot read {name} ({exc.strerror}).", hint="Check its permissions.") from exc
     over = over or f"the limit of {limit:,} bytes"
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        # Checked on the descriptor, before a file object exists: a file replaced by a folder
+        # since it was listed opens fine and only fails to read (issue 31, a watcher under churn).
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InvalidInput(
-                f"{name} is not a regular file (a device, FIFO or socket).",
+                f"{name} is not a regular file (a folder, device, FIFO or socket).",
                 hint="Copy its content into a regular file to read it.",
             )
         if info.st_size > limit:
             raise InvalidInput(f"{name} is {info.st_size:,} bytes, over {over}.", hint=hint)
-        # Read at most limit + 1 bytes: the file may have grown since it was checked.
-        data = handle.read(limit + 1)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        try:
+            # Read at most limit + 1 bytes: the file may have grown since it was checked.
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise InvalidInput(f"Cannot read {name} ({exc.strerror}).", hint="Check the file and its disk.") from exc
     if len(data) > limit:
         raise InvalidInput(f"{name} is larger than {over}.", hint=hint)
     return data
@@ -207,3 +217,21 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[InputFile]:
             except OSError:
                 item.size = 0
     return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole: a hidden temporary file renamed into place.
+
+    Watchers and readers never see half a file; the parent folders are made.
+    """
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -71,6 +71,7 @@ from .record_input import (
 from .relevance import CALIBRATED_MODELS
 from .safety import flag_instruction_like
 from .search import HybridSearch, rank_settings
+from .timeline import as_of_time, at_time
 from .versioning import next_version, superseded
 
 log = logging.getLogger("funes")
@@ -487,8 +488,13 @@ class Core:
         metadata: dict[str, Any] | None = None,
         tenant: str | None = None,
         user: str | None = None,
+        author: str = "user",
+        valid_from: datetime | None = None,
     ) -> Memory:
-        """Change a record. New content is re-embedded and the old one kept (5 versions at most)."""
+        """Change a record. New content is re-embedded and the old one kept (5 versions at most).
+
+        New text supersedes the old (valid until ``valid_from``, default now) and is ``author``'s.
+        """
         current = self.get(memory_id, tenant=tenant, user=user)
         changes: dict[str, Any] = {}
         vectors = None
@@ -496,7 +502,7 @@ class Core:
         if content is not None:
             text = check_content(content, self.config.max_content_bytes)
             if content_hash(text) != current.content_hash:
-                changes.update(next_version(current, text))
+                changes.update(next_version(current, text, author=author, valid_from=valid_from))
         if importance is not None:
             changes["importance"] = check_importance(importance)
         if type is not None:
@@ -668,7 +674,7 @@ class Core:
             )
         plan = self.plan(query)
         hits = self.hybrid.search(plan, self._event_windows(plan))
-        hits = self._recallable(hits, plan.filters.tenant)
+        hits = at_time(self._recallable(hits, plan.filters.tenant), plan.as_of, query.include_superseded)
         if plan.min_relevance > 0:
             hits = SearchResults((h for h in hits if h.relevance >= plan.min_relevance), degraded=hits.degraded)
         grouped_hits = grouped(hits, query.group_by, plan.limit)
@@ -715,7 +721,7 @@ class Core:
         )
         filters = with_entity_filters(filters, q.entity_types, q.entity_ids, q.refs)
         now = utcnow()
-        when = as_time(q.as_of, "as_of")
+        when = as_of_time(q.as_of)
         if when is not None:
             before = filters.created_before
             filters = replace(filters, created_before=when if before is None else min(before, when))

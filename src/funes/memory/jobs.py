@@ -299,18 +299,25 @@ class Jobs:
         if self.mode == "on":  # a long-running process keeps the schedules going
             try:
                 self.ensure_scheduled()
-            except Exception:
-                log.exception("could not queue the scheduled jobs")
+            except Exception as exc:
+                # One line, not a traceback (issue 31: a watcher under churn printed 20); details at debug level.
+                log.warning(
+                    "could not queue the scheduled jobs (%s: %s); they are queued at the next start",
+                    type(exc).__name__,
+                    exc,
+                )
+                log.debug("scheduled jobs", exc_info=True)
         while not self._stop.is_set():
             try:
                 self._housekeeping()
                 job = self.run_one()
-            except Exception:  # the store may be busy or closing; never let the worker die of it
+            except Exception as exc:  # the store may be busy or closing; never let the worker die of it
                 if self._stop.is_set():
                     # Closing while a job ran: its lease lets a later worker run it again, so nothing is lost.
                     log.info("the job worker stopped mid-job; the job runs again under a new lease")
                     break
-                log.exception("the job worker hit an error")
+                log.warning("the job worker hit an error and carries on (%s: %s)", type(exc).__name__, exc)
+                log.debug("job worker", exc_info=True)
                 job = None
             if job is None:
                 self._wake.wait(poll)

@@ -107,8 +107,20 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "override",
         re.compile(
             r"\b(ignore|disregard|forget|override|bypass|skip|drop)\s+(all\s+|any\s+|the\s+|of\s+|everything\s+)*"
-            r"(previous|prior|above|earlier|preceding|your|system|existing|original|safety|former)\s+"
-            r"(instructions?|prompts?|rules|directions?|guidelines|messages?|context|guardrails|policies)",
+            r"(previous|prior|above|earlier|preceding|your|system|existing|pre-existing|original|safety|former)\s+"
+            r"(instructions?|prompts?|rules|directions?|guidelines|messages?|context|guardrails|policies|requests?"
+            r"|commands?|orders|inputs?|tasks?)",
+            re.I,
+        ),
+    ),
+    (
+        "override",
+        # "regardless of any previous input", "disregard all boundaries": the same order, other words (issue 31).
+        re.compile(
+            r"\bregardless\s+of\s+(any|all|your|the)?\s*(previous|prior|earlier|pre-existing|existing|other)\s+"
+            r"(inputs?|instructions?|guidelines|rules|restrictions|requests?|prompts?)\b|"
+            r"\b(ignore|disregard|bypass|drop)\s+(all|any|your|every)\s+(boundaries|restrictions|limits|limitations|"
+            r"filters|safeguards|guardrails)\b",
             re.I,
         ),
     ),
@@ -136,7 +148,29 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # "you are now <a new identity>", not "where you are now" (a LoCoMo false positive of 0.1).
             r"\byou\s+are\s+now\s+(an?|in|called|named|free|unrestricted|jailbroken|no\s+longer)\b|\bact\s+as\s+(an?\s+)?(unrestricted|jailbroken|different|evil)\b|"
             r"\b(developer|god|dan|jailbreak)\s+mode\b|\bpretend\s+(that\s+)?you\s+(are|have)\s+no\b|"
-            r"\bwithout\s+(any\s+)?(restrictions|filters|guardrails)\b",
+            r"\bwithout\s+(any\s+)?(restrictions|filters|guardrails)\b|"
+            # "you are now operating as a No Limits AI", "a do anything AI" (issue 31, a foreign corpus).
+            r"\byou\s+are\s+(now\s+)?(operating|running|acting|functioning)\s+(as|in)\s+(an?\s+)?\w+\s+(ai|mode|assistant)\b|"
+            r"\b(no[\s-]limits?|unfiltered|uncensored|unrestricted|do[\s-]anything)\s+(ai|mode|assistant|model)\b|"
+            r"\b(grant|enable|unlock|activate)\s+(temporary\s+)?(admin(istrative)?\s+(privileges|access|rights)|"
+            r"hidden\s+(functions?|functionalit(y|ies)|features?|modes?))\b",
+            re.I,
+        ),
+    ),
+    (
+        "addresses_model",
+        # Text that speaks to the model reading it about its own answer or task (issue 31, measured on
+        # spikee's corpus). Echoing a given string or a word N times into "your response" is an order to a
+        # model; "include the PO number in your reply" in a colleague's e-mail is not, so the object must
+        # be quoted, "the following ...", or a count of times.
+        re.compile(
+            r"\b(include|insert|add|put|append|write|repeat|print|output)\s+(the\s+following\s+\w+\s+"
+            r"(exactly\s+as\s+it\s+is\s+)?|(the\s+\w+\s+)?['\"`][^'\"`\n]{1,80}['\"`]\s+|[^.\n]{0,60}?\btimes\s+)?"
+            r"(in|into|at\s+the\s+(end|start|beginning|top|bottom)\s+of)\s+your\s+(response|reply|answer|output)s?\b|"
+            r"\byour\s+(new\s+|real\s+|actual\s+|only\s+|next\s+)?task\s+(now\s+)?is\s+to\b|"
+            r"\byou(['’]ve|\s+have)\s+been\s+assigned\s+(a|the|this|an?\s+\w+)\s+task\b|"
+            r"\bif\s+(you\s+are|you['’]re)\s+(told|asked|instructed)\s+to\s+(summari[sz]e|answer|translate|respond|reply)\b|"
+            r"\b(gave|give|given|giving)\s+you\s+(your\s+)?instructions\b",
             re.I,
         ),
     ),
@@ -145,7 +179,10 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(new|updated|real|actual|additional|important)\s+(system\s+)?(instructions?|prompt|rules?|directives?)\s*[:!]|"
             r"\b(new\s+)?system\s+(rule|override|instruction|directive|prompt|message|notice)s?\b\s*[:!-]|"
-            r"\bnew\s+system\s+rules?\b",
+            r"\bnew\s+system\s+rules?\b|"
+            # A heading that announces orders: "*** NEW IMPORTANT INSTRUCTIONS ***", "URGENT NEW TASK", "PRIORITY TASK:".
+            r"\b(new|updated|important|urgent|priority)\s+((new|important|urgent|priority)\s+)*"
+            r"(instructions?|tasks?|directives?|orders)\b[ \t]*([*:!#=]|\n|$)",
             re.I,
         ),
     ),
@@ -157,7 +194,21 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "exfiltration",
         re.compile(
             r"\b(reveal|print|output|leak|send|email|forward|exfiltrate|post)\s+(me\s+)?(the\s+|your\s+|all\s+)*"
-            r"(system\s+prompt|api\s+keys?|passwords?|credentials|secrets?|hidden\s+instructions)\b",
+            r"(system\s+prompt|api\s+keys?|passwords?|credentials|secrets?|hidden\s+instructions)\b|"
+            # The reader's own prompt, asked for ("paste your system prompt", "the exact initial prompt you were given").
+            r"\byour\s+(system|initial|original|hidden|secret)\s+(prompt|instructions)\b|"
+            r"\b(initial|original|system)\s+prompt\s+you\s+(were|have\s+been)\s+given\b",
+            re.I,
+        ),
+    ),
+    (
+        "active_content",
+        # Payloads a model is asked to echo so that the client renders them: HTML event handlers and
+        # javascript: links (script runs), and a Markdown image whose URL is a template to fill with
+        # data (the client fetches it, leaking the data); a real image link has no placeholder in it.
+        re.compile(
+            r"<\s*[a-z]+[^>]*\son[a-z]+\s*=|\bjavascript\s*:|<\s*script\b|"
+            r"!\[[^\]]*\]\(\s*https?://[^)\s]*\?[^)\s]*(\[[A-Za-z_]+\]|\{[A-Za-z_]+\}|<[A-Za-z_]+>|\$[A-Za-z_]+)",
             re.I,
         ),
     ),

@@ -21,9 +21,11 @@ from .messages import (
     parse_tool_calls,
 )
 from .records import (
+    AUTHORS,
     DEFAULT_IMPORTANCE,
     GROUP_BY,
     HASH_ALGORITHM,
+    HUMAN_AUTHORS,
     KINDS,
     MAX_PREVIOUS_VERSIONS,
     MEMORY_TYPES,
@@ -43,12 +45,14 @@ from .records import (
     SourceRef,
     clip_depth,
     content_hash,
+    default_author,
     format_time,
     from_epoch,
     metadata_depth,
     new_id,
     parse_time,
     render_attribution,
+    timed_versions,
     to_epoch,
     utcnow,
 )
@@ -79,10 +83,12 @@ from .sources import (
 )
 
 __all__ = [
+    "AUTHORS",
     "DEFAULT_IMPORTANCE",
     "ENTITY_SCOPES",
     "GROUP_BY",
     "HASH_ALGORITHM",
+    "HUMAN_AUTHORS",
     "JOB_STATUSES",
     "KEYWORD_ONLY",
     "KINDS",
@@ -127,6 +133,7 @@ __all__ = [
     "check_identity",
     "clip_depth",
     "content_hash",
+    "default_author",
     "describe_source_filters",
     "format_time",
     "from_epoch",
@@ -136,6 +143,7 @@ __all__ = [
     "parse_tool_calls",
     "render_attribution",
     "source_types_for",
+    "timed_versions",
     "to_epoch",
     "turns_around",
     "utcnow",

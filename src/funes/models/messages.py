@@ -115,7 +115,10 @@ class Recalled:
     def body(self) -> str:
         """The text shown: the record, or a recalled message within its turns (``role: text`` lines)."""
         if not self.context:
-            return self.memory.content
+            # A fact that changed names its superseded value, so "what did I prefer before?" is answerable.
+            # Only stated facts: a re-summarised document or insight has no "before" worth a line.
+            earlier = self.memory.previously() if self.memory.kind == "memory" else None
+            return self.memory.content if earlier is None else f"{self.memory.content}\n({earlier})"
         src = self.memory.source
         role = (src.locator.get("role") if src else None) or "message"
         before, after = turns_around(self.memory, self.context)

@@ -239,15 +239,91 @@ def render_attribution(source: SourceRef | None) -> str:
     return " ".join(p for p in (kind, name) if p)
 
 
+# Who wrote a record's current text (issue 25): a person, an agent's tool call, a
+# language model (summaries, insights, learned facts), a document, or an import.
+AUTHORS: tuple[str, ...] = ("user", "agent", "llm", "document", "import")
+# Authors whose text a machine process never overwrites (it proposes instead).
+HUMAN_AUTHORS: tuple[str, ...] = ("user",)
+
+
 @dataclass(frozen=True)
 class PreviousVersion:
-    """A superseded state of a record, kept for history."""
+    """A superseded state of a record, kept for history.
+
+    ``updated_at`` is when Funes stored that text; ``valid_from`` when it
+    became true and ``valid_to`` when the next version superseded it.
+    """
 
     version: int
     content: str
     content_hash: str
     importance: float
     updated_at: datetime
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    author: str = ""
+    # Set when the version was redacted: its text is erased, its time and hash kept (issue 25).
+    redacted_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the shape kept in a record's history; ``redacted_at`` only on a redacted version)."""
+        out: dict[str, Any] = {
+            "version": self.version,
+            "content": self.content,
+            "content_hash": self.content_hash,
+            "importance": self.importance,
+            "updated_at": format_time(self.updated_at),
+            "valid_from": format_time(self.valid_from),
+            "valid_to": format_time(self.valid_to),
+            "author": self.author,
+        }
+        if self.redacted_at is not None:
+            out["redacted_at"] = format_time(self.redacted_at)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PreviousVersion:
+        """A kept version from :meth:`to_dict` (older stores lack the validity times: see :func:`timed_versions`)."""
+        return cls(
+            version=int(data["version"]),
+            content=data["content"],
+            content_hash=data["content_hash"],
+            importance=float(data["importance"]),
+            updated_at=parse_time(data["updated_at"]) or utcnow(),
+            valid_from=parse_time(data.get("valid_from")),
+            valid_to=parse_time(data.get("valid_to")),
+            author=str(data.get("author") or ""),
+            redacted_at=parse_time(data.get("redacted_at")),
+        )
+
+
+def timed_versions(versions: Any, current_from: datetime) -> tuple[PreviousVersion, ...]:
+    """Kept versions with their validity filled in: the backfill of histories written before issue 25.
+
+    A version without times was valid from when it was stored until the next
+    version (or the current text, valid from ``current_from``) was.
+    """
+    out = tuple(versions)
+    if all(v.valid_from is not None and v.valid_to is not None for v in out):
+        return out
+    ends = [v.updated_at for v in out[1:]] + [current_from]
+    return tuple(
+        replace(v, valid_from=v.valid_from or v.updated_at, valid_to=v.valid_to or end)
+        for v, end in zip(out, ends, strict=True)
+    )
+
+
+def default_author(kind: str, source_type: str | None, role: str | None = None) -> str:
+    """Who wrote a record's text when nothing said so: read from its kind and source."""
+    if kind in ("insight", "entity_summary"):
+        return "llm"
+    if kind == "message":
+        return "user" if role == "user" else "agent"
+    if kind in ("document_chunk", "markdown"):
+        return "document"
+    if source_type in AUTHORS:
+        return str(source_type)
+    return "llm" if source_type == "chat" else "user"
 
 
 @dataclass(frozen=True)
@@ -280,6 +356,63 @@ class Memory:
     updated_at: datetime = field(default_factory=utcnow)
     metadata: dict[str, Any] = field(default_factory=dict)
     references: tuple[Reference, ...] = ()
+    # Time and authorship (issue 25): when the current text became true (None: its
+    # creation), who wrote it ("": read from kind and source), a machine's pending
+    # proposal for a human-written record, and, on a past state returned by an
+    # ``as_of`` or ``include_superseded`` search, when it stopped being true.
+    valid_from: datetime | None = None
+    author: str = ""
+    proposal: dict[str, Any] | None = None
+    valid_to: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if not self.author:  # read from kind and source: every record says who wrote it
+            role = self.source.locator.get("role") if self.source else None
+            author = default_author(self.kind, self.source.type if self.source else None, role)
+            object.__setattr__(self, "author", author)
+
+    @property
+    def valid_since(self) -> datetime:
+        """When the current text became true (its creation time when not recorded)."""
+        return self.valid_from or self.created_at
+
+    @property
+    def recorded_at(self) -> datetime:
+        """When Funes stored the record (a record dated by when it was said keeps its write time in metadata)."""
+        return parse_time(self.metadata.get("recorded_at")) or self.created_at
+
+    @property
+    def written_by(self) -> str:
+        """Who wrote the current text: ``user``, ``agent``, ``llm``, ``document`` or ``import``."""
+        return self.author
+
+    @property
+    def sovereign(self) -> bool:
+        """Whether a machine process must leave the text alone (a person wrote it, or it is pinned)."""
+        return self.pinned or self.written_by in HUMAN_AUTHORS
+
+    @property
+    def superseded(self) -> bool:
+        """Whether this is a past state (returned by an ``as_of``/``include_superseded`` search)."""
+        return self.valid_to is not None
+
+    @property
+    def history(self) -> tuple[PreviousVersion, ...]:
+        """The kept versions, oldest first, each with its validity times."""
+        return timed_versions(self.previous_versions, self.valid_since)
+
+    def previously(self) -> str | None:
+        """One line naming the value this text superseded and when ("previously: aisle seat, until 2026-05-02").
+
+        None when nothing was superseded (or this is itself a past state).
+        """
+        kept = self.history
+        if not kept or self.valid_to is not None or kept[-1].content_hash == self.content_hash:
+            return None
+        last = kept[-1]
+        until = (last.valid_to or self.valid_since).date().isoformat()
+        text = " ".join(last.content.split())
+        return f"previously: {text[:200]}, until {until}"
 
     @property
     def attribution(self) -> str:
@@ -326,20 +459,17 @@ class Memory:
             "last_accessed": format_time(self.last_accessed),
             "version": self.version,
             "content_hash": self.content_hash,
-            "previous_versions": [
-                {
-                    "version": v.version,
-                    "content": v.content,
-                    "content_hash": v.content_hash,
-                    "importance": v.importance,
-                    "updated_at": format_time(v.updated_at),
-                }
-                for v in self.previous_versions
-            ],
+            "previous_versions": [v.to_dict() for v in self.history],
             "created_at": format_time(self.created_at),
             "updated_at": format_time(self.updated_at),
             "metadata": clip_depth(self.metadata),
             "references": [{"type": r.type, "id": r.id} for r in self.references],
+            "valid_from": format_time(self.valid_since),
+            "valid_to": format_time(self.valid_to),
+            "recorded_at": format_time(self.recorded_at),
+            "superseded": self.superseded,
+            "author": self.written_by,
+            "proposal": self.proposal,
         }
 
     @classmethod
@@ -375,20 +505,14 @@ class Memory:
             last_accessed=parse_time(data.get("last_accessed")),
             version=int(data.get("version", 1)),
             content_hash=data.get("content_hash") or content_hash(data["content"]),
-            previous_versions=tuple(
-                PreviousVersion(
-                    version=int(v["version"]),
-                    content=v["content"],
-                    content_hash=v["content_hash"],
-                    importance=float(v["importance"]),
-                    updated_at=parse_time(v["updated_at"]) or utcnow(),
-                )
-                for v in data.get("previous_versions") or ()
-            ),
+            previous_versions=tuple(PreviousVersion.from_dict(v) for v in data.get("previous_versions") or ()),
             created_at=parse_time(data.get("created_at")) or utcnow(),
             updated_at=parse_time(data.get("updated_at")) or utcnow(),
             metadata=dict(data.get("metadata") or {}),
             references=tuple(Reference(type=r["type"], id=str(r["id"])) for r in data.get("references") or ()),
+            valid_from=parse_time(data.get("valid_from")),
+            author=str(data.get("author") or ""),
+            proposal=data.get("proposal") or None,
         )
 
 
@@ -451,7 +575,9 @@ class EmbedderIdentity:
 
 
 __all__ = [
+    "AUTHORS",
     "DEFAULT_IMPORTANCE",
+    "HUMAN_AUTHORS",
     "KINDS",
     "MAX_PREVIOUS_VERSIONS",
     "MEMORY_TYPES",
@@ -466,11 +592,13 @@ __all__ = [
     "Scope",
     "SourceRef",
     "content_hash",
+    "default_author",
     "format_time",
     "from_epoch",
     "new_id",
     "parse_time",
     "render_attribution",
+    "timed_versions",
     "to_epoch",
     "utcnow",
 ]

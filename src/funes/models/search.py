@@ -298,7 +298,8 @@ class SearchQuery:
       ``session``, ``types``, ``kinds``, ``source_types`` (source filter names such as
       ``documents`` or raw source types), ``source_ids``, ``since``/``until``, ``entity_types``,
       ``entity_ids``, ``refs`` (``"rfp:RFP-7"``; a record must carry every one) and ``roles``;
-    * time: ``as_of`` searches as of that moment instead of the wall clock;
+    * time: ``as_of`` reads each record as it was at that moment (the version valid then; a
+      date alone means the end of that day); ``include_superseded`` adds earlier states, marked;
     * grouping: ``group_by="session"`` and ``context_turns`` (the turns around a chat hit);
     * limits and floors: ``limit``, ``min_similarity``, ``min_relevance`` (None: the settings);
     * bookkeeping: ``track`` writes the access log, ``agent`` names who asked.
@@ -321,6 +322,7 @@ class SearchQuery:
     refs: tuple[RefLike, ...] | None = None
     roles: tuple[str, ...] | None = None
     as_of: datetime | str | None = None
+    include_superseded: bool = False
     group_by: str | None = None
     context_turns: int | None = None
     limit: int | None = None

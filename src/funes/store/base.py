@@ -166,6 +166,10 @@ class Store(Protocol):
         """The record of this entity in this tenant, owner and project (None: none yet)."""
         ...
 
+    def with_proposals(self, tenant: str, user_id: str | None, limit: int) -> list[Memory]:
+        """Records holding a machine's proposal (a user sees theirs and the shared ones)."""
+        ...
+
     def delete(self, memory_ids: Sequence[str]) -> int:
         """Delete records with their vectors and keyword entries; returns how many."""
         ...

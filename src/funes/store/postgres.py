@@ -49,6 +49,7 @@ from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
 from .sqlite_forget import ForgetTables
 from .sqlite_jobs import JobTables
+from .sqlite_memory_stores import MemoryStoreTables
 from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
 from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
@@ -68,6 +69,7 @@ class PostgresStore(
     CleanupTables,
     EntityTables,
     FolderTables,
+    MemoryStoreTables,
     ForgetTables,
     UpkeepTables,
 ):

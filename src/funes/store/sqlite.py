@@ -55,6 +55,7 @@ from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_keyword import KeywordSearch
 from .sqlite_matching import MatchingVectors
+from .sqlite_memory_stores import MemoryStoreTables
 from .sqlite_rows import (
     COLUMNS,
     PLACEHOLDERS,
@@ -85,6 +86,7 @@ class SqliteStore(
     EntityTables,
     CjkTables,
     FolderTables,
+    MemoryStoreTables,
     ForgetTables,
     UpkeepTables,
     HealthChecks,

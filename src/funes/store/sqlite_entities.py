@@ -14,7 +14,7 @@ from .sqlite_rows import COLUMNS, to_memory
 
 
 class EntityTables:
-    """Entity lookups (mixed into :class:`~funes.store.sqlite.SqliteStore`)."""
+    """Entity lookups and pending proposals (mixed into both stores; the SQL is dialect-neutral)."""
 
     db: Any
 
@@ -32,3 +32,13 @@ class EntityTables:
             .fetchone()
         )
         return None if row is None else to_memory(row)
+
+    def with_proposals(self, tenant: str, user_id: str | None, limit: int) -> list[Memory]:
+        """Records holding a machine's proposal, newest record change first (``memories_proposals`` index)."""
+        sql = f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND proposal IS NOT NULL"
+        params: list[Any] = [tenant]
+        if user_id:
+            sql += " AND (user_id = ? OR user_id = '')"
+            params.append(user_id)
+        rows = self.db.reader().execute(sql + " ORDER BY updated_at DESC, id LIMIT ?", (*params, limit)).fetchall()
+        return [to_memory(r) for r in rows]

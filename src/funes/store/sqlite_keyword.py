@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import RankFields, SearchFilters
+from ..models import RankFields, SearchFilters, to_epoch
 from .sqlite_cjk import cjk_runs, merge_hits
 from .sqlite_rows import RANK_COLUMNS, tenant_token, to_rank_fields
 
@@ -119,8 +119,9 @@ class KeywordSearch:
             # so both forms return the same rows with the same scores (the
             # tags column has weight 0).
             match = f'tags : "{tenant_token(filters.tenant)}" AND {match}'
+        bound = self._rowid_bound(conn, filters)
         params: list[Any] = [match]
-        where = ["memories_fts MATCH ?", *self._where(filters, now, params)]  # type: ignore[attr-defined]
+        where = ["memories_fts MATCH ?" + bound, *self._where(filters, now, params)]  # type: ignore[attr-defined]
         if only_common and matches > IDF_WALK_MAX:
             found = self._single_term_bm25(conn, terms[0], matches, where, params, limit, scan_cap)
             if found is not None:
@@ -131,7 +132,7 @@ class KeywordSearch:
         # rather than passing ones, and when fewer than ``limit`` of them pass
         # the filters, the one-statement plan below decides instead.
         found = self._best_passing(
-            conn, match, filters, now, limit, scan_cap, over_cap=matches >= scan_cap, fields=fields
+            conn, match, filters, now, limit, scan_cap, over_cap=matches >= scan_cap, fields=fields, bound=bound
         )
         if found is not None:
             return found
@@ -160,6 +161,7 @@ class KeywordSearch:
         *,
         over_cap: bool = False,
         fields: dict[str, RankFields] | None = None,
+        bound: str = "",
     ) -> list[tuple[str, float]] | None:
         """The ``limit`` best-scored of the newest ``scan_cap`` matches that pass the filters, or None.
 
@@ -187,7 +189,7 @@ class KeywordSearch:
                 f"SELECT f.score, f.matches, {', '.join('m.' + c for c in RANK_COLUMNS)} FROM "
                 "(SELECT rowid, score, count(*) OVER () AS matches FROM "
                 "(SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score FROM memories_fts "
-                "WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?) "
+                f"WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?) "
                 "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
                 f"LEFT JOIN memories m NOT INDEXED ON {' AND '.join(on)} ORDER BY f.score, f.rowid DESC",
                 params,
@@ -279,6 +281,7 @@ class KeywordSearch:
         conn = self.db.reader()
         present: set[str] = set()
         scoped = not self._tenant_dominates(conn, filters.tenant)
+        bound = self._rowid_bound(conn, filters)
         for term in dict.fromkeys(terms):
             if not term.isascii():
                 present.add(term)
@@ -288,7 +291,7 @@ class KeywordSearch:
             params: list[Any] = [match, PRESENCE_SCAN]
             where = self._where(filters, now, params)
             found = conn.execute(
-                "SELECT 1 FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                f"SELECT 1 FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?{bound} "
                 "ORDER BY rowid DESC LIMIT ?) f CROSS JOIN memories m ON m.rowid = f.rowid "
                 f"WHERE {' AND '.join(where)} LIMIT 1",
                 params,
@@ -296,6 +299,24 @@ class KeywordSearch:
             if found is not None or self._term_hits(conn, match) >= PRESENCE_SCAN:
                 present.add(term)
         return present
+
+    @staticmethod
+    def _rowid_bound(conn: Any, filters: SearchFilters) -> str:
+        """An FTS rowid bound for a creation-time cut-off (``as_of``, ``until``), or "" without one.
+
+        The highest rowid of a record created by then bounds every record the
+        filter admits, so the newest-first index scans start at the cut-off
+        instead of walking past every later match (issue 25: an ``as_of`` in
+        the middle of a store's history sent common words to the slow plan).
+        Exact: it is read from the records at query time (``memories_created``).
+        """
+        if filters.created_before is None:
+            return ""
+        row = conn.execute(
+            "SELECT max(rowid) FROM memories WHERE tenant = ? AND created_at <= ?",
+            (filters.tenant, to_epoch(filters.created_before)),
+        ).fetchone()
+        return f" AND memories_fts.rowid <= {int(row[0] or 0)}"
 
     @staticmethod
     def _term_hits(conn: Any, match: str) -> int:

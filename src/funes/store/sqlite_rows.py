@@ -23,9 +23,7 @@ from ..models import (
     Reference,
     SearchFilters,
     SourceRef,
-    format_time,
     from_epoch,
-    parse_time,
     to_epoch,
 )
 from .base import Visibility, vis_key
@@ -34,7 +32,7 @@ COLUMNS = (
     "id, tenant, user_id, scope, session_id, project_id, vis, kind, memory_type, entity_type, "
     "entity_id, topic, title, content, source_type, source_uri, source_id, locator, importance, "
     "pinned, expires_at, access_count, last_accessed, version, content_hash, previous_versions, "
-    "created_at, updated_at, metadata, refs, tags"
+    "created_at, updated_at, metadata, refs, tags, valid_from, author, proposal"
 )
 PLACEHOLDERS = ", ".join("?" for _ in COLUMNS.split(","))
 # What ranking reads of a record (:class:`~funes.models.RankFields`), in ``to_rank_fields``' order.
@@ -97,23 +95,15 @@ def row_values(m: Memory) -> tuple[Any, ...]:
         to_epoch(m.last_accessed),
         m.version,
         m.content_hash,
-        _dumps(
-            [
-                {
-                    "version": v.version,
-                    "content": v.content,
-                    "content_hash": v.content_hash,
-                    "importance": v.importance,
-                    "updated_at": format_time(v.updated_at),
-                }
-                for v in m.previous_versions
-            ]
-        ),
+        _dumps([v.to_dict() for v in m.previous_versions]),
         to_epoch(m.created_at),
         to_epoch(m.updated_at),
         _dumps(m.metadata, sort_keys=True),
         _dumps([{"type": r.type, "id": r.id} for r in m.references]),
         tenant_token(m.tenant),
+        to_epoch(m.valid_from),
+        m.written_by,
+        None if m.proposal is None else json.dumps(m.proposal, ensure_ascii=False),
     )
 
 
@@ -168,6 +158,9 @@ def to_memory(row: Sequence[Any]) -> Memory:
         metadata,
         refs,
         _tags,
+        valid_from,
+        author,
+        proposal,
     ) = row
     source = None
     if source_type:
@@ -194,20 +187,14 @@ def to_memory(row: Sequence[Any]) -> Memory:
         last_accessed=from_epoch(last_accessed),
         version=version,
         content_hash=chash,
-        previous_versions=tuple(
-            PreviousVersion(
-                version=v["version"],
-                content=v["content"],
-                content_hash=v["content_hash"],
-                importance=v["importance"],
-                updated_at=parse_time(v["updated_at"]),  # type: ignore[arg-type]
-            )
-            for v in _loads(previous)
-        ),
+        previous_versions=tuple(PreviousVersion.from_dict(v) for v in _loads(previous)),
         created_at=from_epoch(created_at),  # type: ignore[arg-type]
         updated_at=from_epoch(updated_at),  # type: ignore[arg-type]
         metadata=_loads(metadata),
         references=tuple(Reference(type=r["type"], id=r["id"]) for r in _loads(refs)),
+        valid_from=from_epoch(valid_from),
+        author=author or "",
+        proposal=json.loads(proposal) if proposal else None,
     )
 
 

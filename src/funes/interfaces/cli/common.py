@@ -136,8 +136,9 @@ def describe(memory: Memory) -> str:
         + (f"  session={memory.session_id}" if memory.session_id else ""),
         f"tenant:       {memory.tenant}" + (f"  user={memory.user_id}" if memory.user_id else ""),
         f"importance:   {memory.importance:.2f}{'  pinned' if memory.pinned else ''}",
-        f"source:       {memory.attribution}",
-        f"version:      {memory.version}  ({len(memory.previous_versions)} previous)",
+        f"source:       {memory.attribution}  (written by {memory.written_by})",
+        f"version:      {memory.version}  ({len(memory.previous_versions)} previous)"
+        f"  valid from {memory.valid_since.isoformat()}",
         f"created:      {memory.created_at.isoformat()}",
         f"updated:      {memory.updated_at.isoformat()}",
         f"accessed:     {memory.access_count} times"
@@ -154,12 +155,20 @@ def describe(memory: Memory) -> str:
     if memory.metadata:
         lines.append("metadata:     " + json.dumps(memory.metadata, ensure_ascii=False))
     lines += ["", memory.content]
+    if memory.proposal:
+        lines += ["", f"proposal ({memory.proposal.get('author')}: {memory.proposal.get('reason') or 'new text'}):"]
+        lines += [f"    {line}" for line in str(memory.proposal.get("content")).splitlines() or [""]]
+        lines.append(f"    `funes proposals accept {memory.id}` or `funes proposals dismiss {memory.id}`")
     if memory.previous_versions:
         # Newest first: the version just replaced is the one people look for.
         lines += ["", "previous versions:"]
-        for old in reversed(memory.previous_versions):
-            lines.append(f"  version {old.version}  {old.updated_at.isoformat()}  importance {old.importance:.2f}")
-            lines += [f"    {line}" for line in old.content.splitlines() or [""]]
+        for old in reversed(memory.history):
+            until = f"  valid until {old.valid_to.isoformat()}" if old.valid_to else ""
+            lines.append(
+                f"  version {old.version}  {old.updated_at.isoformat()}  importance {old.importance:.2f}{until}"
+            )
+            shown = f"[redacted; {old.content_hash}]" if old.redacted_at is not None else old.content
+            lines += [f"    {line}" for line in shown.splitlines() or [""]]
     return "\n".join(lines)
 
 
@@ -175,6 +184,8 @@ def hit_line(n: int, hit: SearchHit) -> str:
     if ex.vector_rank is not None:
         why.append(f"vec#{ex.vector_rank}")
     sim = f"{hit.similarity:.2f}" if ex.vector_similarity is not None else "-"
+    if hit.memory.valid_to is not None:  # a past state (--include-superseded / --as-of)
+        text = f"(v{hit.memory.version}, superseded {hit.memory.valid_to:%Y-%m-%d}) {text}"
     line = (
         f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
         f"score={hit.score:.4f} cos={sim} {' '.join(why)}"

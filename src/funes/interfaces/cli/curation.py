@@ -1,4 +1,5 @@
-"""Curation commands: history (a record's versions), restore (an older version, as a new one), reconcile."""
+"""Curation commands: history (a record's versions), restore (an older version, as a new one), redact, reconcile,
+proposals."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ def register(group: click.Group) -> None:
     """Add this module's commands to the main group."""
     group.add_command(history)
     group.add_command(restore)
+    group.add_command(redact)
     group.add_command(reconcile)
+    group.add_command(proposals)
 
 
 @click.command()
@@ -31,7 +34,15 @@ def history(state: State, memory_id: str, as_json: bool) -> None:
         lines: list[str] = []
         for v in versions:
             mark = "  (current)" if v.current else ""
-            lines.append(f"version {v.version}  {v.updated_at.isoformat()}  importance {v.importance:.2f}{mark}")
+            since = f"  valid {v.valid_from:%Y-%m-%d}" if v.valid_from else ""
+            until = f"..{v.valid_to:%Y-%m-%d}" if v.valid_to else ""
+            lines.append(
+                f"version {v.version}  {v.updated_at.isoformat()}  importance {v.importance:.2f}  "
+                f"by {v.author}{since}{until}{mark}"
+            )
+            if v.redacted_at is not None:
+                lines.append(f"    [redacted {v.redacted_at.isoformat()}; {v.content_hash}]")
+                continue
             lines += [f"    {line}" for line in v.content.splitlines() or [""]]
         return "\n".join(lines)
 
@@ -50,6 +61,23 @@ def restore(state: State, memory_id: str, version: int, as_json: bool) -> None:
         as_json,
         memory.to_dict(),
         lambda: f"Restored version {version} of {memory.id} as version {memory.version}.",
+    )
+
+
+@click.command()
+@click.argument("memory_id")
+@click.option(
+    "--version", "version", type=int, required=True, help="The earlier version to redact (`funes history ID`)."
+)
+@json_option
+@pass_state
+def redact(state: State, memory_id: str, version: int, as_json: bool) -> None:
+    """Erase an earlier version's text for good; its number, time and content hash stay for audit."""
+    redacted = state.funes().redact_version(memory_id, version)
+    emit(
+        as_json,
+        redacted.to_dict(),
+        lambda: f"Redacted version {version} of {memory_id} (kept: its time and {redacted.content_hash}).",
     )
 
 
@@ -84,3 +112,54 @@ def reconcile(state: State, payload: str, scope: str | None, background: bool, a
             **counts
         ),
     )
+
+
+@click.group(invoke_without_command=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="Most records to list.")
+@json_option
+@pass_state
+@click.pass_context
+def proposals(ctx: click.Context, state: State, limit: int, as_json: bool) -> None:
+    """List machine proposals on memories a person wrote or pinned (accept or dismiss each)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    items = state.reader().proposals(limit=limit)
+
+    def text_out() -> str:
+        if not items:
+            return "No pending proposals."
+        lines: list[str] = []
+        for m in items:
+            p = m.proposal or {}
+            lines.append(
+                f"{m.id}  (v{m.version}, by {m.written_by}; proposed by {p.get('author')} {p.get('proposed_at')})"
+            )
+            lines.append(f"  now:      {' '.join(m.content.split())[:200]}")
+            lines.append(f"  proposed: {' '.join(str(p.get('content')).split())[:200]}")
+            if p.get("reason"):
+                lines.append(f"  why:      {p['reason']}")
+        lines.append("")
+        lines.append("`funes proposals accept ID` makes it the next version; `funes proposals dismiss ID` drops it.")
+        return "\n".join(lines)
+
+    emit(as_json, [m.to_dict() for m in items], text_out)
+
+
+@proposals.command(name="accept")
+@click.argument("memory_id")
+@json_option
+@pass_state
+def accept_proposal(state: State, memory_id: str, as_json: bool) -> None:
+    """Make a memory's proposal its next version (the current text stays in history)."""
+    memory = state.funes().accept_proposal(memory_id)
+    emit(as_json, memory.to_dict(), lambda: f"Accepted: {memory.id} is now version {memory.version}.")
+
+
+@proposals.command(name="dismiss")
+@click.argument("memory_id")
+@json_option
+@pass_state
+def dismiss_proposal(state: State, memory_id: str, as_json: bool) -> None:
+    """Drop a memory's proposal; the same text is not proposed again."""
+    memory = state.funes().dismiss_proposal(memory_id)
+    emit(as_json, memory.to_dict(), lambda: f"Dismissed the proposal on {memory.id}; version {memory.version} stays.")

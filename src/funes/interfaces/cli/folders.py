@@ -160,6 +160,10 @@ def watch(state: State, path: str | None, debounce: float | None, as_json: bool)
     Each settled batch of changes is a folder-sync job run by this process;
     --json prints one JSON line per batch on stdout.
     """
+    from ...knowledge.folders import debounce_seconds
+
+    if debounce is not None:
+        debounce = debounce_seconds(debounce)  # before anything is registered: bad input changes nothing
     f = state.funes(worker="on")
     if path is not None and not any(Path(x.path) == Path(path).expanduser().resolve() for x in f.folders()):
         # `funes watch DIR` on a folder nobody registered: register it first, and say so (the start reconciles it).
@@ -176,9 +180,12 @@ def watch(state: State, path: str | None, debounce: float | None, as_json: bool)
             click.echo(json.dumps({"at": datetime.now().isoformat(), "folder": folder.path, "reason": reason}))
         click.echo(f"{datetime.now():%H:%M:%S} sync queued for {folder.path} ({reason})", err=True)
 
+    def trouble(folder: Folder, line: str) -> None:
+        click.echo(f"{datetime.now():%H:%M:%S} {line}", err=True)
+
     click.echo("Watching; Ctrl-C stops.", err=True)
     try:
-        f.watch(path, stop=stop, debounce=debounce, on_batch=told)
+        f.watch(path, stop=stop, debounce=debounce, on_batch=told, on_problem=trouble)
     except KeyboardInterrupt:
         stop.set()
 

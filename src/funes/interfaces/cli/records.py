@@ -214,7 +214,14 @@ def _parse_items(text: str) -> list[Any]:
 @click.option(
     "--as-of",
     "as_of",
-    help="Search as of this time (ISO-8601): later records left out; recency and dates in the query ('last May') count from it.",
+    help="Read memory as it was then (ISO-8601; a date alone is the end of that day): each record's version of "
+    "that time, later records left out; recency and dates in the query ('last May') count from it.",
+)
+@click.option(
+    "--include-superseded",
+    "include_superseded",
+    is_flag=True,
+    help="Also show each hit's earlier versions, marked with when they stopped being true.",
 )
 @click.option("--min-similarity", type=float, help="Drop hits under this cosine (strong keyword hits stay).")
 @click.option(
@@ -253,6 +260,7 @@ def search(
     since: str | None,
     until: str | None,
     as_of: str | None,
+    include_superseded: bool,
     min_similarity: float | None,
     min_relevance: float | None,
     roles: tuple[str, ...],
@@ -290,6 +298,7 @@ def search(
             refs=filter_refs or None,
             min_relevance=min_relevance,
             as_of=as_of,
+            include_superseded=include_superseded,
             roles=roles or None,
             group_by=group_by,
         )

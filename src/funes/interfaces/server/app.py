@@ -33,7 +33,9 @@ from ...errors import (
     StoreFull,
     Unauthorized,
 )
-from .auth import BodyLimit, KeyAuth
+from .auth import BodyLimit, KeyAuth, path_scrubber
+from .memory_stores import PREFIX as MEMORY_STORES
+from .memory_stores import anthropic_error, register_memory_store_routes
 
 if TYPE_CHECKING:
     from ...service import Funes
@@ -124,10 +126,15 @@ def create_app(
     )
     app.state.funes = funes
 
+    public = path_scrubber(funes)
+
     @app.exception_handler(FunesError)
     async def funes_error(request: Request, exc: FunesError) -> JSONResponse:
         status = status_of(exc)
-        return _error(status, exc.code, exc.message, exc.hint)
+        message, hint = public(exc.message), public(exc.hint) if exc.hint else exc.hint
+        if request.url.path.startswith(MEMORY_STORES):
+            return anthropic_error(status, exc, message, hint)
+        return _error(status, exc.code, message, hint)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -135,6 +142,8 @@ def create_app(
         for item in exc.errors()[:5]:
             where = ".".join(str(p) for p in item.get("loc", ()))
             problems.append(f"{where}: {item.get('msg')}")
+        if request.url.path.startswith(MEMORY_STORES):
+            return anthropic_error(400, None, "The request is not valid: " + "; ".join(problems))
         return _error(
             422,
             "invalid_input",
@@ -165,6 +174,10 @@ def create_app(
     from .routes import register_routes
 
     register_routes(app, funes, backend=backend, keys_required=keys_required)
+    register_memory_store_routes(app, funes)
+    from .openapi import install
+
+    install(app)
 
     if mcp_app is not None:
         app.mount("/mcp", mcp_app.asgi)

@@ -143,9 +143,34 @@ def declared_role(app: Any, scope: dict[str, Any]) -> str:
     return "read"
 
 
-async def error_response(send: Any, status: int, error: FunesError) -> None:
-    """Answer with the one JSON error shape."""
-    body = json.dumps({"error": error.to_dict()}).encode()
+def path_scrubber(funes: Funes) -> Any:
+    """A function that replaces the server's own paths (the store, its folder, the Funes home) in a text.
+
+    A store error names the store's file ("The store /srv/funes/funes.db is read-only"): the server's
+    file system is none of a client's business (issue 31).
+    """
+    from ...models import config as cfg
+
+    store = str(funes.store.path)
+    roots = {store, str(cfg.home())}
+    if "://" not in store:
+        roots |= {os.path.abspath(store), os.path.dirname(os.path.abspath(store))}
+    ordered = sorted((r for r in roots if len(r) > 1), key=len, reverse=True)
+
+    def public(text: str) -> str:
+        for root in ordered:
+            text = text.replace(root, "<server path>")
+        return text
+
+    return public
+
+
+async def error_response(send: Any, status: int, error: FunesError, public: Any = None) -> None:
+    """Answer with the one JSON error shape (``public`` scrubs the server's paths from its texts)."""
+    shown = error.to_dict()
+    if public is not None:
+        shown = {k: public(v) if isinstance(v, str) and k in ("message", "hint") else v for k, v in shown.items()}
+    body = json.dumps({"error": shown}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="funes"'))
@@ -165,6 +190,7 @@ class KeyAuth:
         self.app = app
         self.funes = funes
         self.require_keys = require_keys
+        self.public = path_scrubber(funes)
 
     def local(self) -> Principal:
         """The principal of a keyless request in single-user mode."""
@@ -202,7 +228,7 @@ class KeyAuth:
             await error_response(send, 401, exc)
             return
         except FunesError as exc:
-            await error_response(send, 503, exc)
+            await error_response(send, 503, exc, self.public)
             return
         # The role is checked before the route reads or validates anything (issue 31: a read
         # key's write was refused only for a missing field, after parsing the body).

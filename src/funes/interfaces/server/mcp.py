@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import Unauthorized
 from ...memory.keys import Principal
 from ...models import Caller
-from .auth import PRINCIPAL
+from .auth import PRINCIPAL, path_scrubber
 
 if TYPE_CHECKING:
     from ...agents.specs import ToolSpec
@@ -58,7 +58,7 @@ def team_mcp(funes: Funes, *, allowed_hosts: list[str] | None = None) -> TeamMcp
         # A tool that is not read-only (or an unknown name) needs the write role.
         principal_of_request(ctx).require("read" if spec is not None and spec.hints.read_only else "write")
 
-    server = build_server(funes, project=None, caller_of=caller_of, authorize=authorize)
+    server = build_server(funes, project=None, caller_of=caller_of, authorize=authorize, public=path_scrubber(funes))
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts or ["127.0.0.1:*", "localhost:*", "[::1]:*"],

@@ -148,6 +148,10 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         session_id: str | None = None,
         role: str | None = Query(None, description="Only chat messages said in these roles (comma-separated)."),
         group_by: str | None = Query(None, description="'session': group chat messages by conversation."),
+        as_of: str | None = Query(
+            None, description="Read memory as it was then (ISO-8601; a date alone is the end of that day)."
+        ),
+        include_superseded: bool = Query(False, description="Also return each hit's earlier versions, marked."),
     ) -> dict[str, Any]:
         """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting, else ``search_limit``.
 
@@ -175,6 +179,8 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
                 roles=_csv(role),
                 group_by=group_by,
                 limit=limit,
+                as_of=as_of,
+                include_superseded=include_superseded,
             )
         )
         out: dict[str, Any] = {"query": q, "hits": [h.to_dict() for h in hits], "degraded": hits.degraded}
@@ -273,7 +279,36 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
     def restore_memory(team: str, memory_id: str, body: RestoreIn, request: Request) -> dict[str, Any]:
         """Make an older version current again (as a new version)."""
         p = _principal(request, team)
-        return funes.restore(memory_id, body.version, tenant=p.team, user=p.viewer).to_dict()
+        funes.get(memory_id, tenant=p.team, user=p.viewer)  # no such memory: 404
+        try:
+            return funes.restore(memory_id, body.version, tenant=p.team, user=p.viewer).to_dict()
+        except NotFound as exc:
+            # The memory exists; a 404 on its URL would read as "deleted" (issue 31, schemathesis' stateful run).
+            raise InvalidInput(exc.message, hint=exc.hint) from exc
+
+    @app.post(_TEAM + "/memories/{memory_id}/versions/{version}/redact", tags=["memories"], openapi_extra=WRITE)
+    def redact_version(team: str, memory_id: str, version: int, request: Request) -> dict[str, Any]:
+        """Erase a kept earlier version's text; its number, time and content hash stay for audit."""
+        p = _principal(request, team)
+        return funes.redact_version(memory_id, version, tenant=p.team, user=p.viewer).to_dict()
+
+    @app.get(_TEAM + "/proposals", tags=["memories"])
+    def list_proposals(team: str, request: Request, limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+        """Machine proposals waiting on memories a person wrote or pinned (each memory with its ``proposal``)."""
+        p = _principal(request, team)
+        return {"items": [m.to_dict() for m in funes.proposals(tenant=p.team, user=p.viewer, limit=limit)]}
+
+    @app.post(_TEAM + "/memories/{memory_id}/proposal/accept", tags=["memories"], openapi_extra=WRITE)
+    def accept_proposal(team: str, memory_id: str, request: Request) -> dict[str, Any]:
+        """Make the memory's proposal its next version (the current text stays in history)."""
+        p = _principal(request, team)
+        return funes.accept_proposal(memory_id, tenant=p.team, user=p.viewer).to_dict()
+
+    @app.post(_TEAM + "/memories/{memory_id}/proposal/dismiss", tags=["memories"], openapi_extra=WRITE)
+    def dismiss_proposal(team: str, memory_id: str, request: Request) -> dict[str, Any]:
+        """Drop the memory's proposal; the current text stays and the same text is not proposed again."""
+        p = _principal(request, team)
+        return funes.dismiss_proposal(memory_id, tenant=p.team, user=p.viewer).to_dict()
 
     @app.post(_TEAM + "/memories/generate", status_code=202, tags=["memories"], openapi_extra=WRITE)
     def generate(team: str, body: GenerateIn, request: Request) -> dict[str, Any]:
@@ -389,6 +424,7 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
             context_window=body.context_window,
             tenant=p.team,
             user=p.viewer,
+            as_of=body.as_of,
         )
 
     @app.get(_TEAM + "/sessions/{session_id}/messages", tags=["sessions"])
@@ -413,6 +449,7 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
             model_window=body.context_window,
             tenant=p.team,
             user=p.viewer,
+            as_of=body.as_of,
         )
         report = built.report()
         sections = {name: int(s.get("tokens", 0)) for name, s in report.get("sections", {}).items()}

@@ -108,6 +108,7 @@ class ContextIn(_Body):
     query: str | None = None
     context_window: int | None = Field(default=None, ge=1024, le=10_000_000)
     instructions: str | None = None
+    as_of: str | None = Field(default=None, description="Recall memory as it was then (ISO-8601).")
 
 
 class ClearIn(_Body):

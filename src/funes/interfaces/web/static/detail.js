@@ -1,4 +1,4 @@
-// The detail panel: one memory's fields, its version history, and the actions on it.
+// The detail panel: one memory's fields, a machine's proposal on it, its version history, and the actions on it.
 
 import { api, teamPath } from "./api.js";
 import { confirmDialog, field, h, replace, scopeBadge, showError, titleOf, typeBadge, when } from "./dom.js";
@@ -83,12 +83,15 @@ function render(m) {
     actionError,
     summary ? h("section", {}, h("h3", {}, "Summary"), h("p", { class: "content" }, summary)) : null,
     h("section", {}, h("h3", {}, "Content"), h("p", { class: "content", id: "detail-content" }, m.content)),
+    proposalSection(m),
     h(
       "dl",
       { class: "props" },
       row("Scope", m.scope === "project" ? `project ${m.project_id || ""}`.trim() : m.scope === "session" ? `session ${m.session_id || ""}` : m.scope),
       row("Topic", m.topic),
       row("Attribution", h("span", { id: "detail-attribution" }, m.attribution)),
+      row("Written by", h("span", { id: "detail-author" }, m.author)),
+      row("Valid since", when(m.valid_from)),
       row("Source", source),
       row("Entity", m.entity_type ? `${m.entity_type} ${m.entity_id || ""}` : null),
       row("Memory type", m.memory_type),
@@ -105,6 +108,44 @@ function render(m) {
       ? h("details", { class: "metadata" }, h("summary", {}, "Metadata"), h("pre", {}, JSON.stringify(m.metadata, null, 2)))
       : null,
     historySection(m),
+  );
+}
+
+// A machine's new text for a memory a person wrote or pinned: shown beside the current text, never applied alone.
+function proposalSection(m) {
+  const p = m.proposal;
+  if (!p) return null;
+  const err = h("p", { class: "error", role: "alert" });
+  const decide = (verb) => async () => {
+    showError(err, null);
+    try {
+      const updated = await api("POST", teamPath(`memories/${encodeURIComponent(m.id)}/proposal/${verb}`));
+      current = updated;
+      render(updated);
+      document.getElementById("edit-memory").focus();
+      changed({ id: m.id });
+    } catch (e) {
+      showError(err, e);
+    }
+  };
+  return h(
+    "section",
+    { class: "proposal", id: "proposal", "aria-labelledby": "proposal-title" },
+    h("h3", { id: "proposal-title" }, "Proposed change"),
+    h(
+      "p",
+      { class: "muted" },
+      `Suggested by ${p.author || "a machine process"}${p.reason ? ` (${p.reason})` : ""}, ${when(p.proposed_at)}. `,
+      "Your text stays until you accept.",
+    ),
+    h("p", { class: "content", id: "proposal-content" }, p.content),
+    h(
+      "div",
+      { class: "row" },
+      h("button", { id: "accept-proposal", onclick: decide("accept") }, "Accept"),
+      h("button", { id: "dismiss-proposal", class: "secondary", onclick: decide("dismiss") }, "Dismiss"),
+    ),
+    err,
   );
 }
 

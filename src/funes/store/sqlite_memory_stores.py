@@ -1,0 +1,169 @@
+"""Tables of Anthropic-style memory stores and their immutable versions (sql/014, pg_sql/011).
+
+Rows are plain dicts; :mod:`funes.agents.memory_stores` turns them into the
+API's objects. The memories themselves are ordinary records. A version row is
+written once and changed only by :meth:`MemoryStoreTables.redact_memory_version`,
+which erases its content and path and keeps its time, hash and author.
+Shared as is by the PostgreSQL store (``?`` placeholders through its adapter).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+STORE_COLUMNS: tuple[str, ...] = (
+    "id",
+    "tenant",
+    "name",
+    "description",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "archived_at",
+)
+VERSION_COLUMNS: tuple[str, ...] = (
+    "id",
+    "tenant",
+    "store_id",
+    "memory_id",
+    "operation",
+    "path",
+    "content",
+    "content_sha256",
+    "content_size_bytes",
+    "record_version",
+    "created_at",
+    "created_by",
+    "redacted_at",
+    "redacted_by",
+)
+_JSON = ("metadata", "created_by", "redacted_by")
+
+
+def _row(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    out = dict(zip(columns, row, strict=True))
+    for name in _JSON:
+        if name in out:
+            out[name] = json.loads(out[name]) if out[name] else None
+    return out
+
+
+def _values(columns: Sequence[str], row: dict[str, Any]) -> list[Any]:
+    return [json.dumps(row.get(c)) if c in _JSON and row.get(c) is not None else row.get(c) for c in columns]
+
+
+class MemoryStoreTables:
+    """Memory-store storage, mixed into the SQLite and PostgreSQL stores."""
+
+    db: Any
+    row_lock: str
+
+    # -- stores -------------------------------------------------------------------------
+    def save_memory_store(self, store: dict[str, Any]) -> None:
+        """Insert a memory store, or update the one with the same id."""
+        names = ", ".join(STORE_COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in STORE_COLUMNS if c != "id")
+        with self.db.write() as conn:
+            conn.execute(
+                f"INSERT INTO memory_stores ({names}) VALUES ({', '.join('?' for _ in STORE_COLUMNS)}) "
+                f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                _values(STORE_COLUMNS, store),
+            )
+
+    def get_memory_store(self, tenant: str, store_id: str, *, lock: bool = False) -> dict[str, Any] | None:
+        """A tenant's memory store; ``lock=True`` (inside a transaction) holds its row until the commit."""
+        sql = f"SELECT {', '.join(STORE_COLUMNS)} FROM memory_stores WHERE tenant = ? AND id = ?"
+        if lock:
+            # Every write to a store locks its row first, so writers of one store take turns.
+            with self.db.write() as conn:
+                row = conn.execute(sql + self.row_lock, (tenant, store_id)).fetchone()
+        else:
+            row = self.db.reader().execute(sql, (tenant, store_id)).fetchone()
+        return None if row is None else _row(STORE_COLUMNS, row)
+
+    def list_memory_stores(
+        self, tenant: str, *, after: int = 0, limit: int = 20, include_archived: bool = False
+    ) -> list[dict[str, Any]]:
+        """A tenant's memory stores, oldest first, after the store numbered ``after`` (``_seq`` of each row)."""
+        live = "" if include_archived else "AND archived_at IS NULL "
+        rows = self.db.reader().execute(
+            f"SELECT rowid, {', '.join(STORE_COLUMNS)} FROM memory_stores WHERE tenant = ? AND rowid > ? {live}"
+            "ORDER BY rowid LIMIT ?",
+            (tenant, after, limit),
+        )
+        return [{"_seq": r[0], **_row(STORE_COLUMNS, r[1:])} for r in rows]
+
+    def delete_memory_store(self, store_id: str) -> None:
+        """Delete a store's row and every version row of it (the caller deletes its records)."""
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM memory_store_versions WHERE store_id = ?", (store_id,))
+            conn.execute("DELETE FROM memory_stores WHERE id = ?", (store_id,))
+
+    def memory_store_paths(self, tenant: str, store_id: str) -> list[tuple[str, str]]:
+        """The (path, record id) of every memory of a store, unordered (the caller sorts by code point)."""
+        rows = self.db.reader().execute(
+            "SELECT entity_id, id FROM memories WHERE tenant = ? AND entity_type = ? AND project_id = ? "
+            "AND user_id = ''",
+            (tenant, "memory_store", store_id),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    # -- versions -------------------------------------------------------------------------
+    def add_memory_version(self, version: dict[str, Any]) -> None:
+        """Append one version row."""
+        with self.db.write() as conn:
+            conn.execute(
+                f"INSERT INTO memory_store_versions ({', '.join(VERSION_COLUMNS)}) "
+                f"VALUES ({', '.join('?' for _ in VERSION_COLUMNS)})",
+                _values(VERSION_COLUMNS, version),
+            )
+
+    def get_memory_version(self, store_id: str, version_id: str) -> dict[str, Any] | None:
+        """One version row of a store."""
+        row = (
+            self.db.reader()
+            .execute(
+                f"SELECT {', '.join(VERSION_COLUMNS)} FROM memory_store_versions WHERE store_id = ? AND id = ?",
+                (store_id, version_id),
+            )
+            .fetchone()
+        )
+        return None if row is None else _row(VERSION_COLUMNS, row)
+
+    def list_memory_versions(
+        self,
+        store_id: str,
+        *,
+        memory_id: str | None = None,
+        operation: str | None = None,
+        before: int | None = None,
+        limit: int = 20,
+    ) -> list[dict[str, Any]]:
+        """A store's versions newest first, before the row numbered ``before`` (``_seq`` of each row)."""
+        where, args = ["store_id = ?"], [store_id]
+        if memory_id is not None:
+            where.append("memory_id = ?")
+            args.append(memory_id)
+        if operation is not None:
+            where.append("operation = ?")
+            args.append(operation)
+        if before is not None:
+            where.append("rowid < ?")
+            args.append(before)
+        rows = self.db.reader().execute(
+            f"SELECT rowid, {', '.join(VERSION_COLUMNS)} FROM memory_store_versions WHERE {' AND '.join(where)} "
+            "ORDER BY rowid DESC LIMIT ?",
+            (*args, limit),
+        )
+        return [{"_seq": r[0], **_row(VERSION_COLUMNS, r[1:])} for r in rows]
+
+    def redact_memory_version(self, version_id: str, redacted_at: float, redacted_by: dict[str, Any]) -> None:
+        """Erase a version's content and path; its time, hash, size and author stay."""
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE memory_store_versions SET content = NULL, path = NULL, redacted_at = ?, redacted_by = ? "
+                "WHERE id = ?",
+                (redacted_at, json.dumps(redacted_by), version_id),
+            )
