@@ -147,8 +147,8 @@ def test_forgetting_a_message_removes_what_was_learned_from_it(project: Path, tm
         assert report["ok"], report["hits"]
 
 
-def test_bad_input_is_refused_and_changes_nothing(project: Path, tmp_path: Path) -> None:
-    with _open(str(tmp_path / "m.db")) as mem:
+def test_bad_input_is_refused_and_changes_nothing(project: Path, store_url: str) -> None:
+    with _open(store_url) as mem:
         kept = mem.remember(SECRET)
 
         def state() -> list[tuple[str, str]]:
@@ -289,3 +289,22 @@ def test_forgetting_a_matched_text_cuts_its_lines_from_a_memory_folder_note(proj
         assert "The hotel is near the station." in text and "Breakfast starts at seven." in text
         assert [h.memory.source.uri for h in mem.search("hotel station breakfast")][:1] == [str(note)]
         assert mem.verify_forgotten(receipt["id"])["ok"]
+
+
+def test_forgetting_a_memory_store_memory_removes_its_versions_and_its_mirrored_file(
+    project: Path, tmp_path: Path
+) -> None:
+    with _open(str(tmp_path / "s.db")) as mem:
+        folder = mem.memory_folders.add_folder(tmp_path / "notes")
+        ms = mem.memory_stores
+        store = ms.create_store("Notes")["id"]
+        made = ms.create_memory(store, "/team/vault.md", "The quokkabrandt code is zephyrwhistle42.\n")
+        ms.update_memory(store, made["id"], content="The quokkabrandt code is vaultkeeperx9.\n")
+        mirror = Path(folder.path) / ".memory_stores" / store / "team" / "vault.md"
+        assert mirror.is_file() and len(ms.list_versions(store)["data"]) == 2
+        receipt = mem.forget_everywhere([made["id"]])
+        assert receipt["counts"]["store_versions"] == 2 and receipt["mirror_files"] == [str(mirror)]
+        assert not mirror.exists() and ms.list_versions(store)["data"] == []
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+    found = _scan(_files(tmp_path / "s.db", tmp_path / "notes"))
+    assert found == []

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from ..memory.core import Core
 
 _UPLOAD_KIND = "document-ingest"
+# Memory stores (agents/memory_stores.py) mirror each memory to a file: where, and how their records are marked.
+_MIRROR_DIR = ".memory_stores"
+_STORE_ENTITY = "memory_store"
 _MIN_MATCH = 3
 
 
@@ -85,6 +88,7 @@ class Forgetting:
             "documents": sorted(plan["documents"]),
             "uploads": sorted(plan["uploads"]),
             "markdown_files": sorted(plan["markdown"]),
+            "mirror_files": plan["mirrors"],
             "jobs": len(plan["jobs"]),
         }
 
@@ -168,6 +172,7 @@ class Forgetting:
                 documents.add(doc)
         uploads, upload_jobs = self._uploads(tenant_id, documents, user if selector["by"] == "user" else None)
         markdown = self._markdown_edits(tenant_id, records, text)
+        mirrors = self._mirrors(tenant_id, records)
         needles = [*records, *gone_messages, *sessions, *uploads]
         jobs = set(store.jobs_mentioning(tenant_id, needles)) | upload_jobs
         if text:
@@ -182,6 +187,7 @@ class Forgetting:
             "documents": documents,
             "uploads": uploads,
             "markdown": markdown,
+            "mirrors": mirrors,
             "jobs": jobs,
             "rebuild": rebuild,
             "text": text,
@@ -199,6 +205,19 @@ class Forgetting:
                 if upload:
                     folders[upload] = str(self.uploads.folder / upload)
         return folders, jobs
+
+    def _mirrors(self, tenant: str, records: dict[str, Memory]) -> list[str]:
+        """The files a memory store mirrors its forgotten memories to (``<folder>/.memory_stores/<store>/<path>``)."""
+        roots = [Path(f.path) / _MIRROR_DIR for f in self.folders.folders(tenant=tenant)]
+        out = []
+        for memory in records.values():
+            if memory.entity_type != _STORE_ENTITY or not memory.project_id or not memory.entity_id:
+                continue
+            for root in roots:
+                target = root / memory.project_id / memory.entity_id.lstrip("/")
+                if target.is_file() and target.resolve().is_relative_to(root.resolve()):
+                    out.append(str(target))
+        return sorted(set(out))
 
     def _markdown_edits(self, tenant: str, records: dict[str, Memory], text: str | None) -> dict[str, str]:
         """The memory-folder files that hold a forgotten record (a write-back section or a note's lines), new text.
@@ -247,8 +266,7 @@ class Forgetting:
         plan = self._plan(ids, user, matching, tenant, caller)
         store = self.core.store
         records: dict[str, Memory] = plan["records"]
-        texts = [m.content for m in records.values()] + [m.title or "" for m in records.values()]
-        texts += [v.content for m in records.values() for v in m.previous_versions]
+        texts = [t for m in records.values() for t in _embedded(m)] + [m.title or "" for m in records.values()]
         texts += [plan["text"] or ""]
         candidates = candidate_tokens(texts)
         now = utcnow()
@@ -269,9 +287,12 @@ class Forgetting:
             "documents": sorted(plan["documents"]),
             "uploads": sorted(plan["uploads"]),
             "markdown_files": sorted(plan["markdown"]),
+            "mirror_files": plan["mirrors"],
         }
         for path, text in plan["markdown"].items():
             _rewrite(Path(path), text)
+        for mirror in plan["mirrors"]:
+            _shred(Path(mirror))
         for folder in plan["uploads"].values():
             _shred(Path(folder))
         counts = store.purge(
@@ -307,6 +328,7 @@ class Forgetting:
             "derived_rebuilding": len(plan["rebuild"]),
             "markdown_files": len(plan["markdown"]),
             "uploads": len(plan["uploads"]),
+            "mirror_files": len(plan["mirrors"]),
         }
         receipt["storage"] = storage
         receipt["tokens"] = seal(tokens)
@@ -404,6 +426,8 @@ def _without(text: str, ids: set[str], notes: list[Memory], matching: str | None
 def _embedded(memory: Memory) -> list[str]:
     """The texts of a record the embedding cache may hold vectors of (as embedded, and its bare content)."""
     texts = [memory.content, *(v.content for v in memory.previous_versions)]
+    if memory.proposal and memory.proposal.get("content"):
+        texts.append(str(memory.proposal["content"]))  # a machine's text waiting on the record
     if memory.title:
         texts.append(f"{memory.title}\n{memory.content}")
     return texts
@@ -423,14 +447,17 @@ def _rewrite(path: Path, text: str) -> None:
         os.fsync(fh.fileno())
 
 
-def _shred(folder: Path) -> None:
-    """Zero every file of an upload folder, then remove it."""
-    for path in files_under(folder):
+def _shred(target: Path) -> None:
+    """Zero every file of an upload folder (or one file), then remove it."""
+    for path in files_under(target):
         with contextlib.suppress(OSError), path.open("r+b") as fh:
             fh.write(b"\0" * path.stat().st_size)
             fh.flush()
             os.fsync(fh.fileno())
-    shutil.rmtree(folder, ignore_errors=True)
+    if target.is_dir():
+        shutil.rmtree(target, ignore_errors=True)
+    else:
+        target.unlink(missing_ok=True)
 
 
 @functools.lru_cache(maxsize=1)

@@ -33,7 +33,17 @@ from ..errors import BackendUnavailable
 _CHUNK = 500
 _ID = re.compile(r"[a-z]{3}_[0-9a-z]{26}")
 #: The tables a forget can touch (PostgreSQL vacuums these).
-TOUCHED = ("memories", "memory_vectors", "access_log", "messages", "sessions", "documents", "jobs", "embedding_cache")
+TOUCHED = (
+    "memories",
+    "memory_vectors",
+    "access_log",
+    "messages",
+    "sessions",
+    "documents",
+    "jobs",
+    "embedding_cache",
+    "memory_store_versions",
+)
 
 
 def _chunks(values: Sequence[str]) -> Iterator[tuple[list[str], str]]:
@@ -232,6 +242,11 @@ class ForgetTables:
             counts["jobs"] = sum(
                 conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
                 for chunk, marks in _chunks(list(job_ids))
+            )
+            # A memory store's memory keeps every state as an immutable row (migration 014): its text goes too.
+            counts["store_versions"] = sum(
+                conn.execute(f"DELETE FROM memory_store_versions WHERE memory_id IN ({marks})", chunk).rowcount
+                for chunk, marks in _chunks(list(record_ids))
             )
             counts["records"] = self._delete(conn, list(record_ids))
             if receipt is not None:
