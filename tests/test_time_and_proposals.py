@@ -361,6 +361,10 @@ def test_rest_and_the_agent_tool_pass_as_of_and_proposals_through(tmp_path: Path
             missing = client.post(f"/v1/teams/acme/memories/{made['id']}/proposal/accept", headers=key)
             assert missing.status_code == 404 and missing.json()["error"]["hint"]
             assert client.get(f"/v1/teams/acme/memories/{made['id']}", headers=key).json()["version"] == 2
+            client.post("/v1/teams/acme/sessions/s1/messages", json={"role": "user", "content": "hi"}, headers=key)
+            body = {"query": "when is lunch?", "as_of": made["created_at"]}
+            built = client.post("/v1/teams/acme/sessions/s1/context", json=body, headers=key)
+            assert built.status_code == 200 and "at one" not in built.json()["system"]
         tool = service.execute_tool(
             "search_memories", {"query": "lunch atrium", "include_superseded": True}, caller=Caller(tenant="acme")
         )

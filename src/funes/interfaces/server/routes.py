@@ -378,7 +378,6 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
             context_window=body.context_window,
             tenant=p.team,
             user=p.viewer,
-            as_of=body.as_of,
         )
 
     @app.get(_TEAM + "/sessions/{session_id}/messages", tags=["sessions"])
