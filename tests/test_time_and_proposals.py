@@ -361,6 +361,10 @@ def test_rest_and_the_agent_tool_pass_as_of_and_proposals_through(tmp_path: Path
             missing = client.post(f"/v1/teams/acme/memories/{made['id']}/proposal/accept", headers=key)
             assert missing.status_code == 404 and missing.json()["error"]["hint"]
             assert client.get(f"/v1/teams/acme/memories/{made['id']}", headers=key).json()["version"] == 2
+            client.post("/v1/teams/acme/sessions/s1/messages", json={"role": "user", "content": "hi"}, headers=key)
+            body = {"query": "when is lunch?", "as_of": made["created_at"]}
+            built = client.post("/v1/teams/acme/sessions/s1/context", json=body, headers=key)
+            assert built.status_code == 200 and "at one" not in built.json()["system"]
         tool = service.execute_tool(
             "search_memories", {"query": "lunch atrium", "include_superseded": True}, caller=Caller(tenant="acme")
         )
@@ -371,3 +375,28 @@ def test_rest_and_the_agent_tool_pass_as_of_and_proposals_through(tmp_path: Path
         assert refused.is_error and "future" in refused.text
     finally:
         service.close()
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_from_before_the_migration_is_backfilled(pg_url: str) -> None:
+    """PostgreSQL migration 008 on a store written before it: the same backfill as SQLite's 011."""
+    import psycopg
+
+    with funes.open(pg_url, embedder=HashEmbedder(64), worker="off") as mem:
+        note = mem.remember("Standup at nine.")
+        edited = mem.update(note.id, content="Standup at ten.")
+        summary = mem.remember("Table orders", entity_type="DATA_TABLE", entity_id="orders", project="f1")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX memories_proposals")
+        for column in ("valid_from", "author", "proposal"):
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
+        conn.execute("UPDATE memories SET kind = 'entity_summary' WHERE id = %s", (summary.id,))
+        conn.execute("DELETE FROM migrations WHERE version = 8")
+    with funes.open(pg_url, embedder=HashEmbedder(64), worker="off") as mem:
+        now = mem.get(note.id)
+        assert now.written_by == "user" and now.valid_since == edited.updated_at
+        assert now.history[0].valid_to == now.valid_since
+        assert mem.get(summary.id).written_by == "llm"
+        assert mem.search("standup", as_of=now.valid_since - timedelta(microseconds=1), min_relevance=0)[
+            0
+        ].memory.content == ("Standup at nine.")

@@ -502,7 +502,7 @@ class Core:
         if content is not None:
             text = check_content(content, self.config.max_content_bytes)
             if content_hash(text) != current.content_hash:
-                changes.update(next_version(current, text, author=author, valid_from=valid_from))
+                changes.update(next_version(current, text, author=author, valid_from=valid_from or now))
         if importance is not None:
             changes["importance"] = check_importance(importance)
         if type is not None:
