@@ -290,6 +290,42 @@ def test_query_search_fills_the_limit_and_scores_the_best_field(mem: funes.Funes
     assert scores["body"] == pytest.approx(1.0, abs=1e-5) and scores["exact"] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_concurrent_async_operations_are_coalesced_and_all_answered(mem: funes.Funes) -> None:
+    """The shape of LangGraph's large async batch test (60,000 operations there), smaller."""
+    store = FunesStore(mem)
+    ns = ("test", "foo", "bar")
+
+    async def main() -> list[object]:
+        coros = []
+        for m in range(4):
+            for i in range(50):
+                where = (*ns, str(m % 2))
+                coros += [
+                    store.aput(where, f"key{i}", {"foo": f"bar{i}"}),
+                    store.aget(where, f"key{i}"),
+                    store.alist_namespaces(prefix=None, max_depth=m + 1),
+                    store.asearch(("test",)),
+                    store.aput(where, f"key{i}", {"foo": f"bar{i}"}),
+                    store.adelete(where, f"key{i}"),
+                ]
+        return await asyncio.gather(*coros)
+
+    results = asyncio.run(main())
+    assert len(results) == 4 * 50 * 6
+    # Within one coalesced batch the last write per key wins (LangGraph's batch rule): every key was deleted.
+    assert store.search(("test",), limit=100) == []
+    assert not mem.list(entity_types=["langgraph"]).items
+
+    async def sequential() -> tuple[object, object]:
+        await store.aput(ns, "k", {"v": 1})
+        got = await store.aget(ns, "k")
+        await store.adelete(ns, "k")
+        return got, await store.aget(ns, "k")
+
+    got, gone = asyncio.run(sequential())
+    assert got.value == {"v": 1} and gone is None  # type: ignore[attr-defined]
+
+
 def test_a_namespace_prefix_matches_whole_labels_only(mem: funes.Funes) -> None:
     store = FunesStore(mem)
     for namespace in [("foo",), ("foo", "bar"), ("foobar",), ("foobar", "baz")]:

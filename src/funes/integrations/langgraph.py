@@ -192,6 +192,8 @@ class FunesStore(BaseStore):
         self.embeddings = ensure_embeddings(config["embed"]) if config.get("embed") is not None else None
         self.ttl_config = dict(ttl) if ttl else None  # type: ignore[assignment]
         self.memory_type = memory_type
+        self._queued: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Result], Op]]] = {}
+        self._drains: set[asyncio.Task[None]] = set()
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
 
@@ -489,5 +491,35 @@ class FunesStore(BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread (the Funes core is synchronous)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` in a worker thread (the Funes core is synchronous).
+
+        Single operations issued concurrently (``asyncio.gather`` of ``aput``,
+        ``aget``, ``asearch``, ...) are coalesced into one batch, as LangGraph's
+        batched async stores do, so thousands of them cost a few batches.
+        """
+        ops = list(ops)
+        if len(ops) != 1:
+            return await asyncio.to_thread(self.batch, ops)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = loop.create_future()
+        queued = self._queued.setdefault(loop, [])
+        queued.append((future, ops[0]))
+        if len(queued) == 1:
+            task = loop.create_task(self._drain(loop))
+            self._drains.add(task)  # held until done, so the loop cannot drop it
+            task.add_done_callback(self._drains.discard)
+        return [await future]
+
+    async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        await asyncio.sleep(0)  # let the other coroutines of a gather queue their operations
+        taken = self._queued.pop(loop, [])
+        try:
+            results = await asyncio.to_thread(self.batch, [op for _, op in taken])
+        except Exception as exc:
+            for future, _ in taken:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (future, _), result in zip(taken, results, strict=True):
+            if not future.done():
+                future.set_result(result)
