@@ -176,8 +176,8 @@ def hit_line(n: int, hit: SearchHit) -> str:
         why.append(f"vec#{ex.vector_rank}")
     sim = f"{hit.similarity:.2f}" if ex.vector_similarity is not None else "-"
     line = (
-        f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
-        f"score={hit.score:.4f} cos={sim} {' '.join(why)}"
+        f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f}{' (weak)' if hit.weak else ''} "
+        f"cos={sim} {' '.join(why)} score={hit.score:.4f}"
     )
     before, after = turns_around(hit.memory, hit.context)  # the conversation around a message hit
     for where, turns in (("before", before), ("after", after)):

@@ -147,6 +147,8 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
         session_id: str | None = None,
         role: str | None = Query(None, description="Only chat messages said in these roles (comma-separated)."),
         group_by: str | None = Query(None, description="'session': group chat messages by conversation."),
+        min_similarity: float | None = Query(None, description="Raw cosine a hit needs (strong keyword hits stay)."),
+        min_relevance: float | None = Query(None, description="Calibrated relevance a hit needs (default: setting)."),
     ) -> dict[str, Any]:
         """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting, else ``search_limit``.
 
@@ -174,6 +176,8 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
                 roles=_csv(role),
                 group_by=group_by,
                 limit=limit,
+                min_similarity=min_similarity,
+                min_relevance=min_relevance,
             )
         )
         out: dict[str, Any] = {"query": q, "hits": [h.to_dict() for h in hits], "degraded": hits.degraded}
