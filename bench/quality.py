@@ -1,10 +1,17 @@
-"""Retrieval quality through the public API: LoCoMo and SciFact, in-run baselines, calibration of relevance.
+"""Retrieval quality through the public API: LoCoMo, SciFact and agent memory, in-run baselines, calibration.
 
 Run from the repository root (see docs/benchmarks.md for the recorded figures)::
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all            # ~10 min cold, ~3 min warm
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all            # ~25 min cold, ~8 min warm
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset agent          # the agent-memory set, ~1 min
     HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset locomo --limit 2   # while developing
     HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --calibrate               # refit funes.memory.relevance
+
+The headline is what a hit is, not what it carries: own-unit R@1, R@5,
+R@10, MRR and NDCG@10 (bench/quality_lodo.py) for Funes and the baselines.
+With more than one data set loaded, relevance is refitted from the recorded
+hit signals leaving one data set out, and the held-out set's ranking, recall
+kept under each floor and off-topic abstention are printed.
 
 LoCoMo (``locomo/locomo10.json``): each of the 10 conversations is a tenant,
 each session a Funes session and each turn a message (``Speaker: text``
@@ -27,11 +34,11 @@ is the wall time of ``Funes.search``; the query vectors come from the
 harness's embedding cache after the first run, so it is store + ranking +
 relevance time (the embedding forward pass is measured by bench/store_bench.py).
 
-Calibration: every top-10 hit is a labelled example (evidence turn or judged
-abstract = 1). ``--calibrate`` fits the logistic model of
-``funes.memory.relevance`` on LoCoMo conversations 1-5 plus their off-topic
-questions and prints the constants; every run reports ECE and a reliability
-table on conversations 6-10 and SciFact with the shipped constants.
+Calibration: every top-20 hit is a labelled example (its own evidence turn,
+judged abstract or answering memory = 1). ``--calibrate`` fits the logistic
+model of ``funes.memory.relevance`` on every loaded data set (each weighing
+the same) and prints the constants; every run reports ECE and a reliability
+table with the shipped constants.
 """
 
 from __future__ import annotations

@@ -22,18 +22,21 @@ No signal depends on the other candidates or on how many were asked for
 Month and weekday names in a query are dates, not names (``absent_name``
 ignores them).
 
-A logistic model maps them to a probability, fitted in two stages on LoCoMo
-conversations 1-5 plus off-topic questions (one conversation's questions
-asked against another's store), with the real local model
-(all-MiniLM-L6-v2): first the weights that best separate evidence hits from
-off-topic hits (what a floor has to tell apart), then a Platt scaling of
-that score on every top-10 hit, so that the output is a probability (an
-evidence turn among the top 10 of a LoCoMo question is rare, about 6%, so
-good hits score in the low tens of percent). The two stages fold into the
-one set of constants below. Validated on conversations 6-10 and SciFact
-(docs/benchmarks.md). Refit and print new constants with::
+(``absent`` and ``absent_name``, per query: the share of the query's terms
+no visible record holds, and whether a word written as a name is one.)
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --calibrate
+A logistic model maps them (with ``cosine²``, ``√keyword`` and ``coverage ×
+cosine``) to a probability, fitted on every top-20 hit of LoCoMo (evidence
+turns, counted on the hit's own turn) and of the agent-memory set
+(bench/agent_memory_data.py), with their off-topic questions, each data set
+weighing the same, with the real local model (all-MiniLM-L6-v2). Search
+orders hits by this number (boosts multiply its odds: :func:`boosted`), so
+the fit is a ranker as well as a calibration: a question that matches the
+query's words but not its answer is a negative example. Leave-one-dataset-out
+results and the floors they support are in docs/benchmarks.md. Refit and
+print new constants with::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all --calibrate
 
 The cosine scale belongs to the model: with another embedder the numbers are
 a ranking signal, not a calibrated probability (``CALIBRATED_MODELS``).
@@ -63,7 +66,7 @@ _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "
 # Models the constants below were fitted for.
 CALIBRATED_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2"})
 
-# Fitted by `bench/quality.py --calibrate` (LoCoMo 1-5 + off-topic questions, all-MiniLM-L6-v2).
+# Fitted by `bench/quality.py --calibrate` (LoCoMo + agent memory, their off-topic questions, all-MiniLM-L6-v2).
 FEATURES = (
     "cosine",
     "cosine_sq",

@@ -30,7 +30,7 @@ from ..store import Store
 from .dates import DateWindow, find_dates
 from .embedding import Embedding
 from .ranking import RankSettings, query_terms, rank_scored
-from .relevance import named_terms, relevance_judge
+from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
 
 log = logging.getLogger("funes")
 
@@ -128,9 +128,16 @@ class HybridSearch:
             for s in scored
             if (memory := records.get(s.id)) is not None  # deleted between the two reads: left out
         ]
+        ident = self.store.identity()
+        if ident is not None and ident.model_id in CALIBRATED_MODELS:
+            ordered = answers_first(judged)
+        else:
+            # Another model's cosines make relevance a rough signal, not a ranker: the fused score
+            # orders, and the relevance shown is capped by the hit above (one order, one number).
+            ordered = monotone(sorted(judged, key=lambda h: (-h.score, h.memory.id)))
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        for hit in answers_first(judged):
+        for hit in ordered:
             message = _message_of(hit.memory)
             if message is not None:
                 if message in seen:
@@ -208,6 +215,18 @@ def answers_first(hits: list[SearchHit]) -> list[SearchHit]:
         signals = {**(answer.explanation.signals or {}), "answers": hit.relevance}
         out[n] = replace(answer, explanation=replace(answer.explanation, relevance=hit.relevance, signals=signals))
     out.sort(key=lambda h: (-h.relevance, _question(h), -h.score, h.memory.id))
+    return out
+
+
+def monotone(hits: list[SearchHit]) -> list[SearchHit]:
+    """Hits in their order, each showing at most the relevance of the hit above it."""
+    out: list[SearchHit] = []
+    cap = 1.0
+    for hit in hits:
+        if hit.relevance > cap:
+            hit = replace(hit, explanation=replace(hit.explanation, relevance=cap))
+        cap = hit.relevance
+        out.append(hit)
     return out
 
 
