@@ -158,3 +158,32 @@ def test_group_by_session_returns_limit_groups_when_there_are_that_many(real: fu
     found = real.search("deploy blocked", group_by="session", limit=10)
     assert found.groups is not None and len(found.groups) == 10
     assert _descending([g.relevance for g in found.groups])
+
+
+def test_an_uncalibrated_embedder_keeps_one_order_and_one_number(mem: funes.Funes) -> None:
+    # The hash embedder's cosines are not what the relevance constants were fitted on: the fused score orders,
+    # and the relevance shown never rises down the list.
+    for text in (*ANA, *FILLER):
+        mem.remember(text)
+    for query in ("Where does Ana like to sit?", "vendor review", "budget"):
+        hits = mem.search(query, min_relevance=0, limit=20)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        assert _descending([h.relevance for h in hits]), query
+
+
+def test_rest_search_honours_min_similarity(real: funes.Funes) -> None:
+    for text in (*ANA, *FILLER):
+        real.remember(text)
+    team = real.config.tenant
+    key = real.keys.create(team, "read")[0]
+    with TestClient(create_app(real)) as client:
+        url = f"/v1/teams/{team}/memories/search"
+        auth = {"Authorization": f"Bearer {key}"}
+        loose = client.get(url, params={"q": "Where does Ana like to sit?"}, headers=auth).json()["hits"]
+        strict = client.get(url, params={"q": "Where does Ana like to sit?", "min_similarity": 0.4}, headers=auth)
+        hits = strict.json()["hits"]
+        assert len(loose) == 10 and 0 < len(hits) < len(loose)
+        assert hits[0]["memory"]["content"] == ANA[0]
+        assert all(h["explanation"]["vector_similarity"] >= 0.4 or h["explanation"]["keyword_rank"] <= 3 for h in hits)
+        bad = client.get(url, params={"q": "x", "min_similarity": 3}, headers=auth)
+        assert bad.status_code == 400
