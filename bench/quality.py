@@ -1,10 +1,17 @@
-"""Retrieval quality through the public API: LoCoMo and SciFact, in-run baselines, calibration of relevance.
+"""Retrieval quality through the public API: LoCoMo, SciFact and agent memory, in-run baselines, calibration.
 
 Run from the repository root (see docs/benchmarks.md for the recorded figures)::
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all            # ~10 min cold, ~3 min warm
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all            # ~25 min cold, ~8 min warm
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset agent          # the agent-memory set, ~1 min
     HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset locomo --limit 2   # while developing
     HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --calibrate               # refit funes.memory.relevance
+
+The headline is what a hit is, not what it carries: own-unit R@1, R@5,
+R@10, MRR and NDCG@10 (bench/quality_lodo.py) for Funes and the baselines.
+With more than one data set loaded, relevance is refitted from the recorded
+hit signals leaving one data set out, and the held-out set's ranking, recall
+kept under each floor and off-topic abstention are printed.
 
 LoCoMo (``locomo/locomo10.json``): each of the 10 conversations is a tenant,
 each session a Funes session and each turn a message (``Speaker: text``
@@ -27,11 +34,11 @@ is the wall time of ``Funes.search``; the query vectors come from the
 harness's embedding cache after the first run, so it is store + ranking +
 relevance time (the embedding forward pass is measured by bench/store_bench.py).
 
-Calibration: every top-10 hit is a labelled example (evidence turn or judged
-abstract = 1). ``--calibrate`` fits the logistic model of
-``funes.memory.relevance`` on LoCoMo conversations 1-5 plus their off-topic
-questions and prints the constants; every run reports ECE and a reliability
-table on conversations 6-10 and SciFact with the shipped constants.
+Calibration: every top-20 hit is a labelled example (its own evidence turn,
+judged abstract or answering memory = 1). ``--calibrate`` fits the logistic
+model of ``funes.memory.relevance`` on every loaded data set (each weighing
+the same) and prints the constants; every run reports ECE and a reliability
+table with the shipped constants.
 """
 
 from __future__ import annotations
@@ -60,9 +67,9 @@ from quality_data import (  # same directory: run as bench/quality.py
     load_locomo,
     require,
 )
+from quality_lodo import agent_report, leave_one_out, own_metrics, print_constants, print_own, run_agent
 from quality_metrics import (
     dedup,
-    fit_logistic,
     ndcg_at,
     percentile,
     recall_at,
@@ -110,7 +117,7 @@ def search(
             for u, h in zip(units, hits, strict=True)
         ],
         relevance=[h.relevance for h in hits],
-        signals=[h.explanation.signals or {} for h in hits],
+        signals=[{**(h.explanation.signals or {}), "score": h.score, "boosts": h.explanation.boosts} for h in hits],
         seconds=seconds,
     )
 
@@ -177,14 +184,14 @@ def run_locomo(
         other = conversations[(i + 1) % len(conversations)] if len(conversations) > 1 else None
         source = other.questions if other else _next_questions(samples[i])
         for q in source[:off_topic]:
-            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 10, as_of(conv))
+            r = search(mem, q.text, conv.tenant, conv.record_to_dia, 50, as_of(conv))
             r.category = q.category
             noise.append(r)
     # Another domain: SciFact claims asked of each conversation.
     strangers: list[Ranked] = []
     for conv in conversations:
         for text in foreign[:off_topic]:
-            strangers.append(search(mem, text, conv.tenant, conv.record_to_dia, 10, as_of(conv)))
+            strangers.append(search(mem, text, conv.tenant, conv.record_to_dia, 50, as_of(conv)))
     return {
         "methods": methods,
         "noise": noise,
@@ -397,56 +404,6 @@ def examples(results: list[Ranked], top: int = 10) -> tuple[list[dict[str, Any]]
     return signals, np.asarray(predicted), np.asarray(labels)
 
 
-def matrix(signals: list[dict[str, Any]], keyword_only: bool = False) -> np.ndarray:
-    """The relevance model's feature matrix for these signals."""
-    from funes.memory.relevance import Signals, feature_vector, keyword_feature_vector
-
-    rows = []
-    for s in signals:
-        sig = Signals(
-            s.get("cosine"),
-            s.get("keyword", 0.0),
-            s.get("coverage", 0.0),
-            s.get("agreement", 0.0),
-            s.get("absent", 0.0),
-            s.get("absent_name", 0.0),
-        )
-        rows.append(keyword_feature_vector(sig) if keyword_only else feature_vector(sig))
-    return np.asarray(rows, dtype=float)
-
-
-def fit_two_stage(on_topic: list[Ranked], off_topic: list[Ranked], keyword_only: bool) -> tuple[float, np.ndarray]:
-    """Weights that separate evidence hits from off-topic hits, then Platt-scaled on every top-10 hit; folded.
-
-    Stage 1 is what a floor has to do (keep evidence, drop off-topic hits);
-    the on-topic non-evidence neighbours do not enter it. Stage 2 maps that
-    score to the observed rate on all training hits, so the result is a
-    probability. A logistic on a linear score is linear, so the two fold
-    into one intercept and one coefficient vector.
-    """
-    evidence = [s for s, _, y in zip(*examples(on_topic), strict=True) if y]
-    noise, _, _ = examples(off_topic)
-    x = matrix(evidence + noise, keyword_only)
-    y = np.asarray([1.0] * len(evidence) + [0.0] * len(noise))
-    b1, w1 = fit_logistic(x, y)
-    signals, _, labels = examples(on_topic + off_topic)
-    score = matrix(signals, keyword_only) @ w1 + b1
-    b2, w2 = fit_logistic(score[:, None], labels)
-    return float(b2 + w2[0] * b1), w2[0] * w1
-
-
-def calibrate(on_topic: list[Ranked], off_topic: list[Ranked]) -> None:
-    """Fit both models on the training questions and print the constants for funes/relevance.py."""
-    from funes.memory.relevance import FEATURES, KEYWORD_FEATURES
-
-    print(f"\n## Calibration fit: {len(on_topic)} on-topic and {len(off_topic)} off-topic questions (top-10 hits)")
-    for name, features, keyword_only in (("", FEATURES, False), ("KEYWORD_", KEYWORD_FEATURES, True)):
-        intercept, coef = fit_two_stage(on_topic, off_topic, keyword_only)
-        print(f"{name}FEATURES = {tuple(features)!r}")
-        print(f"{name}INTERCEPT = {intercept:.4f}")
-        print(f"{name}COEFFICIENTS = ({', '.join(f'{c:.4f}' for c in coef)})")
-
-
 def print_reliability(label: str, results: list[Ranked]) -> dict[str, Any]:
     """ECE and the reliability table of the shipped relevance on these results' top-10 hits."""
     _, p, y = examples(results)
@@ -481,6 +438,8 @@ def run_scifact(mem: Any, embedder: CachingEmbedder, data: Path, limit: int | No
         methods["funes"].append(r)
         methods["bm25s"].append(Ranked(SCIFACT_TENANT, 0, r.relevant, base.bm25_rank(text, 100)))
         methods["dense"].append(Ranked(SCIFACT_TENANT, 0, r.relevant, base.dense_rank(text, 100)))
+    # Off-topic: conversation questions and the agent set's, asked of the abstracts.
+    noise = [search(mem, text, SCIFACT_TENANT, sf.record_to_doc, 50) for text in scifact_noise(data)]
     print(f"\n## SciFact: {len(sf.doc_text)} abstracts, {len(sf.queries)} claims")
     print(f"{'method':<8} {'NDCG@10':>8} {'R@100':>6}")
     table = {}
@@ -489,14 +448,27 @@ def run_scifact(mem: Any, embedder: CachingEmbedder, data: Path, limit: int | No
         rc = statistics.mean(recall_at(r.units, r.relevant, 100) for r in results)  # type: ignore[arg-type]
         table[method] = {"ndcg@10": nd, "recall@100": rc}
         print(f"{method:<8} {nd:>8.3f} {rc:>6.3f}")
-    return {"methods": methods, "table": table, "ingest_s": ingest_s}
+    print_own("SciFact", {m: own_metrics(rs) for m, rs in methods.items()})
+    return {"methods": methods, "table": table, "ingest_s": ingest_s, "noise": noise}
+
+
+def scifact_noise(data: Path, per_conversation: int = 8) -> list[str]:
+    """Off-topic queries for SciFact: a few questions of each LoCoMo conversation and the agent set's."""
+    from agent_memory_data import OFF_TOPIC
+    from quality_data import questions_of
+
+    out = list(OFF_TOPIC)
+    if (data / "locomo").is_dir():
+        for sample in load_locomo(data):
+            out += [q.text for q in questions_of(sample)[:per_conversation]]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the harness and print its tables."""
     global ARGS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", choices=("locomo", "scifact", "all"), default="all")
+    parser.add_argument("--dataset", choices=("locomo", "scifact", "agent", "all"), default="all")
     parser.add_argument("--limit", type=int, help="First N LoCoMo conversations / first N SciFact claims.")
     parser.add_argument("--data", type=Path, default=DATA, help="Folder holding locomo/ and scifact/ (read only).")
     parser.add_argument(
@@ -537,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = CachingEmbedder(LocalEmbedder(), args.cache)
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     dumped: dict[str, Any] = {}
+    sets: dict[str, tuple[list[Ranked], list[Ranked]]] = {}  # data set: (on-topic, off-topic) Funes results
     try:
         with tempfile.TemporaryDirectory(prefix="funes-quality-") as tmp:
             if args.dataset in ("locomo", "all"):
@@ -579,11 +552,9 @@ def main(argv: list[str] | None = None) -> int:
                 report["reliability_locomo_heldout"] = print_reliability(
                     f"LoCoMo {label} + off-topic", held + held_noise
                 )
-                if args.calibrate:
-                    calibrate(
-                        [r for r in funes_hits if r.group in train_ids],
-                        [r for r in lo["noise"] if r.group in train_ids],
-                    )
+                print_own("LoCoMo", {m: own_metrics(rs) for m, rs in lo["methods"].items()})
+                report["locomo_own"] = {m: own_metrics(rs) for m, rs in lo["methods"].items()}
+                sets["locomo"] = (funes_hits, lo["noise"] + lo["foreign"])
             if args.dataset in ("scifact", "all"):
                 with funes.open(str(Path(tmp) / "scifact.db"), embedder=embedder, **settings) as mem:
                     sf = run_scifact(mem, embedder, args.data, args.limit)
@@ -594,6 +565,25 @@ def main(argv: list[str] | None = None) -> int:
                 report["scifact_latency"] = latency(sf["methods"]["funes"])
                 print(f"\nsearch latency (SciFact): {report['scifact_latency']}")
                 report["reliability_scifact"] = print_reliability("SciFact", sf["methods"]["funes"])
+                report["scifact_own"] = {m: own_metrics(rs) for m, rs in sf["methods"].items()}
+                sets["scifact"] = (sf["methods"]["funes"], sf["noise"])
+                if args.dump:
+                    dumped["scifact_noise"] = sf["noise"]
+            if args.dataset in ("agent", "all"):
+                with funes.open(str(Path(tmp) / "agent.db"), embedder=embedder, **settings) as mem:
+                    ag = run_agent(mem, search, Ranked)
+                    floors = {"search": mem.config.search_min_relevance, "context": mem.config.context_min_relevance}
+                    embedder.save()
+                report["agent"] = agent_report(ag["on"], ag["off"], floors)
+                report["agent_own"] = own_metrics(ag["on"])
+                print_own("Agent memory", {"funes": report["agent_own"]})
+                sets["agent"] = (ag["on"], ag["off"])
+                if args.dump:
+                    dumped["agent"] = ag
+            if len(sets) > 1:
+                report["leave_one_out"] = leave_one_out(sets)
+            if args.calibrate and sets:
+                print_constants(sets)
     finally:
         embedder.save()
     if args.dump:

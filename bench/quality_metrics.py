@@ -41,16 +41,22 @@ def mrr(ranked: Sequence[str], relevant: set[str]) -> float:
     return 0.0
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iterations: int = 50) -> tuple[float, np.ndarray]:
-    """Logistic regression by Newton's method (IRLS) with a small ridge: (intercept, coefficients)."""
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iterations: int = 50, weights: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
+    """Logistic regression by Newton's method (IRLS) with a small ridge: (intercept, coefficients).
+
+    ``weights`` weigh the examples (default: 1 each).
+    """
     design = np.hstack([np.ones((len(x), 1)), x])
+    sw = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
     w = np.zeros(design.shape[1])
     ridge = l2 * np.eye(design.shape[1])
     ridge[0, 0] = 0.0  # the intercept is not shrunk
     for _ in range(iterations):
         p = 1.0 / (1.0 + np.exp(-(design @ w)))
-        grad = design.T @ (p - y) + ridge @ w
-        hess = design.T @ (design * (p * (1 - p))[:, None]) + ridge
+        grad = design.T @ (sw * (p - y)) + ridge @ w
+        hess = design.T @ (design * (sw * p * (1 - p))[:, None]) + ridge
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.abs(step).max() < 1e-8:

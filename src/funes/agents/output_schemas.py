@@ -54,8 +54,13 @@ MEMORY: dict[str, Any] = _object(
 
 HIT: dict[str, Any] = {
     **MEMORY,
-    "properties": {**MEMORY["properties"], "relevance": {"type": "number"}, "score": {"type": "number"}},
-    "required": [*MEMORY["required"], "relevance", "score"],
+    "properties": {
+        **MEMORY["properties"],
+        "relevance": {"type": "number"},
+        "weak": {"type": "boolean"},
+        "score": {"type": "number"},
+    },
+    "required": [*MEMORY["required"], "relevance", "weak", "score"],
 }
 
 _SIMILAR = _object(

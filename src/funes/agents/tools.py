@@ -308,13 +308,17 @@ class AgentTools:
                     said = fence(snippet(turn.content, limit))
                     lines.append(f"   ({where}) {turn.role}: <memory>{said}</memory>{flag}")
             tail = f" · id: {m.id}" if with_ids else ""
-            lines.append(f"   Relevance: {_percent(hit.relevance)}%{tail}")
+            weak = " (weak match)" if hit.weak else ""
+            lines.append(f"   Relevance: {_percent(hit.relevance)}%{weak}{tail}")
             lines.append("")
         return lines
 
     @staticmethod
     def _hit_data(hits: list[SearchHit]) -> list[dict[str, Any]]:
-        return [{**memory_brief(h.memory), "relevance": _percent(h.relevance) / 100, "score": h.score} for h in hits]
+        return [
+            {**memory_brief(h.memory), "relevance": _percent(h.relevance) / 100, "weak": h.weak, "score": h.score}
+            for h in hits
+        ]
 
     def _tool_min_relevance(self) -> float:
         # The setting applies where relevance is calibrated (the store's model); 0 elsewhere, as in search.

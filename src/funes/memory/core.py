@@ -675,8 +675,9 @@ class Core:
         plan = self.plan(query)
         hits = self.hybrid.search(plan, self._event_windows(plan))
         hits = at_time(self._recallable(hits, plan.filters.tenant), plan.as_of, query.include_superseded)
-        if plan.min_relevance > 0:
-            hits = SearchResults((h for h in hits if h.relevance >= plan.min_relevance), degraded=hits.degraded)
+        weak = self.abstain_floor()  # hits automatic context would leave out are returned marked weak
+        kept = (replace(h, weak=h.relevance < weak) for h in hits if h.relevance >= plan.min_relevance)
+        hits = SearchResults(kept, degraded=hits.degraded)
         grouped_hits = grouped(hits, query.group_by, plan.limit)
         hits = with_turns(self.store, plan.filters.tenant, grouped_hits, plan.context_turns, plan.as_of)
         if query.track:
@@ -763,7 +764,7 @@ class Core:
         for event in find_events(plan.text):
             sub = replace(plan, query=replace(plan.query, text=event.event), fetch=3, min_similarity=None)
             found = self._recallable(self.hybrid.search(sub), plan.filters.tenant)
-            if not found or found[0].relevance < self.default_min_relevance():
+            if not found or found[0].relevance < self.abstain_floor():
                 continue
             try:
                 windows.append(event.window(found[0].memory.created_at))
@@ -784,6 +785,10 @@ class Core:
         """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""
         ident = self.store.identity()
         return ident is not None and ident.model_id in CALIBRATED_MODELS
+
+    def abstain_floor(self) -> float:
+        """The relevance automatic context needs (``context_min_relevance``; 0 when the embedder is not calibrated)."""
+        return float(self.config.context_min_relevance) if self.relevance_calibrated() else 0.0
 
     def default_min_relevance(self) -> float:
         """The relevance floor of explicit search: the setting, or 0 when the embedder is not calibrated."""

@@ -58,7 +58,7 @@ def session_of(hit: SearchHit) -> str | None:
 
 def group_sessions(hits: Sequence[SearchHit], limit: int, per_group: int = HITS_PER_GROUP) -> list[SessionGroup]:
     """The best ``limit`` sessions among ranked ``hits``, each with its best ``per_group`` hits."""
-    ordered = sorted(hits, key=lambda h: h.score, reverse=True)  # stable: ties keep the search's order
+    ordered = sorted(hits, key=lambda h: h.relevance, reverse=True)  # stable: ties keep the search's order
     members: dict[str, list[SearchHit]] = {}
     for hit in ordered:
         session = session_of(hit)

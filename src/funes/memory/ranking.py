@@ -302,17 +302,19 @@ def rank_scored(
 
     ``similarities`` gives the cosine similarity of every candidate (also
     those found only by keyword). Vector candidates under ``vector_floor``
-    are not matches and do not enter the fusion, except the first
-    ``floor_exempt`` neighbours. A candidate under ``min_similarity`` is
+    are not matches: their cosine adds nothing to the fused score (except for
+    the first ``floor_exempt`` neighbours), but they stay candidates. A candidate under ``min_similarity`` is
     dropped unless it is a strong keyword match (ranked within
     ``strong_keyword_rank`` by BM25): an exact term match stays findable
     even when the embedding disagrees. Expired records never pass.
     """
     kw_ids = [i for i, _ in keyword]
-    # Nearest neighbours always exist; below the floor they are not matches,
-    # and letting them all into the fusion would let boosts lift noise over
-    # signal. The first few neighbours stay: they are the best the store has
+    # Nearest neighbours always exist; below the floor their cosine is no match,
+    # so it adds nothing to the fused score (boosts must not lift noise over
+    # signal). The first few neighbours count: they are the best the store has
     # (an agent's "new RFP" should still reach a terse "prefers LED fixtures").
+    # A neighbour under the floor is still a candidate: a filtered search over
+    # few records returns them all, each judged on its own relevance.
     floor = settings.vector_floor
     vec_ids = [
         i
@@ -323,8 +325,10 @@ def rank_scored(
     kw_score = dict(keyword)
     dates = tuple(w.to_dict() for w in settings.date_windows)
     match = date_matcher(settings.date_windows) if dates else None
-    vec_rank = {i: r for r, i in enumerate(vec_ids, start=1)}
+    vec_rank = {i: r for r, (i, _) in enumerate(vector, start=1)}
     parts = _contributions(keyword, vector, vec_ids, similarities, settings)
+    for i, _ in vector:
+        parts.setdefault(i, {"keyword": 0.0, "vector": 0.0})
     # Score every candidate, explain only the ones kept.
     kept: list[tuple[float, str, float, float | None, dict[str, float]]] = []
     for memory_id, contributions in parts.items():

@@ -13,21 +13,30 @@ Signals (each in [0, 1]):
   does not grow with the number of terms or the store;
 * ``coverage``: the IDF-weighted share of the query's terms found in the
   record (a rare word counts more than a common one);
-* ``agreement``: 1 when both legs found the record (a keyword match that the
-  vector leg also ranked), else 0.
+* ``question``: the share of the record's sentences that are questions. A
+  stored question repeats the words of a later query ("Which vendors are on
+  probation?") without answering it; the turn that answers does.
 
-A logistic model maps them to a probability, fitted in two stages on LoCoMo
-conversations 1-5 plus off-topic questions (one conversation's questions
-asked against another's store), with the real local model
-(all-MiniLM-L6-v2): first the weights that best separate evidence hits from
-off-topic hits (what a floor has to tell apart), then a Platt scaling of
-that score on every top-10 hit, so that the output is a probability (an
-evidence turn among the top 10 of a LoCoMo question is rare, about 6%, so
-good hits score in the low tens of percent). The two stages fold into the
-one set of constants below. Validated on conversations 6-10 and SciFact
-(docs/benchmarks.md). Refit and print new constants with::
+No signal depends on the other candidates or on how many were asked for
+(``limit``): a hit's relevance is the same at ``limit=5`` and ``limit=50``.
+Month and weekday names in a query are dates, not names (``absent_name``
+ignores them).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --calibrate
+(``absent`` and ``absent_name``, per query: the share of the query's terms
+no visible record holds, and whether a word written as a name is one.)
+
+A logistic model maps them (with ``cosine²``, ``√keyword`` and ``coverage ×
+cosine``) to a probability, fitted on every top-20 hit of LoCoMo (evidence
+turns, counted on the hit's own turn) and of the agent-memory set
+(bench/agent_memory_data.py), with their off-topic questions, each data set
+weighing the same, with the real local model (all-MiniLM-L6-v2). Search
+orders hits by this number (boosts multiply its odds: :func:`boosted`), so
+the fit is a ranker as well as a calibration: a question that matches the
+query's words but not its answer is a negative example. Leave-one-dataset-out
+results and the floors they support are in docs/benchmarks.md. Refit and
+print new constants with::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --dataset all --calibrate
 
 The cosine scale belongs to the model: with another embedder the numbers are
 a ranking signal, not a calibrated probability (``CALIBRATED_MODELS``).
@@ -44,6 +53,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 from ..models import Explanation, Memory
+from .dates import MONTHS, WEEKDAYS
 
 # FTS5's bm25() constants (fixed in SQLite).
 BM25_K1 = 1.2
@@ -56,14 +66,24 @@ _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "
 # Models the constants below were fitted for.
 CALIBRATED_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2"})
 
-# Fitted by `bench/quality.py --calibrate` (LoCoMo 1-5 + off-topic questions, all-MiniLM-L6-v2).
-FEATURES = ("cosine", "cosine_sq", "keyword", "coverage", "agreement", "absent", "absent_name")
-INTERCEPT = -3.7435
-COEFFICIENTS = (2.2673, 2.8120, 0.0765, 0.5795, -0.2164, -0.0477, -1.7241)
+# Fitted by `bench/quality.py --calibrate` (LoCoMo + agent memory, their off-topic questions, all-MiniLM-L6-v2).
+FEATURES = (
+    "cosine",
+    "cosine_sq",
+    "keyword",
+    "coverage",
+    "question",
+    "absent",
+    "absent_name",
+    "keyword_sqrt",
+    "coverage_cosine",
+)
+INTERCEPT = -11.7699
+COEFFICIENTS = (4.3927, 14.8503, -2.1425, 13.7845, -2.7000, 1.6109, -0.4155, 2.0132, -17.8660)
 # The same fit without the cosine, for keyword-only (degraded) search.
 KEYWORD_FEATURES = ("keyword", "coverage", "absent", "absent_name")
-KEYWORD_INTERCEPT = -2.7873
-KEYWORD_COEFFICIENTS = (1.2801, 1.9538, -0.5946, -5.4824)
+KEYWORD_INTERCEPT = -4.1130
+KEYWORD_COEFFICIENTS = (2.9126, 1.5487, -0.1561, -3.2240)
 
 
 @dataclass(frozen=True)
@@ -73,7 +93,7 @@ class Signals:
     cosine: float | None
     keyword: float
     coverage: float
-    agreement: float
+    question: float = 0.0
     absent: float = 0.0
     absent_name: float = 0.0
 
@@ -83,7 +103,7 @@ class Signals:
             "cosine": self.cosine,
             "keyword": self.keyword,
             "coverage": self.coverage,
-            "agreement": self.agreement,
+            "question": self.question,
             "absent": self.absent,
             "absent_name": self.absent_name,
         }
@@ -159,7 +179,17 @@ def _sigmoid(x: float) -> float:
 def feature_vector(signals: Signals) -> list[float]:
     """The model's inputs, in :data:`FEATURES` order."""
     cos = max(0.0, signals.cosine or 0.0)
-    return [cos, cos * cos, signals.keyword, signals.coverage, signals.agreement, signals.absent, signals.absent_name]
+    return [
+        cos,
+        cos * cos,
+        signals.keyword,
+        signals.coverage,
+        signals.question,
+        signals.absent,
+        signals.absent_name,
+        math.sqrt(max(0.0, signals.keyword)),
+        signals.coverage * cos,
+    ]
 
 
 def keyword_feature_vector(signals: Signals) -> list[float]:
@@ -167,8 +197,13 @@ def keyword_feature_vector(signals: Signals) -> list[float]:
     return [signals.keyword, signals.coverage, signals.absent, signals.absent_name]
 
 
+# Capitalised words that name a time, not someone: "in March", "on Friday" (funes.memory.dates reads them).
+CALENDAR_WORDS = frozenset(w for w in (*MONTHS, *WEEKDAYS) if len(w) > 4 or w == "may")
+
+
 def named_terms(query: str) -> set[str]:
-    """Query words written as names: capitalised (not all capitals), not first in a sentence; lowercased."""
+    """Query words written as names: capitalised (not all capitals), not first in a sentence, not a month or
+    weekday; lowercased."""
     out: set[str] = set()
     initial = True
     for match in _WORD_OR_STOP.finditer(query):
@@ -177,7 +212,7 @@ def named_terms(query: str) -> set[str]:
             initial = True
             continue
         # All-capitals words are left out: acronyms ("RFP") often name what memory says in words.
-        if not initial and token[:1].isupper() and not token.isupper():
+        if not initial and token[:1].isupper() and not token.isupper() and token.lower() not in CALENDAR_WORDS:
             out.add(token.lower())
         initial = False
     return out
@@ -218,13 +253,43 @@ def relevance_judge(
             cosine=explanation.vector_similarity if has_vector else None,
             keyword=keyword_signal(explanation.keyword_score, idfs),
             coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights, pattern),
-            agreement=float(explanation.keyword_rank is not None and explanation.vector_rank is not None),
+            question=question_share(memory.content),
             absent=absent,
             absent_name=absent_name,
         )
-        return replace(explanation, relevance=relevance(signals), signals=signals.to_dict())
+        calibrated = relevance(signals)
+        shown = boosted(calibrated, explanation.boosts)
+        return replace(explanation, relevance=shown, signals={**signals.to_dict(), "calibrated": calibrated})
 
     return judge
+
+
+_SENTENCE = re.compile(r"[^.?!]*\w[^.?!]*(?:[.?!]+|$)", re.UNICODE)
+
+
+def question_share(text: str) -> float:
+    """The share of a text's sentences that are questions (end with a question mark), in [0, 1]."""
+    sentences = [m.group(0) for m in _SENTENCE.finditer(text[:2000])]
+    if not sentences:
+        return 0.0
+    return sum(s.rstrip().endswith("?") for s in sentences) / len(sentences)
+
+
+def boosted(probability: float, boosts: Mapping[str, float]) -> float:
+    """The relevance shown and ranked on: the calibrated probability with the ranking boosts multiplying its odds.
+
+    A boost of 1.5 (the current project, a date the query names) makes the
+    odds 1.5 times better; unboosted hits show the calibrated probability.
+    Results are ordered by this one number, so the order and the number
+    a caller reads never disagree.
+    """
+    factor = 1.0
+    for value in boosts.values():
+        factor *= value
+    if factor == 1.0 or probability <= 0.0 or probability >= 1.0:
+        return probability
+    odds = probability / (1.0 - probability) * factor
+    return odds / (1.0 + odds)
 
 
 def relevance(signals: Signals) -> float:
@@ -244,11 +309,13 @@ __all__ = [
     "FEATURES",
     "INTERCEPT",
     "Signals",
+    "boosted",
     "coverage",
     "feature_vector",
     "fold",
     "idf",
     "keyword_signal",
+    "question_share",
     "relevance",
     "relevance_judge",
 ]

@@ -7,9 +7,10 @@ presence is queued behind it and run by whichever thread is free first.
 SQLite, torch and numpy release the GIL while they work, so on two cores a
 search costs the slower leg, not the sum, as long as neither leg hands
 Python many small rows (the keyword leg ranks inside SQLite for that). The
-legs are fused on light rows (:func:`funes.memory.ranking.rank_scored`), and only
-the winners are decoded, with the parts of one chat message collapsed into
-one hit. :class:`funes.memory.core.Core` owns the filters, the floor, the turns
+legs are fused on light rows (:func:`funes.memory.ranking.rank_scored`); every
+candidate is then judged (:mod:`funes.memory.relevance`) and the hits are
+ordered by the relevance they show, with the parts of one chat message
+collapsed into one hit. :class:`funes.memory.core.Core` owns the filters, the floor, the turns
 around each hit and the access log; this module only ranks.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 
@@ -28,7 +30,7 @@ from ..store import Store
 from .dates import DateWindow, find_dates
 from .embedding import Embedding
 from .ranking import RankSettings, query_terms, rank_scored
-from .relevance import named_terms, relevance_judge
+from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
 
 log = logging.getLogger("funes")
 
@@ -117,26 +119,33 @@ class HybridSearch:
         if vector is not None:
             sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
         judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
-        # Rank more than asked: parts of one message collapse into one hit below, so
-        # records are decoded a batch at a time until the limit is filled.
-        scored = rank_scored(keyword, nearest, sims, fields, settings, now, limit * 3)
+        # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
+        # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
+        scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
+        records = self.store.get_many([s.id for s in scored])
+        judged = [
+            SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory))
+            for s in scored
+            if (memory := records.get(s.id)) is not None  # deleted between the two reads: left out
+        ]
+        ident = self.store.identity()
+        if ident is not None and ident.model_id in CALIBRATED_MODELS:
+            ordered = answers_first(judged)
+        else:
+            # Another model's cosines make relevance a rough signal, not a ranker: the fused score
+            # orders, and the relevance shown is capped by the hit above (one order, one number).
+            ordered = monotone(sorted(judged, key=lambda h: (-h.score, h.memory.id)))
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        for start in range(0, len(scored), limit):
-            batch = scored[start : start + limit]
-            records = self.store.get_many([s.id for s in batch])
-            for s in batch:
-                memory = records.get(s.id)
-                if memory is None:
-                    continue  # deleted between the two reads: left out, not half-shown
-                message = _message_of(memory)
-                if message is not None:
-                    if message in seen:
-                        continue  # a long message's better part is already a hit: one message, one hit
-                    seen.add(message)
-                hits.append(SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory)))
-                if len(hits) == limit:
-                    return SearchResults(hits, degraded=degraded)
+        for hit in ordered:
+            message = _message_of(hit.memory)
+            if message is not None:
+                if message in seen:
+                    continue  # a long message's better part is already a hit: one message, one hit
+                seen.add(message)
+            hits.append(hit)
+            if len(hits) == limit:
+                break
         return SearchResults(hits, degraded=degraded)
 
 
@@ -182,6 +191,58 @@ def best_cosines(vectors: dict[str, list[np.ndarray]], query: np.ndarray) -> dic
     sims = np.vstack([row for parts in vectors.values() for row in parts]) @ query
     best = np.maximum.reduceat(sims, np.cumsum(counts) - counts)
     return dict(zip(vectors, best.tolist(), strict=True))
+
+
+def answers_first(hits: list[SearchHit]) -> list[SearchHit]:
+    """The hits best first by the relevance they show, a stored question never above the turn that answers it.
+
+    A chat message that asks (``question`` signal at least one half) repeats
+    the words of a later query without answering it; the next message of its
+    session is the answer. When both are candidates, the answer shows at least
+    the question's relevance (``signals["answers"]`` says so) and, on a tie,
+    comes first.
+    """
+    turns = {key: n for n, h in enumerate(hits) if (key := _turn_of(h.memory)) is not None}
+    out = list(hits)
+    for hit in hits:
+        key = _turn_of(hit.memory)
+        if key is None or _question(hit) < 0.5:
+            continue
+        n = turns.get((key[0], key[1] + 1))
+        if n is None or _question(out[n]) >= 0.5 or out[n].relevance >= hit.relevance:
+            continue
+        answer = out[n]
+        signals = {**(answer.explanation.signals or {}), "answers": hit.relevance}
+        out[n] = replace(answer, explanation=replace(answer.explanation, relevance=hit.relevance, signals=signals))
+    out.sort(key=lambda h: (-h.relevance, _question(h), -h.score, h.memory.id))
+    return out
+
+
+def monotone(hits: list[SearchHit]) -> list[SearchHit]:
+    """Hits in their order, each showing at most the relevance of the hit above it."""
+    out: list[SearchHit] = []
+    cap = 1.0
+    for hit in hits:
+        if hit.relevance > cap:
+            hit = replace(hit, explanation=replace(hit.explanation, relevance=cap))
+        cap = hit.relevance
+        out.append(hit)
+    return out
+
+
+def _question(hit: SearchHit) -> float:
+    return float((hit.explanation.signals or {}).get("question") or 0.0)
+
+
+def _turn_of(memory: Memory) -> tuple[str, int] | None:
+    """A chat message's session and place in it (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    seq = memory.source.locator.get("seq")
+    session = memory.session_id or memory.source.locator.get("session")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not session:
+        return None
+    return str(session), seq
 
 
 def _message_of(memory: Memory) -> str | None:

@@ -201,16 +201,18 @@ register(
 )
 register(
     "search_min_relevance",
-    0.05,
+    0.0,
     float,
-    "Calibrated relevance (0-1) a search hit needs to be returned by default; 0 keeps every ranked hit "
-    "(docs/benchmarks.md: the trade-off behind 0.05).",
+    "Calibrated relevance (0-1) a search hit needs to be returned by default; 0 keeps every ranked hit, and hits "
+    "under context_min_relevance come back marked weak (docs/benchmarks.md: no single floor kept the evidence "
+    "on every held-out data set).",
 )
 register(
     "context_min_relevance",
-    0.05,
+    0.005,
     float,
-    "Calibrated relevance a memory needs to be put into an assembled context (build_context) automatically.",
+    "Calibrated relevance a memory needs to be put into an assembled context (build_context) automatically; "
+    "search marks hits under it as weak.",
 )
 register(
     "context_all_sessions",
@@ -501,10 +503,10 @@ register(
 )
 register(
     "tool_min_relevance",
-    0.04,
+    0.0,
     float,
     "Calibrated relevance an agent-tool search hit needs (search_memories, memory_search); 0 keeps every ranked hit. "
-    "Low on purpose: the model reads each hit's Relevance, and weak but wanted preferences must survive.",
+    "The model reads each hit's Relevance, and hits under context_min_relevance are shown as weak matches.",
 )
 register(
     "tool_snippet_chars",

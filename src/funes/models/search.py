@@ -185,12 +185,17 @@ class SearchHit:
     ``context`` holds, for a chat message, the turns just before and after it
     in its session (oldest first; ``context_turns`` setting): a reply such as
     "Yes, last Tuesday" means little without the question it answers.
+
+    ``weak`` marks a hit under the floor automatic context abstains at
+    (``context_min_relevance``): search still returns it, ranked by the same
+    ``relevance`` it shows, but it is likely not what was asked for.
     """
 
     memory: Memory
     score: float
     explanation: Explanation
     context: tuple[Turn, ...] = ()
+    weak: bool = False
 
     @property
     def attribution(self) -> str:
@@ -214,6 +219,7 @@ class SearchHit:
         return {
             "score": self.score,
             "relevance": self.relevance,
+            "weak": self.weak,
             "attribution": self.attribution,
             "explanation": self.explanation.to_dict(),
             "memory": self.memory.to_dict(),

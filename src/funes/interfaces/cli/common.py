@@ -187,8 +187,8 @@ def hit_line(n: int, hit: SearchHit) -> str:
     if hit.memory.valid_to is not None:  # a past state (--include-superseded / --as-of)
         text = f"(v{hit.memory.version}, superseded {hit.memory.valid_to:%Y-%m-%d}) {text}"
     line = (
-        f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f} "
-        f"score={hit.score:.4f} cos={sim} {' '.join(why)}"
+        f"{n}. [{hit.attribution}] {text}\n   {hit.memory.id}  relevance={hit.relevance:.2f}{' (weak)' if hit.weak else ''} "
+        f"cos={sim} {' '.join(why)} score={hit.score:.4f}"
     )
     before, after = turns_around(hit.memory, hit.context)  # the conversation around a message hit
     for where, turns in (("before", before), ("after", after)):

@@ -152,6 +152,8 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
             None, description="Read memory as it was then (ISO-8601; a date alone is the end of that day)."
         ),
         include_superseded: bool = Query(False, description="Also return each hit's earlier versions, marked."),
+        min_similarity: float | None = Query(None, description="Raw cosine a hit needs (strong keyword hits stay)."),
+        min_relevance: float | None = Query(None, description="Calibrated relevance a hit needs (default: setting)."),
     ) -> dict[str, Any]:
         """Hybrid search; ``limit`` defaults to the file's ``retrieval_k`` setting, else ``search_limit``.
 
@@ -181,6 +183,8 @@ def register_routes(app: FastAPI, funes: Funes, *, backend: str, keys_required: 
                 limit=limit,
                 as_of=as_of,
                 include_superseded=include_superseded,
+                min_similarity=min_similarity,
+                min_relevance=min_relevance,
             )
         )
         out: dict[str, Any] = {"query": q, "hits": [h.to_dict() for h in hits], "degraded": hits.degraded}

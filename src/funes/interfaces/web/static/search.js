@@ -66,7 +66,8 @@ export function why(ex) {
   for (const [k, v] of Object.entries(ex.boosts || {})) {
     if (typeof v === "number" && v !== 0 && v !== 1) parts.push(`${k.replace(/_/g, " ")} ×${v.toFixed(2)}`);
   }
-  return parts.length ? parts.join(" · ") : "ranked by combined score";
+  if (typeof ex.score === "number") parts.push(`fused score ${ex.score.toFixed(3)}`);
+  return parts.length ? parts.join(" · ") : "ranked by relevance";
 }
 
 /** The part of a text around the first query word it contains (the start when none). */
@@ -147,7 +148,7 @@ function hit(hitData, query, turns) {
         { class: "hit-meta" },
         h("span", { class: "attribution" }, hitData.attribution || m.attribution),
         h("span", { class: "relevance", title: "Calibrated chance this answers the query" }, `relevance ${(rel * 100).toFixed(0)}%`),
-        h("span", { class: "score" }, `score ${Number(hitData.score).toFixed(3)}`),
+        hitData.weak ? h("span", { class: "weak muted", title: "Under the floor automatic context uses: likely not what was asked" }, "weak match") : null,
       ),
       h("span", { class: "why" }, `Why: ${why(hitData.explanation)}`),
     ),
