@@ -233,3 +233,29 @@ def test_a_watched_folder_indexes_every_type_ingest_reads(mem: funes.Funes, watc
         wait_for(lambda word=word: found(mem, word, word), f"the {word} file to be searchable", 30)
     status = mem.folder_status(str(root))[0]
     assert status.drift.total == 0  # "in sync" means every file, not only the Markdown ones
+
+
+def test_an_edited_section_becomes_the_next_version_of_its_record(mem: funes.Funes, tmp_path: Path) -> None:
+    """Issue 25: a Markdown edit picked up by sync supersedes the section's text instead of replacing the record."""
+    root = tmp_path / "notes"
+    mem.add_folder(root)
+    note = root / "travel.md"
+    note.write_text("# Travel\n\n## Seats\n\nAna prefers aisle seats.\n\n## Food\n\nAna is vegetarian.\n")
+    mem.sync()
+    [doc] = mem.documents()
+    before = {m.title: m for m in mem.document_chunks(doc.id)}
+    seats = next(m for title, m in before.items() if title and "Seats" in title)
+    # A line added above moves every section down: the sections are still the same records.
+    note.write_text("# Travel\n\nUpdated in May.\n\n## Seats\n\nAna prefers window seats.\n\n## Food\n\nAna is vegetarian.\n")
+    mem.sync()
+    after = {m.id: m for m in mem.document_chunks(doc.id)}
+    assert seats.id in after
+    changed = after[seats.id]
+    assert "window" in changed.content and changed.version == seats.version + 1
+    [old] = changed.history
+    assert "aisle" in old.content and old.valid_to is not None and old.valid_to >= seats.created_at
+    assert changed.created_at == seats.created_at
+    food = next(m for m in before.values() if "vegetarian" in m.content)
+    assert food.id in after and after[food.id].version == food.version  # unchanged text, no new version
+    assert [h.memory.id for h in mem.search("window seats", limit=3)][0] == seats.id
+    assert not any("aisle" in h.memory.content for h in mem.search("aisle seats", limit=10))

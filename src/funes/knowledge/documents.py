@@ -39,6 +39,7 @@ from ..store import vis_key
 from .paths import InputFile, expand_paths, read_regular
 from .readers import EXTENSIONS, READER_VERSION, Parsed, ReadOptions, normalize_kind, read
 from .results import Document, IngestProgress, IngestReport, IngestResult, ProgressCallback
+from .revisions import revised
 
 if TYPE_CHECKING:
     from ..memory.core import Core
@@ -386,6 +387,8 @@ class Documents:
             )
             if keep is not None:  # e.g. a memory folder leaves out sections that are copies of stored memories
                 records = [m for m in records if keep(m)]
+            if existing is not None:  # an edited section is the next version of its record (revisions.py)
+                records = revised(self.store.get_many(self._doc_store().document_chunk_ids(doc_id)).values(), records)
             vectors: list[list[np.ndarray] | None] = []
             texts = [self.core.embedding.embed_text(m) for m in records]
             try:
