@@ -246,7 +246,9 @@ def test_an_edited_section_becomes_the_next_version_of_its_record(mem: funes.Fun
     before = {m.title: m for m in mem.document_chunks(doc.id)}
     seats = next(m for title, m in before.items() if title and "Seats" in title)
     # A line added above moves every section down: the sections are still the same records.
-    note.write_text("# Travel\n\nUpdated in May.\n\n## Seats\n\nAna prefers window seats.\n\n## Food\n\nAna is vegetarian.\n")
+    note.write_text(
+        "# Travel\n\nUpdated in May.\n\n## Seats\n\nAna prefers window seats.\n\n## Food\n\nAna is vegetarian.\n"
+    )
     mem.sync()
     after = {m.id: m for m in mem.document_chunks(doc.id)}
     assert seats.id in after
@@ -257,5 +259,5 @@ def test_an_edited_section_becomes_the_next_version_of_its_record(mem: funes.Fun
     assert changed.created_at == seats.created_at
     food = next(m for m in before.values() if "vegetarian" in m.content)
     assert food.id in after and after[food.id].version == food.version  # unchanged text, no new version
-    assert [h.memory.id for h in mem.search("window seats", limit=3)][0] == seats.id
+    assert mem.search("window seats", limit=3)[0].memory.id == seats.id
     assert not any("aisle" in h.memory.content for h in mem.search("aisle seats", limit=10))
