@@ -120,6 +120,29 @@ def test_retention_evicts_the_lowest_scoring_unpinned_down_to_80_percent(tmp_pat
         mem.close()
 
 
+def test_retention_evicts_what_a_machine_wrote_before_what_a_person_wrote(tmp_path: Path) -> None:
+    """Issue 25: a person's records go last, whatever their score; pinned ones never."""
+    mem = _open(tmp_path, maintain_every_writes=0)
+    try:
+        mem.configure_project("acme", {"max_records": 10})
+        people = [mem.remember(f"acme note {i}", scope="project", project="acme", importance=0.05) for i in range(6)]
+        machine = []
+        for i in range(7):
+            m = mem.remember(f"acme summary {i}", scope="project", project="acme", importance=0.9)
+            stored = mem.store.get(m.id)
+            assert stored is not None and stored.sovereign
+            mem.store.put(stored.evolve(author="llm"), None)
+            machine.append(m)
+        assert not mem.store.get(machine[0].id).sovereign  # type: ignore[union-attr]
+        report = mem.maintain()
+        assert report["removed"]["evicted"] == 13 - 8
+        left = {m.id for m in mem.list(project="acme", scopes=["project"], limit=100).items}
+        assert {m.id for m in people} <= left  # lower importance, kept: a person wrote them
+        assert len(left & {m.id for m in machine}) == 2
+    finally:
+        mem.close()
+
+
 def test_recently_read_records_outscore_forgotten_ones(tmp_path: Path) -> None:
     mem = _open(tmp_path, maintain_every_writes=0)
     try:

@@ -195,8 +195,9 @@ class Upkeep:
         """The records retention evicts: per project over 80% of its max_records, then over 80% of the tenant cap.
 
         Lowest :func:`funes.memory.ranking.retention_score` first (ties: least
-        read, then oldest); pinned records, document chunks and messages are
-        never evicted. Each project (or the tenant) is brought back to 80%.
+        read, then oldest), records a person wrote after every machine-written
+        one; pinned records, document chunks and messages are never evicted.
+        Each project (or the tenant) is brought back to 80%.
         """
         settings = self.core.rank_settings()
         counts = self.store.record_counts(tenant, exclude_kinds=("message",))
@@ -204,9 +205,10 @@ class Upkeep:
         taken = set(gone)
 
         def lowest(candidates: Sequence[Memory], excess: int, tier: str, project: str | None) -> None:
+            # What a person wrote goes only after everything a machine wrote (issue 25); pin it to keep it.
             ranked = sorted(
                 (m for m in candidates if m.id not in taken),
-                key=lambda m: (retention_score(m, settings, now), m.access_count, m.updated_at),
+                key=lambda m: (m.sovereign, retention_score(m, settings, now), m.access_count, m.updated_at),
             )
             for m in ranked[:excess]:
                 taken.add(m.id)
