@@ -2,10 +2,10 @@
 
 langchain-tests brings pytest plugins (pytest-asyncio, pytest-socket, syrupy)
 that must not load in the rest of the suite, so it is not a test dependency
-of the venv: install it apart, once, and point ``FUNES_LANGCHAIN_TESTS`` at it
-(the README's test command does this)::
+of the venv: the README's test command installs it apart, pinned, into
+``build/langchain-tests`` (or point ``FUNES_LANGCHAIN_TESTS`` at another directory)::
 
-    pip install --no-deps --target build/langchain-tests langchain-tests pytest-asyncio pytest-socket syrupy
+    pip install --no-deps --target build/langchain-tests -r tests/langchain-tests.txt
 
 This test runs the suite in a subprocess with that directory on its path and
 requires every test to pass.
@@ -32,7 +32,7 @@ def test_langchain_standard_tests_pass_for_the_retriever_and_every_tool(tmp_path
     if not (Path(SITE) / "langchain_tests").is_dir():
         pytest.skip(
             f"langchain-tests is not installed in {SITE}: pip install --no-deps --target {SITE} "
-            "langchain-tests pytest-asyncio pytest-socket syrupy"
+            "-r tests/langchain-tests.txt"
         )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SITE, str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     # langchain-tests marks its chat-model tests for plugins this run does not load (benchmark, vcr).
