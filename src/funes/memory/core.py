@@ -106,11 +106,12 @@ class Core:
 
     # -- lifecycle -------------------------------------------------------------
     def _search_worker(self) -> ThreadPoolExecutor:
-        """The thread that runs the keyword leg of searches (one, started on first use)."""
+        """The threads that run the keyword leg of searches (started on first use; a network store's wait, so 8)."""
         if self._worker is None:
             with self._worker_lock:
                 if self._worker is None:
-                    self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-keyword")
+                    n = 8 if getattr(self.store, "remote", False) else 1
+                    self._worker = ThreadPoolExecutor(max_workers=n, thread_name_prefix="funes-keyword")
         return self._worker
 
     def close(self) -> None:
