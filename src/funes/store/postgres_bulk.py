@@ -22,9 +22,9 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..models import Memory
-from .base import checked_vectors
+from .base import checked_vectors, vis_key
 from .postgres_search import fold_words
-from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
+from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values, to_memory
 
 BATCH = 1000  # records per round of statements
 REBUILD_MIN = 5000  # vectors in one load that make rebuilding the HNSW index worth it ...
@@ -58,6 +58,46 @@ class PostgresBulk:
                 conn.native("SET LOCAL maintenance_work_mem = '256MB'")
                 conn.native(_HNSW)
         return len(items)
+
+    def put_unique_many(self, items: Sequence[tuple[Memory, Sequence[np.ndarray] | None]]) -> list[Memory]:
+        """``put_unique`` for many records at once (distinct identities): the record that stands for each, in order.
+
+        One statement takes the advisory locks of every identity (in a fixed
+        order, so two such writers cannot deadlock), one reads the live
+        duplicates, and the rest is written as ``put_many`` writes.
+        """
+        if not items:
+            return []
+        keys = [_identity_key(m) for m, _ in items]
+        standing: list[Memory] = []
+        with self.db.write() as conn:
+            conn.native(
+                "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM "
+                "(SELECT DISTINCT k FROM unnest(%s::text[]) AS u(k) ORDER BY k) s",
+                [keys],
+            )
+            found: dict[str, Memory] = {}
+            columns = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
+            for row in conn.native(
+                f"SELECT DISTINCT ON (k.key) k.key, {columns} FROM unnest(%s::text[], %s::text[], %s::text[], "
+                "%s::text[], %s::text[], %s::text[]) AS k(key, tenant, vis, content_hash, kind, user_id) "
+                "JOIN memories m ON m.tenant = k.tenant AND m.vis = k.vis AND m.content_hash = k.content_hash "
+                "AND m.kind = k.kind AND m.user_id = k.user_id ORDER BY k.key, m.rowid",
+                [keys, *map(list, zip(*(_identity(m) for m, _ in items), strict=True))],
+            ).fetchall():
+                found[row[0]] = to_memory(row[1:])
+            writes: list[tuple[Memory, Sequence[np.ndarray] | None]] = []
+            for (memory, vectors), key in zip(items, keys, strict=True):
+                existing = found.get(key)
+                if existing is not None and not existing.is_expired():
+                    standing.append(existing)
+                    continue
+                if existing is not None:
+                    memory = memory.evolve(id=existing.id, created_at=existing.created_at)
+                writes.append((memory, vectors))
+                standing.append(memory)
+            self._write_many(writes)
+        return standing
 
     def _few_vectors(self, conn: Any, incoming: int) -> bool:
         held = int(conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0])
@@ -124,6 +164,15 @@ def batch_vectors(*groups: list[tuple[Memory, list[np.ndarray] | None]]) -> Iter
         for memory, vectors in group:
             if vectors:
                 yield memory, vectors
+
+
+def _identity(m: Memory) -> tuple[str, str, str, str, str]:
+    """What makes two records the same for ``put_unique``: tenant, visibility, content, kind and owner."""
+    return m.tenant, vis_key(m.scope, m.project_id, m.session_id), m.content_hash, m.kind, m.user_id or ""
+
+
+def _identity_key(m: Memory) -> str:
+    return "\x1f".join(_identity(m))
 
 
 def _fts_values(m: Memory) -> tuple[str, str, str]:
