@@ -56,7 +56,6 @@ from .sqlite_upkeep import UpkeepTables
 
 log = logging.getLogger("funes.store.postgres")
 _IDENTITY_TTL = 5.0  # seconds the recorded embedder identity is trusted without a read
-_ANALYZE_AFTER = 1000  # records written by one put_many that refresh the planner's statistics
 
 
 class PostgresStore(
@@ -221,12 +220,7 @@ class PostgresStore(
 
     def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
         """Insert or replace many records in one transaction (a large batch refreshes the planner's statistics)."""
-        count = self._write_many(items)
-        if count >= _ANALYZE_AFTER and not self.db.in_transaction():
-            # Autovacuum analyses later; until then a bulk load leaves row estimates of 1, and
-            # the planner chose nested loops that took 400 ms per search at 4k records.
-            self.db.reader().native("ANALYZE memories, memory_vectors")
-        return count
+        return self._write_many(items)
 
     def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None:
         row = conn.execute("SELECT rowid FROM memories WHERE id = ?", (m.id,)).fetchone()
