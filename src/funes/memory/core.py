@@ -107,11 +107,12 @@ class Core:
 
     # -- lifecycle -------------------------------------------------------------
     def _search_worker(self) -> ThreadPoolExecutor:
-        """The thread that runs the keyword leg of searches (one, started on first use)."""
+        """The threads that run the keyword leg of searches (started on first use; a network store's wait, so 8)."""
         if self._worker is None:
             with self._worker_lock:
                 if self._worker is None:
-                    self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="funes-keyword")
+                    n = 8 if getattr(self.store, "remote", False) else 1
+                    self._worker = ThreadPoolExecutor(max_workers=n, thread_name_prefix="funes-keyword")
         return self._worker
 
     def close(self) -> None:
@@ -358,9 +359,12 @@ class Core:
                 vectors = None
         with self.store.transaction():
             deferred: dict[str, list[str]] = {}
+            batch = [(m, None if vectors is None else vectors[p]) for p, (_, m) in enumerate(fresh)]
+            many = getattr(self.store, "put_unique_many", None)  # PostgreSQL: a few statements for the batch
+            standing = many(batch) if many is not None else None
             for position, (index, memory) in enumerate(fresh):
                 # put_unique re-checks inside the transaction: another process may have stored the same text.
-                stored = self.store.put_unique(memory, None if vectors is None else vectors[position])
+                stored = standing[position] if standing is not None else self.store.put_unique(*batch[position])
                 created = stored.id == memory.id or stored.updated_at == memory.updated_at
                 results[index] = RememberResult(index, "created" if created else "duplicate", stored)
                 if created and vectors is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -53,6 +54,7 @@ class Embedding:
         self._embedder_was_down = False
         # Called when the embedder answers again after an outage (the core expedites waiting vectors).
         self.on_recovered: Callable[[], None] | None = None
+        self._query_vectors = QueryVectors()
         if isinstance(embedder, Embedder):
             self._embedder = embedder
             self._check_identity(EmbedderIdentity(embedder.model_id, embedder.dimensions))
@@ -131,7 +133,9 @@ class Embedding:
     def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:
         model = self.embedder.model_id
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
-        cached = self.store.cache_get(model, hashes)
+        # A network store's cache costs a round trip per search: query vectors stay in this process there.
+        in_process = query and getattr(self.store, "remote", False)
+        cached = self._query_vectors.get(model, hashes) if in_process else self.store.cache_get(model, hashes)
         missing = [i for i, h in enumerate(hashes) if h not in cached]
         out = np.zeros((len(texts), self.embedder.dimensions), dtype=np.float32)
         if missing:
@@ -155,7 +159,7 @@ class Embedding:
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
                 vectors = vectors / np.where(norms == 0, 1.0, norms)
                 new.update(zip(chunk, vectors, strict=True))
-            self.store.cache_put(model, list(new.items()))
+            (self._query_vectors if in_process else self.store).cache_put(model, list(new.items()))
             cached.update(new)
         for i, h in enumerate(hashes):
             out[i] = cached[h]
@@ -184,3 +188,31 @@ class Embedding:
     def embed_text(memory: Memory) -> str:
         """The text a record is embedded as: its title, then its content."""
         return f"{memory.title}\n{memory.content}" if memory.title else memory.content
+
+
+class QueryVectors:
+    """Query vectors of a network store's searches, cached in the process (the newest ``size``)."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self.size = size
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among ``hashes``, by hash (as ``Store.cache_get``)."""
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for h in hashes:
+                vector = self._vectors.get((model, h))
+                if vector is not None:
+                    self._vectors.move_to_end((model, h))
+                    out[h] = vector
+        return out
+
+    def cache_put(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Keep these vectors, forgetting the least recently used beyond ``size``."""
+        with self._lock:
+            for h, vector in items:
+                self._vectors[(model, h)] = vector
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)

@@ -16,6 +16,7 @@ around each hit and the access log; this module only ranks.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -67,30 +68,40 @@ class HybridSearch:
         # search costs the slower leg, not the sum.
         terms = query_terms(query)
 
+        # PostgreSQL answers the whole keyword leg, term presence included, in one round trip.
+        one_trip = getattr(self.store, "keyword_leg", None)
+
         def keyword_leg() -> tuple[
-            list[tuple[str, float]], dict[str, RankFields], tuple[int, dict[str, int]], dict[str, list[np.ndarray]]
+            list[tuple[str, float]],
+            dict[str, RankFields],
+            tuple[int, dict[str, int]],
+            dict[str, list[np.ndarray]],
+            set[str] | None,
         ]:
             # What fusion and relevance read from the keyword index and of the keyword hits'
             # records: their light rows, their stored vectors (for the cosines of those the vector
             # leg missed) and the term statistics.
+            scan = {
+                "limit": candidates,
+                "scan_cap": self.config.keyword_scan_cap,
+                "common_ratio": self.config.keyword_common_ratio,
+                "now": now,
+            }
+            if one_trip is not None:
+                return one_trip(terms, filters, **scan)  # type: ignore[no-any-return]
             fields: dict[str, RankFields] = {}
-            found = self.store.keyword_search(
-                terms,
-                filters,
-                limit=candidates,
-                scan_cap=self.config.keyword_scan_cap,
-                common_ratio=self.config.keyword_common_ratio,
-                now=now,
-                fields=fields,
-            )
+            found = self.store.keyword_search(terms, filters, fields=fields, **scan)
             stats = self.store.term_stats(terms)
-            return found, fields, stats, self.store.vectors_for([i for i, _ in found])
+            return found, fields, stats, self.store.vectors_for([i for i, _ in found]), None
 
         worker = self._worker()
-        pending = worker.submit(keyword_leg)
+        # The worker runs in this caller's context (its tenant, which PostgreSQL's row-level security reads).
+        pending = worker.submit(contextvars.copy_context().run, keyword_leg)
         # Which terms the memory holds at all (a relevance input) is queued behind the keyword leg;
         # whichever thread is free first runs it (this one takes it back if the worker has not begun).
-        presence = worker.submit(self.store.term_presence, terms, filters, now)
+        presence = None
+        if one_trip is None:
+            presence = worker.submit(contextvars.copy_context().run, self.store.term_presence, terms, filters, now)
         degraded = None
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
@@ -98,8 +109,12 @@ class HybridSearch:
         try:
             try:
                 vector = self.embedding.embed_query(query)
-                nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
-                fields = self.store.rank_fields([i for i, _ in nearest])
+                vector_leg = getattr(self.store, "vector_leg", None)  # PostgreSQL: rank fields in the same trip
+                if vector_leg is not None:
+                    nearest, fields = vector_leg(vector, filters, k=candidates, now=now)
+                else:
+                    nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
+                    fields = self.store.rank_fields([i for i, _ in nearest])
                 self._after_vector_search()
             except EmbedderUnavailable as exc:
                 # Keywords still find things: answer with them and say so, rather than fail.
@@ -109,10 +124,14 @@ class HybridSearch:
             # (as_of when given): a boost for records of that time, never a filter (funes.query_dates).
             named = (find_dates(query, now) + windows) if self.config.date_boost > 0 else ()
             settings = rank_settings(self.config, min_similarity, project, named)
-            present = self.store.term_presence(terms, filters, now) if presence.cancel() else presence.result()
+            if presence is not None:
+                present = self.store.term_presence(terms, filters, now) if presence.cancel() else presence.result()
         finally:
-            presence.cancel()
-            keyword, keyword_fields, stats, stored = pending.result()
+            if presence is not None:
+                presence.cancel()
+            keyword, keyword_fields, stats, stored, found_present = pending.result()
+        if found_present is not None:
+            present = found_present
         fields.update(keyword_fields)
         fields.update(self.store.rank_fields([i for i, _ in keyword if i not in fields]))
         sims = dict(nearest)

@@ -43,6 +43,27 @@ def vector_problem(vector: np.ndarray) -> str | None:
     return None
 
 
+def checked_vectors(memory_id: str, vectors: Sequence[np.ndarray], dims: int) -> list[np.ndarray]:
+    """A record's vectors as float32 arrays, or a clear error (nothing written) when one does not fit the store."""
+    from ..errors import EmbedderMismatch, InvalidInput
+
+    out = []
+    for part, vector in enumerate(vectors):
+        if len(vector) != dims:
+            raise EmbedderMismatch(
+                f"A vector of {len(vector)} dimensions does not fit this store ({dims}).",
+                hint="Run `funes reindex` after changing the embedding model.",
+            )
+        problem = vector_problem(vector)
+        if problem is not None:
+            raise InvalidInput(
+                f"The vector of record {memory_id} (part {part + 1}) {problem}; nothing was written.",
+                hint="Check the embedding server or the import file; `funes reindex` re-embeds from the text.",
+            )
+        out.append(np.asarray(vector, dtype=np.float32))
+    return out
+
+
 @dataclass(frozen=True)
 class AccessEvent:
     """One retrieval of a record, for access counters and the access log."""

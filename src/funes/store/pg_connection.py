@@ -17,7 +17,11 @@ read-then-write sequences are serialised within a process; across processes,
 row locks, ``SKIP LOCKED`` claims and advisory locks do it). Reads inside a
 transaction run on its connection, so they see its writes. Every statement runs with
 ``funes.tenant`` set from :data:`funes.store.tenancy.current_tenant`, which the
-row-level-security policies read.
+row-level-security policies read; when the setting must change it travels in
+one pipeline with the statement, so it costs no round trip of its own.
+:meth:`PgDatabase.batch` sends several reads (with ``SET LOCAL`` planner
+settings) in one round trip. Every connection counts its statements and
+round trips in :attr:`PgDatabase.counter` (a pipeline is one round trip).
 """
 
 from __future__ import annotations
@@ -97,6 +101,57 @@ def translate(sql: str) -> tuple[str, str | None]:
     return placeholders(sql), key
 
 
+class StatementCounter:
+    """Statements and network round trips of one database's connections (a pipeline counts one round trip).
+
+    ``log``, when a list, receives ``(tenant setting in force, statement)`` for each statement.
+    """
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.round_trips = 0
+        self.log: list[tuple[str | None, str]] | None = None
+        self._lock = threading.Lock()
+
+    def statement(self, raw: Any, query: Any) -> None:
+        """Count one statement sent on ``raw`` (and a round trip unless it is inside a pipeline)."""
+        with self._lock:
+            self.statements += 1
+            if not getattr(raw, "_funes_piped", 0):
+                self.round_trips += 1
+            if self.log is not None:
+                self.log.append((getattr(raw, "_funes_tenant", None), str(query)))
+
+    def round_trip(self) -> None:
+        """Count one round trip (a pipeline's)."""
+        with self._lock:
+            self.round_trips += 1
+
+
+def counted_connection(psycopg: Any, counter: StatementCounter) -> type:
+    """A psycopg connection class whose statements and pipelines are counted in ``counter``."""
+
+    class CountedConnection(psycopg.Connection):  # type: ignore[misc, name-defined]
+        funes_counter = counter
+
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            counter.statement(self, query)
+            return super().execute(query, params, **kwargs)
+
+        @contextlib.contextmanager
+        def pipeline(self) -> Iterator[Any]:
+            self._funes_piped = getattr(self, "_funes_piped", 0) + 1
+            try:
+                with super().pipeline() as pipe:
+                    yield pipe
+            finally:
+                self._funes_piped -= 1
+                if not self._funes_piped:
+                    counter.round_trip()
+
+    return CountedConnection
+
+
 class PgCursor:
     """A statement's result, read in full (so its connection can go back to the pool at once)."""
 
@@ -136,14 +191,17 @@ class PgConnection:
         self.raw = raw
         self.depth = 0
 
+    def _tenant_stale(self) -> bool:
+        # Remembered on the connection itself: pooled connections move between threads.
+        return getattr(self.raw, "_funes_tenant", None) != (current_tenant.get() or "")
+
     def _sync_tenant(self) -> None:
         wanted = current_tenant.get() or ""
-        # Remembered on the connection itself: pooled connections move between threads.
         if getattr(self.raw, "_funes_tenant", None) != wanted:
             # Session-level (is_local false): it holds for the statements that follow, in or out of
             # a transaction; a rollback may undo it, so rollbacks forget the remembered value.
+            self.raw._funes_tenant = wanted  # before: a failure forgets it (forget_tenant)
             self.raw.execute("SELECT set_config('funes.tenant', %s, false)", (wanted,))
-            self.raw._funes_tenant = wanted
 
     def register_vector(self) -> None:
         """Teach this connection pgvector's type (numpy arrays in, pgvector values out), once."""
@@ -159,9 +217,14 @@ class PgConnection:
         self.raw._funes_tenant = None
 
     def _run(self, sql: str, params: Sequence[Any] | None, key: str | None) -> PgCursor:
-        self._sync_tenant()
+        args = tuple(params) if params is not None else None
         try:
-            cur = self.raw.execute(sql, tuple(params) if params is not None else None)
+            if self._tenant_stale():
+                with self.raw.pipeline():  # the tenant setting and the statement: one round trip
+                    self._sync_tenant()
+                    cur = self.raw.execute(sql, args)
+            else:
+                cur = self.raw.execute(sql, args)
         except self.db.error as exc:
             self.forget_tenant()
             raise self.db.translate_error(exc) from exc
@@ -181,6 +244,7 @@ class PgConnection:
         if key is not None:
             text = text[: text.rindex(" RETURNING ")]
         self._sync_tenant()
+        self.raw.funes_counter.statement(self.raw, text)  # psycopg pipelines executemany: one round trip
         with self.raw.cursor() as cur:
             try:
                 cur.executemany(text, [tuple(r) for r in rows])
@@ -191,6 +255,55 @@ class PgConnection:
     def native(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         """Run PostgreSQL SQL as written (``%s`` placeholders), with the tenant set."""
         return self._run(sql, params, None)
+
+    def executemany_returning(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Any]:
+        """Run one statement of the shared SQL per row, pipelined; the first column each returned."""
+        text, _ = translate(sql)
+        self._sync_tenant()
+        self.raw.funes_counter.statement(self.raw, text)
+        out: list[Any] = []
+        with self.raw.cursor() as cur:
+            try:
+                cur.executemany(text, [tuple(r) for r in rows], returning=True)
+                while True:
+                    out.append(cur.fetchone()[0])
+                    if not cur.nextset():
+                        break
+            except self.db.error as exc:
+                self.forget_tenant()
+                raise self.db.translate_error(exc) from exc
+        return out
+
+    def batch(
+        self, statements: Sequence[tuple[str, Sequence[Any] | None]], settings: Sequence[str] = ()
+    ) -> list[PgCursor]:
+        """Read statements (PostgreSQL SQL) in one round trip, with ``SET LOCAL`` lines in force for them alone.
+
+        The settings need a transaction: a read-only one rolled back after the
+        statements, or a savepoint rolled back to inside a write.
+        """
+        inside = self.depth > 0
+        cursors: list[Any] = []
+        try:
+            with self.raw.pipeline():
+                self._sync_tenant()  # before BEGIN: the rollback below leaves it in force
+                if settings:
+                    self.raw.execute("SAVEPOINT funes_batch" if inside else "BEGIN READ ONLY")
+                    for line in settings:
+                        self.raw.execute(line)
+                cursors = [self.raw.execute(sql, tuple(p) if p is not None else None) for sql, p in statements]
+                if settings and inside:
+                    self.raw.execute("ROLLBACK TO SAVEPOINT funes_batch")
+                    self.raw.execute("RELEASE SAVEPOINT funes_batch")
+                elif settings:
+                    self.raw.execute("ROLLBACK")
+        except self.db.error as exc:
+            self.forget_tenant()
+            if settings and not inside:
+                with contextlib.suppress(Exception):
+                    self.raw.execute("ROLLBACK")
+            raise self.db.translate_error(exc) from exc
+        return [PgCursor(cur) for cur in cursors]
 
 
 class PgReader:
@@ -213,6 +326,13 @@ class PgReader:
         """Run PostgreSQL SQL as written (``%s`` placeholders)."""
         with self.db.borrow() as conn:
             return conn.native(sql, params)
+
+    def batch(
+        self, statements: Sequence[tuple[str, Sequence[Any] | None]], settings: Sequence[str] = ()
+    ) -> list[PgCursor]:
+        """Read statements in one round trip (see :meth:`PgConnection.batch`)."""
+        with self.db.borrow() as conn:
+            return conn.batch(statements, settings)
 
 
 class PgDatabase:
@@ -237,6 +357,8 @@ class PgDatabase:
         self._local = threading.local()
         self._closed = False
         self._vector_ready = False
+        #: Statements and round trips of this database's pooled connections.
+        self.counter = StatementCounter()
         try:
             # One direct connection first: a wrong URL or a stopped server fails at once with the
             # server's own reason, not after the pool's timeout of retries.
@@ -253,6 +375,7 @@ class PgDatabase:
             max_size=max(min_size, max_size),
             timeout=timeout,
             kwargs={"autocommit": True},
+            connection_class=counted_connection(psycopg, self.counter),
             open=False,
         )
         try:
@@ -330,24 +453,6 @@ class PgDatabase:
         """Where reads go: this thread's transaction when it is in one, else a statement-at-a-time reader."""
         current = getattr(self._local, "conn", None)
         return current if current is not None else PgReader(self)
-
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[PgConnection]:
-        """A read-only transaction (for ``SET LOCAL`` planner settings), without the writer lock."""
-        if getattr(self._local, "conn", None) is not None:
-            with self.write() as conn:  # inside a write: a savepoint of it
-                yield conn
-            return
-        with self.borrow() as conn:
-            conn.raw.execute("BEGIN READ ONLY")
-            self._local.conn = conn
-            try:
-                yield conn
-            finally:
-                self._local.conn = None
-                with contextlib.suppress(Exception):
-                    conn.raw.execute("ROLLBACK")
-                conn.forget_tenant()
 
     def in_transaction(self) -> bool:
         """Whether this thread is inside a write transaction."""

@@ -28,16 +28,19 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderMismatch, InvalidInput
+from ..errors import InvalidInput
 from ..models import EmbedderIdentity, Memory
-from .base import refuse_other_embedder, vector_problem, vis_key
+from .base import refuse_other_embedder
 from .pg_connection import PgDatabase, redact
+from .postgres_bulk import PostgresBulk
 from .postgres_extras import PostgresExtras
 from .postgres_forget import PostgresForget
 from .postgres_search import PostgresSearch, fold_words
@@ -55,10 +58,11 @@ from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
 
 log = logging.getLogger("funes.store.postgres")
-_ANALYZE_AFTER = 1000  # records written by one put_many that refresh the planner's statistics
+_IDENTITY_TTL = 5.0  # seconds the recorded embedder identity is trusted without a read
 
 
 class PostgresStore(
+    PostgresBulk,
     PostgresSearch,
     PostgresExtras,
     PostgresUpkeep,
@@ -78,8 +82,6 @@ class PostgresStore(
     # The dialect-neutral parts of the SQLite store, shared as they are (they
     # only run `?`-placeholder SQL through ``self.db``, which the adapter
     # translates): reads by id, listing, access counters, the embedding cache.
-    get = SqliteStore.get
-    get_many = SqliteStore.get_many
     get_for_update = SqliteStore.get_for_update
     row_lock = " FOR UPDATE"  # other processes' writers wait on the row, not on one lock
     rank_fields = SqliteStore.rank_fields
@@ -91,11 +93,10 @@ class PostgresStore(
     delete = SqliteStore.delete
     _delete = SqliteStore._delete
     record_access = SqliteStore.record_access
-    access_log = SqliteStore.access_log
     cache_get = SqliteStore.cache_get
     cache_put = SqliteStore.cache_put
     iter_records = SqliteStore.iter_records
-    identity = SqliteStore.identity
+    _identity = SqliteStore.identity
     _planning_stat = SqliteStore._planning_stat
 
     def __init__(
@@ -114,6 +115,10 @@ class PostgresStore(
         self.exact_max = exact_max
         self._fts_stats: dict[str, tuple[int, float]] = {}
         self._dims: int | None = None
+        self._identity_read: tuple[EmbedderIdentity | None, float] | None = None
+        self._access_lock = threading.Lock()
+        self._access_pending: dict[str, list[Any]] = {}
+        self._access_since: dict[str, float] = {}
         self.db = PgDatabase(url, min_size=pool_min, max_size=pool_max)
         try:
             self._migrate()
@@ -125,6 +130,18 @@ class PostgresStore(
         if ident is not None:
             self._dims = ident.dimensions
         self.pgvector_version = self._pgvector_version()
+
+    #: A network store: query vectors are cached in the process, not in the store (a round trip each).
+    remote = True
+
+    def identity(self) -> EmbedderIdentity | None:
+        """The embedder identity recorded in the store (read again after a few seconds: another process may reindex)."""
+        cached = self._identity_read
+        if cached is not None and time.monotonic() - cached[1] < _IDENTITY_TTL:
+            return cached[0]
+        ident = self._identity()
+        self._identity_read = (ident, time.monotonic())
+        return ident
 
     # -- schema ------------------------------------------------------------
     def _migrate(self) -> None:
@@ -196,6 +213,7 @@ class PostgresStore(
                 (identity.model_id, str(dims)),
             )
         self._dims = dims
+        self._identity_read = None
 
     # -- writes ------------------------------------------------------------
     def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
@@ -204,26 +222,11 @@ class PostgresStore(
         An advisory lock on the content's identity, held to the end of the
         transaction, makes the check and the write one step across processes.
         """
-        vis = vis_key(memory.scope, memory.project_id, memory.session_id)
-        with self.db.write() as conn:
-            key = "\x1f".join((memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id or ""))
-            conn.native("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
-            existing = self._find_by_hash(conn, memory.tenant, vis, memory.content_hash, memory.kind, memory.user_id)
-            if existing is not None and not existing.is_expired():
-                return existing
-            if existing is not None:
-                memory = memory.evolve(id=existing.id, created_at=existing.created_at)
-            self._put(conn, memory, vectors)
-        return memory
+        return self.put_unique_many([(memory, vectors)])[0]
 
     def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
         """Insert or replace many records in one transaction (a large batch refreshes the planner's statistics)."""
-        count = SqliteStore.put_many(self, items)  # type: ignore[arg-type]
-        if count >= _ANALYZE_AFTER and not self.db.in_transaction():
-            # Autovacuum analyses later; until then a bulk load leaves row estimates of 1, and
-            # the planner chose nested loops that took 400 ms per search at 4k records.
-            self.db.reader().native("ANALYZE memories, memory_vectors")
-        return count
+        return self._write_many(items)
 
     def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None:
         row = conn.execute("SELECT rowid FROM memories WHERE id = ?", (m.id,)).fetchone()
@@ -249,30 +252,12 @@ class PostgresStore(
             )
             return
         conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
-        if not vectors:
-            return
-        if self._dims is None and (known := self.identity()) is not None:
-            self._dims = known.dimensions  # another process recorded the embedder after this one opened the store
-        if self._dims is None:
-            raise InvalidInput(
-                "The store has no embedder identity yet, so it cannot take vectors.",
-                hint="Open it through funes.open(), which records the embedder.",
+        checked = self._checked(m, vectors)
+        if checked:
+            rows = [(rowid, part, m.tenant, vector) for part, vector in enumerate(checked)]
+            conn.executemany(
+                "INSERT INTO memory_vectors (memory_rowid, part, tenant, embedding) VALUES (?, ?, ?, ?)", rows
             )
-        rows = []
-        for part, vector in enumerate(vectors):
-            if len(vector) != self._dims:
-                raise EmbedderMismatch(
-                    f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
-                    hint="Run `funes reindex` after changing the embedding model.",
-                )
-            problem = vector_problem(vector)
-            if problem is not None:
-                raise InvalidInput(
-                    f"The vector of record {m.id} (part {part + 1}) {problem}; nothing was written.",
-                    hint="Check the embedding server or the import file; `funes reindex` re-embeds from the text.",
-                )
-            rows.append((rowid, part, m.tenant, np.asarray(vector, dtype=np.float32)))
-        conn.executemany("INSERT INTO memory_vectors (memory_rowid, part, tenant, embedding) VALUES (?, ?, ?, ?)", rows)
 
     def _delete_vectors(self, conn: Any, rowids: Sequence[int]) -> None:
         # Vectors go with their record (ON DELETE CASCADE); this serves callers that keep the row.
@@ -292,6 +277,8 @@ class PostgresStore(
         except BaseException:
             self._dims = dims
             raise
+        finally:
+            self._identity_read = None
         return count
 
     def rebuild_keyword_index(self) -> None:
@@ -315,7 +302,11 @@ class PostgresStore(
         return "PostgreSQL maintains the HNSW index on every write; nothing to do"
 
     def close(self) -> None:
-        """Close every connection and the pool."""
+        """Write the held access rows, then close every connection and the pool."""
+        try:
+            self.flush_accesses()
+        except Exception as exc:  # a store going away must still close
+            log.warning("access rows lost at close: %s", exc)
         self.db.close()
 
     # -- file-only operations ------------------------------------------------

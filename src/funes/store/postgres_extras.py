@@ -10,11 +10,26 @@ with ``ON CONFLICT DO NOTHING`` against the partial unique index.
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import from_epoch, new_id, to_epoch
+from ..errors import FunesError
+from ..models import Memory, from_epoch, new_id, to_epoch
+from .base import AccessEvent
+from .sqlite import SqliteStore
+from .sqlite_rows import COLUMNS, to_memory
+from .tenancy import acting_for, current_tenant
+
+log = logging.getLogger("funes.store.postgres")
+
+#: Held access rows are written with the tenant's next fetch, or on their own once this old or this many.
+ACCESS_FLUSH_SECONDS = 2.0
+ACCESS_FLUSH_ROWS = 500
+ACCESS_HELD_MAX = 10_000  # rows kept while writes fail
 
 # Ids of records a live `vectors` job will embed (see Core.defer_vectors).
 _AWAITED = (
@@ -24,6 +39,25 @@ _AWAITED = (
 _NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
 _KEY_COLUMNS = ("id", "team", "user_id", "role", "name", "prefix", "created_at", "last_used_at", "revoked_at")
 _KEY_TIMES = ("created_at", "last_used_at", "revoked_at")
+
+
+def _access_statement(batch: Sequence[tuple[AccessEvent, datetime]]) -> tuple[str, list[list[Any]]]:
+    """One statement bumping the records' counters and appending the access-log rows (PostgreSQL SQL, parameters)."""
+    columns: list[list[Any]] = [[] for _ in range(8)]
+    for event, at in batch:
+        query = event.query.replace("\x00", "") if event.query else event.query  # NUL cannot be stored
+        values = (to_epoch(at), event.tenant, event.memory_id, event.action, query, event.score)
+        for column, value in zip(columns, (*values, event.session_id, event.agent_id), strict=True):
+            column.append(value)
+    sql = (
+        "WITH ev AS (SELECT * FROM unnest(%s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], "
+        "%s::float8[], %s::text[], %s::text[]) WITH ORDINALITY AS e(at, tenant, memory_id, action, query, score, "
+        "session_id, agent_id, n)), bump AS (UPDATE memories m SET access_count = m.access_count + c.reads, "
+        "last_accessed = c.at FROM (SELECT memory_id, count(*) AS reads, max(at) AS at FROM ev GROUP BY memory_id) c "
+        "WHERE m.id = c.memory_id) INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, "
+        "agent_id) SELECT at, tenant, memory_id, action, query, score, session_id, agent_id FROM ev ORDER BY n"
+    )
+    return sql, columns
 
 
 def _key_row(row: Sequence[Any], columns: Sequence[str]) -> dict[str, Any]:
@@ -38,11 +72,93 @@ class PostgresExtras:
 
     db: Any
     path: str
+    _access_lock: threading.Lock
+    _access_pending: dict[str, list[tuple[AccessEvent, datetime]]]
+    _access_since: dict[str, float]
     _dims: int | None
     #: The shared claim (sqlite_jobs.JobTables.claim_job) skips rows other workers hold.
     claim_lock = " FOR UPDATE SKIP LOCKED"
 
     # -- jobs ----------------------------------------------------------------------
+    def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
+        """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip)."""
+        if batch:
+            self.db.reader().native(*_access_statement(batch))
+
+    def defer_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
+        """Hold access rows to go with the acting tenant's next fetch of records (no round trip of their own).
+
+        Rows waiting longer than ``ACCESS_FLUSH_SECONDS``, or more than
+        ``ACCESS_FLUSH_ROWS`` of them, are written now, in one statement.
+        """
+        tenant = current_tenant.get() or ""
+        with self._access_lock:
+            waiting = self._access_pending.setdefault(tenant, [])
+            waiting.extend(batch)
+            if not waiting:
+                return
+            self._access_since.setdefault(tenant, time.monotonic())
+            due = [
+                t
+                for t, rows in self._access_pending.items()
+                if rows
+                and (len(rows) >= ACCESS_FLUSH_ROWS or time.monotonic() - self._access_since[t] >= ACCESS_FLUSH_SECONDS)
+            ]
+        for t in due:
+            self.flush_accesses(t)
+
+    def flush_accesses(self, tenant: str | None = None) -> None:
+        """Write the held access rows (of one tenant setting, or all) now; they wait again if the write fails."""
+        with self._access_lock:
+            keys = [tenant] if tenant is not None else list(self._access_pending)
+            taken = {k: self._access_pending.pop(k, []) for k in keys}
+            for k in keys:
+                self._access_since.pop(k, None)
+        for key, rows in taken.items():
+            if not rows:
+                continue
+            try:
+                with acting_for(key or None):
+                    self.record_accesses(rows)
+            except BaseException:
+                self._hold_accesses(key, rows)
+                raise
+
+    def _hold_accesses(self, tenant: str, rows: list[tuple[AccessEvent, datetime]]) -> None:
+        with self._access_lock:
+            self._access_pending[tenant] = (rows + self._access_pending.get(tenant, []))[-ACCESS_HELD_MAX:]
+            self._access_since.setdefault(tenant, time.monotonic())
+
+    def get(self, memory_id: str) -> Memory | None:
+        """A record by id (with the acting tenant's held access rows written in the same round trip)."""
+        return self.get_many([memory_id]).get(memory_id)
+
+    def access_log(self, memory_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest access-log rows, optionally of one record (the held ones written first)."""
+        self.flush_accesses(current_tenant.get() or "")
+        return SqliteStore.access_log(self, memory_id, limit)  # type: ignore[arg-type]
+
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Records by id, fetched with the acting tenant's held access rows written in the same round trip."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        tenant = current_tenant.get() or ""
+        with self._access_lock:
+            rows = self._access_pending.pop(tenant, [])
+            self._access_since.pop(tenant, None)
+        fetch = (f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids])
+        if rows and not self.db.in_transaction():
+            try:
+                found = self.db.reader().batch([_access_statement(rows), fetch])[1].fetchall()
+                return {row[0]: to_memory(row) for row in found}
+            except FunesError as exc:
+                log.warning("access rows held back (%d): %s", len(rows), exc)
+                self._hold_accesses(tenant, rows)
+        elif rows:
+            self._hold_accesses(tenant, rows)
+        return {row[0]: to_memory(row) for row in self.db.reader().native(*fetch).fetchall()}
+
     def enqueue_job(
         self,
         kind: str,

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderMismatch, InvalidInput, StoreCorrupt
+from ..errors import InvalidInput, StoreCorrupt
 from ..models import (
     NO_EXPIRY,
     EmbedderIdentity,
@@ -43,7 +43,7 @@ from ..models import (
     to_epoch,
 )
 from .ann_index import AnnIndexes
-from .base import AccessEvent, Visibility, refuse_other_embedder, vector_problem, vis_key
+from .base import AccessEvent, Visibility, checked_vectors, refuse_other_embedder, vis_key
 from .connection import Database
 from .sqlite_cjk import CjkTables
 from .sqlite_cleanup import CleanupTables
@@ -282,18 +282,7 @@ class SqliteStore(
                 hint="Open it through funes.open(), which records the embedder.",
             )
         meta = self._vector_metadata(m)
-        for part, vector in enumerate(vectors):
-            if len(vector) != self._dims:
-                raise EmbedderMismatch(
-                    f"A vector of {len(vector)} dimensions does not fit this store ({self._dims}).",
-                    hint="Run `funes reindex` after changing the embedding model.",
-                )
-            problem = vector_problem(vector)
-            if problem is not None:
-                raise InvalidInput(
-                    f"The vector of record {m.id} (part {part + 1}) {problem}; nothing was written.",
-                    hint="Check the embedding server or the import file; `funes reindex` re-embeds from the text.",
-                )
+        for part, vector in enumerate(checked_vectors(m.id, vectors, self._dims)):
             cur = conn.execute("INSERT INTO memory_vectors (memory_rowid, part) VALUES (?, ?)", (rowid, part))
             conn.execute(
                 "INSERT INTO vec_memories (vector_id, embedding, tenant, scope, vis, user_id, kind, "

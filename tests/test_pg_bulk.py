@@ -1,0 +1,102 @@
+"""Bulk writes on PostgreSQL (issue 29): put_many in batches with COPY, the HNSW index rebuilt after a large load."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
+from funes.store.postgres import PostgresStore
+from funes.store.postgres_bulk import REBUILD_MIN
+
+pytestmark = pytest.mark.postgres
+
+
+def _record(text: str, tenant: str = "acme", **fields: object) -> Memory:
+    now = utcnow()
+    return Memory(
+        id=new_id(), content=text, content_hash=content_hash(text), tenant=tenant, created_at=now, updated_at=now,
+        source=SourceRef(type="user"), **fields,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def _unit(rng: np.random.Generator, dims: int = 16) -> np.ndarray:
+    v = rng.standard_normal(dims).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+@pytest.fixture
+def store(pg_url: str):  # type: ignore[no-untyped-def]
+    s = PostgresStore(pg_url)
+    s.set_identity(EmbedderIdentity("bulk-test", 16))
+    yield s
+    s.close()
+
+
+def test_a_large_load_is_written_whole_and_searchable_with_the_index_rebuilt(store: PostgresStore) -> None:
+    rng = np.random.default_rng(7)
+    n = REBUILD_MIN + 500
+    records = [_record(f"note {i} about {'zeppelins' if i % 100 == 0 else 'ships'}", title=f"t{i}") for i in range(n)]
+    vectors = [_unit(rng) for _ in range(n)]
+    before = store.db.counter.statements
+    assert store.put_many([(m, [v]) for m, v in zip(records, vectors, strict=True)]) == n
+    assert store.db.counter.statements - before < n // 50  # batches, not a statement per record
+    conn = store.db.reader()
+    assert conn.native("SELECT count(*) FROM memories").fetchone()[0] == n
+    assert conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0] == n
+    indexes = {r[0] for r in conn.native("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_vectors'")}
+    assert "memory_vectors_hnsw" in indexes
+    later = utcnow() + timedelta(seconds=1)
+    # The keyword vector is written with the row (title weighted), and each vector belongs to its record.
+    hits = store.keyword_search(["zeppelins"], SearchFilters(tenant="acme"), limit=100, now=later)
+    assert {i for i, _ in hits} == {m.id for m in records[::100]}
+    store.exact_max = 0  # the HNSW plan
+    for probe in (3, 4000, n - 1):
+        found = store.vector_search(vectors[probe], SearchFilters(tenant="acme"), k=5, now=later)
+        assert found[0][0] == records[probe].id and found[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_batch_replaces_updates_and_keeps_vectors_as_one_by_one_writes_do(store: PostgresStore) -> None:
+    rng = np.random.default_rng(8)
+    first = [_record(f"first {i}") for i in range(5)]
+    store.put_many([(m, [_unit(rng), _unit(rng)]) for m in first])
+    new_vector = _unit(rng)
+    changed = [
+        (first[0].evolve(content="first 0 rewritten", tenant="globex"), None),  # vectors kept, their tenant follows
+        (first[1].evolve(content="first 1 rewritten"), [new_vector]),  # vectors replaced
+        (first[2], []),  # vectors dropped
+        (_record("brand new"), [_unit(rng)]),
+    ]
+    store.put_many(changed)
+    conn = store.db.reader()
+    parts = dict(
+        conn.native(
+            "SELECT m.id, count(v.*) FROM memories m LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid "
+            "GROUP BY m.id"
+        ).fetchall()
+    )
+    assert [parts[m.id] for m in first] == [2, 1, 0, 2, 2]
+    tenants = {t for (t,) in conn.native(
+        "SELECT DISTINCT v.tenant FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid WHERE m.id = %s",
+        (first[0].id,),
+    ).fetchall()}  # fmt: skip
+    assert tenants == {"globex"}
+    assert store.get(first[1].id).content == "first 1 rewritten"  # type: ignore[union-attr]
+    got = store.vectors_for([first[1].id])[first[1].id]
+    assert len(got) == 1 and np.allclose(got[0], new_vector, atol=1e-6)
+    # One id twice in a batch: the later write wins, as it would one by one.
+    twice = _record("twice v1")
+    store.put_many([(twice, [_unit(rng)]), (twice.evolve(content="twice v2"), [_unit(rng)])])
+    assert store.get(twice.id).content == "twice v2"  # type: ignore[union-attr]
+    assert len(store.vectors_for([twice.id])[twice.id]) == 1
+
+
+def test_a_bad_vector_in_a_batch_writes_nothing(store: PostgresStore) -> None:
+    rng = np.random.default_rng(9)
+    good = [(_record(f"good {i}"), [_unit(rng)]) for i in range(3)]
+    bad = (_record("bad"), [np.zeros(16, dtype=np.float32)])
+    with pytest.raises(Exception, match="nothing was written"):
+        store.put_many([*good, bad])
+    assert store.db.reader().native("SELECT count(*) FROM memories").fetchone()[0] == 0

@@ -1,0 +1,87 @@
+"""Round trips and row-level security of a PostgreSQL search (issue 29, issue 31).
+
+A statement counter on the store's connections (:class:`funes.store.pg_connection.StatementCounter`)
+counts what a search sends: at most three round trips (the keyword leg, the vector leg, the records,
+with the access rows of earlier searches in the same trip), and every statement runs with the
+caller's tenant set, so row-level security is in force for all of them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import funes
+from funes.providers.embed import HashEmbedder
+from funes.store.tenancy import acting_for
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def mem(pg_url: str):  # type: ignore[no-untyped-def]
+    service = funes.open(pg_url, embedder=HashEmbedder(64), worker="off")  # no job runner beside the count
+    for tenant in ("acme", "globex"):
+        with acting_for(tenant):
+            service.remember_many(
+                [f"{tenant} note {n}: the quarterly budget review is on Friday" for n in range(30)]
+                + [f"{tenant} recipe {n}: bake the bread at 220 degrees" for n in range(30)],
+                tenant=tenant,
+            )
+    yield service
+    service.close()
+
+
+def _search_counted(mem: funes.Funes, query: str, tenant: str, track: bool = True) -> tuple[list[str], int, list]:
+    counter = mem.core.store.db.counter
+    counter.log = []
+    before = counter.round_trips
+    with acting_for(tenant):
+        hits = mem.search(query, tenant=tenant, track=track)
+    trips = counter.round_trips - before
+    log, counter.log = counter.log, None
+    return [h.memory.content for h in hits], trips, log
+
+
+@pytest.mark.parametrize("exact_max", [4000, 0], ids=["exact", "hnsw"])
+def test_a_search_is_at_most_three_round_trips_with_the_tenant_set_on_every_statement(
+    mem: funes.Funes, exact_max: int
+) -> None:
+    mem.core.store.exact_max = exact_max  # 0: every tenant goes through the HNSW plan
+    _search_counted(mem, "budget review", "acme")  # the vector count is a plan input cached a while
+    for query in ("budget review Friday", "bread", "ümlaut nothing matches", "予算 budget"):
+        contents, trips, log = _search_counted(mem, query, "acme")
+        assert trips <= 3, (query, trips, "\n".join(f"{t} {q[:90]}" for t, q in log))
+        assert log and all(tenant == "acme" for tenant, _ in log), [s for s in log if s[0] != "acme"]
+        assert all(c.startswith("acme") for c in contents)
+    contents, _, _ = _search_counted(mem, "budget review", "acme")
+    assert contents and all("budget" in c for c in contents[:10])
+
+
+def test_the_keyword_leg_counts_terms_within_the_tenant_under_row_level_security(mem: funes.Funes) -> None:
+    with acting_for("globex"):
+        mem.remember("globex only: a zeppelin", tenant="globex")
+    store = mem.core.store
+    with acting_for("acme"):
+        total, counts = store.term_stats(["zeppelin", "budget"])
+    assert counts == {"zeppelin": 0, "budget": 30}
+    assert total == 60
+    with acting_for("globex"):
+        total, counts = store.term_stats(["zeppelin", "budget"])
+    assert counts == {"zeppelin": 1, "budget": 30}
+    assert total == 61
+
+
+def test_access_rows_go_with_the_next_fetch_and_every_row_is_written(mem: funes.Funes) -> None:
+    first, _, _ = _search_counted(mem, "quarterly budget", "acme")
+    _, _, log = _search_counted(mem, "bread", "acme")
+    assert any("INSERT INTO access_log" in sql for _, sql in log)  # the first search's rows, in this search's trips
+    _search_counted(mem, "bread", "globex")  # another tenant's rows wait for that tenant (RLS refuses them elsewhere)
+    mem.core.sync_access()
+    with acting_for("acme"):
+        rows = mem.core.store.access_log(limit=1000)
+        counts = {m.content: m.access_count for m in mem.list(tenant="acme", limit=100).items}
+    assert {r["tenant"] for r in rows} == {"acme"}
+    assert {r["query"] for r in rows} == {"quarterly budget", "bread"}
+    assert all(counts[c] >= 1 for c in first)
+    with acting_for("globex"):
+        assert {r["query"] for r in mem.core.store.access_log(limit=1000)} == {"bread"}
