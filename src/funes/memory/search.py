@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -149,7 +149,7 @@ class HybridSearch:
         ]
         ident = self.store.identity()
         if ident is not None and ident.model_id in CALIBRATED_MODELS:
-            ordered = answers_first(judged)
+            ordered: Iterable[SearchHit] = answers_first(judged)
         else:
             # Another model's cosines make relevance a rough signal, not a ranker: the fused score
             # orders, and the relevance shown is capped by the hit above (one order, one number).
@@ -237,16 +237,17 @@ def answers_first(hits: list[SearchHit]) -> list[SearchHit]:
     return out
 
 
-def monotone(hits: list[SearchHit]) -> list[SearchHit]:
-    """Hits in their order, each showing at most the relevance of the hit above it."""
-    out: list[SearchHit] = []
+def monotone(hits: Iterable[SearchHit]) -> Iterator[SearchHit]:
+    """Hits in their order, each showing at most the relevance of the hit above it.
+
+    Lazy: the caller stops at ``limit``, so only the hits returned are copied, not every candidate.
+    """
     cap = 1.0
     for hit in hits:
         if hit.relevance > cap:
             hit = replace(hit, explanation=replace(hit.explanation, relevance=cap))
         cap = hit.relevance
-        out.append(hit)
-    return out
+        yield hit
 
 
 def _question(hit: SearchHit) -> float:
