@@ -30,6 +30,7 @@ The parts, innermost first (each may use only those before it):
 * ``keys`` (:class:`funes.memory.keys.Keys`): the team server's API keys;
 * ``generation`` (:class:`funes.curation.generation.Generation`): generate/regenerate as cooled-down jobs;
 * ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs;
+* ``document_topics`` (:class:`funes.knowledge.topics.DocumentTopics`): topics for documents indexed before them;
 * ``forgetting`` (:class:`funes.curation.forgetting.Forgetting`): forget everywhere with a receipt, verify it;
 * ``provenance`` (:class:`funes.curation.provenance.Provenance`): ``why``, a record's sources and derivatives.
 
@@ -62,6 +63,7 @@ from .curation.upkeep import Upkeep
 from .curation.versions import Curation
 from .knowledge.documents import Documents
 from .knowledge.folders import Folders
+from .knowledge.topics import DocumentTopics
 from .knowledge.uploads import Uploads
 from .memory.atlas import Atlas
 from .memory.core import Core
@@ -137,6 +139,7 @@ class Funes:
         self.keys = Keys(self.core)
         self.generation = Generation(self.core, self.jobs, self.entities)
         self.uploads = Uploads(self.core, self.docs, self.jobs)
+        self.document_topics = DocumentTopics(self.core, self.jobs)  # labels documents indexed before topics
         self.forgetting = Forgetting(self.core, self.memory_folders, self.uploads)
         self.provenance = Provenance(self.core)
         if worker == "on":
