@@ -365,6 +365,7 @@ def _stemmer() -> Any:
     return snowballstemmer.stemmer("english")
 
 
+@functools.lru_cache(maxsize=65536)  # a document says the same words again and again
 def _stem(word: str) -> str:
     """The word's English stem: "probation", "probationary" and "probations" count as one."""
     return str(_stemmer().stemWord(word))
@@ -429,7 +430,8 @@ def strongest_words(text: str, body: str = "", *, ignore: frozenset[str] = froze
     for stem in chosen:  # a partner seen only in the body is spelled as the body spells it
         if stem not in spelled:
             spelled[stem] = Counter(w for w, x in zip(body_tokens, body_stems, strict=True) if x == stem)
-    return " ".join(spelled[x].most_common(1)[0][0] for x in chosen)
+    # The commonest spelling; of two as common, the shorter ("vendor" of "vendors" and "vendor").
+    return " ".join(min(spelled[x].items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] for x in chosen)
 
 
 class OfflineLLM:
