@@ -82,6 +82,7 @@ def run(variant: str, path: Path, embedder: CachingEmbedder, data: Path, limit: 
     row["ingest_s"] = ingest_s
     row["labelled"] = sum(1 for t in topics if t)
     row["examples"] = [(d["title"][:60], t) for d, t in list(zip(corpus, topics, strict=True))[:5]]
+    row["top10"] = [r.units[:10] for r in results]
     return row
 
 

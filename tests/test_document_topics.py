@@ -156,3 +156,20 @@ def test_a_store_indexed_before_topics_gets_them_from_one_job_per_tenant(store_u
 
 def test_a_new_store_queues_no_topics_job(mem: funes.Funes) -> None:
     assert mem.store.list_jobs(None, kind=TOPICS_JOB) == []
+
+
+def test_an_export_made_before_topics_is_labelled_after_import(tmp_path: Path) -> None:
+    from funes.providers.embed import HashEmbedder
+
+    files = _files(tmp_path)
+    with funes.open(str(tmp_path / "old.db"), embedder=HashEmbedder(64), worker="off") as old:
+        old.ingest(files["note"])
+        labelled = {m.id: m.topic for m in old.list(limit=20).items}
+        _age(old)
+        with (tmp_path / "old.jsonl").open("w", encoding="utf-8") as out:
+            old.export(out)
+    with funes.open(str(tmp_path / "new.db"), embedder=HashEmbedder(64), worker="off") as new:
+        new.import_((tmp_path / "old.jsonl").read_text(encoding="utf-8").splitlines())
+        assert {m.id: m.topic for m in new.list(limit=20).items} == dict.fromkeys(labelled)
+        assert new.run_jobs()["done"] == 1
+        assert {m.id: m.topic for m in new.list(limit=20).items} == labelled == dict.fromkeys(labelled, "ramen")

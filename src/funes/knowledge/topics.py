@@ -6,7 +6,8 @@ New passages and sections are labelled as they are read (see
 PostgreSQL ``012``); the job labels every document's records that have no
 topic, with the same rule as at ingest, and changes nothing else: no new
 version, no new vector (a topic is searchable by keyword, not embedded).
-Running it again finds nothing left to label.
+Running it again finds nothing left to label. An import of an export made
+before topics queues the same job (:mod:`funes.memory.transfer`).
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from ..memory.topics import LABELLED_KINDS, document_topics
+from ..memory.topics import TOPICS_JOB, document_topics, unlabelled
 from ..models import Job, Memory
 
 if TYPE_CHECKING:
     from ..memory.core import Core
     from ..memory.jobs import Jobs
     from .documents import DocumentStore
-
-TOPICS_JOB = "document-topics"
 
 
 class DocumentTopics:
@@ -41,7 +40,7 @@ class DocumentTopics:
                 continue
             stored = self.core.store.get_many(store.document_chunk_ids(str(doc["id"])))
             records = sorted(stored.values(), key=lambda m: int(m.metadata.get("chunk_index", 0)))
-            if not any(m.kind in LABELLED_KINDS and not m.topic for m in records):
+            if not any(unlabelled(m) for m in records):
                 continue
             title = (doc.get("metadata") or {}).get("title")
             for old, new in zip(records, document_topics(records, name=str(doc["name"]), title=title), strict=True):

@@ -38,6 +38,8 @@ from ..providers.llm.offline import strongest_words
 
 #: Document kinds whose records get topics; chat messages do not.
 LABELLED_KINDS = ("document_chunk", "markdown")
+#: The job kind that labels a tenant's stored passages and sections without a topic (funes.knowledge.topics).
+TOPICS_JOB = "document-topics"
 #: Words that name a kind of file, not a subject: never a topic by themselves.
 GENERIC = frozenset(
     """note notes readme untitled document documents doc docs file files draft final copy misc todo index
@@ -96,6 +98,11 @@ def document_topics(records: Sequence[Memory], *, name: str, title: str | None =
     return out
 
 
+def unlabelled(memory: Memory) -> bool:
+    """Whether a stored record is a document's passage or section still without a topic."""
+    return memory.kind in LABELLED_KINDS and not memory.topic and bool(memory.source and memory.source.source_id)
+
+
 def sheet_names(records: Sequence[Memory]) -> list[str]:
     """The sheet and table names a spreadsheet's chunks carry in their locators, in order."""
     names: list[str] = []
@@ -105,4 +112,13 @@ def sheet_names(records: Sequence[Memory]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-__all__ = ["GENERIC", "LABELLED_KINDS", "document_topics", "file_words", "label", "sheet_names"]
+__all__ = [
+    "GENERIC",
+    "LABELLED_KINDS",
+    "TOPICS_JOB",
+    "document_topics",
+    "file_words",
+    "label",
+    "sheet_names",
+    "unlabelled",
+]

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import InvalidInput
 from ..models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
 from ..store.base import vector_problem
+from .topics import TOPICS_JOB, unlabelled
 
 if TYPE_CHECKING:
     from .core import Core
@@ -214,6 +215,8 @@ class Transfer:
                 self.store.import_documents(documents, todo)  # type: ignore[attr-defined]
             else:
                 self.store.put_many(todo)
+            for tenant in sorted({m.tenant for m, _ in todo if unlabelled(m)}):  # an export made before topics
+                self.core.enqueue_job(TOPICS_JOB, {}, tenant=tenant, dedupe_key=f"{TOPICS_JOB}:{tenant}")
         return {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need), "duplicates": duplicates}
 
     def _check_references(
