@@ -10,7 +10,7 @@ Shared as is by the PostgreSQL store (``?`` placeholders through its adapter).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 STORE_COLUMNS: tuple[str, ...] = (
@@ -59,6 +59,13 @@ def _row(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
 
 def _values(columns: Sequence[str], row: dict[str, Any]) -> list[Any]:
     return [json.dumps(row.get(c)) if c in _JSON and row.get(c) is not None else row.get(c) for c in columns]
+
+
+def _version_values(version: dict[str, Any]) -> tuple[Any, ...]:
+    """A version row's values, then its author's type and id (the columns the list filters read)."""
+    author = version.get("created_by") or {}
+    kind = str(author.get("type") or "")
+    return (*_values(VERSION_COLUMNS, version), kind, str(author.get(ACTOR_IDS.get(kind, ""), "") or ""))
 
 
 class MemoryStoreTables:
@@ -166,13 +173,11 @@ class MemoryStoreTables:
     # -- versions -------------------------------------------------------------------------
     def add_memory_version(self, version: dict[str, Any]) -> None:
         """Append one version row (its author's type and id also in their own columns, for the filters)."""
-        author = version.get("created_by") or {}
-        kind = str(author.get("type") or "")
         with self.db.write() as conn:
             conn.execute(
                 f"INSERT INTO memory_store_versions ({', '.join(VERSION_COLUMNS)}, created_by_type, created_by_id) "
                 f"VALUES ({', '.join('?' for _ in VERSION_COLUMNS)}, ?, ?)",
-                (*_values(VERSION_COLUMNS, version), kind, str(author.get(ACTOR_IDS.get(kind, ""), "") or "")),
+                _version_values(version),
             )
 
     def get_memory_version(self, store_id: str, version_id: str) -> dict[str, Any] | None:
@@ -233,3 +238,48 @@ class MemoryStoreTables:
                 "WHERE id = ?",
                 (redacted_at, json.dumps(redacted_by), version_id),
             )
+
+    # -- export and import ------------------------------------------------------------------
+    def iter_memory_store_rows(self, tenant: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every memory store, then every version, oldest first (of one tenant, or all): for `funes export`."""
+        where, args = ("WHERE tenant = ? ", (tenant,)) if tenant is not None else ("", ())
+        for kind, table, columns in (
+            ("memory_store", "memory_stores", STORE_COLUMNS),
+            ("memory_store_version", "memory_store_versions", VERSION_COLUMNS),
+        ):
+            rows = self.db.reader().execute(f"SELECT {', '.join(columns)} FROM {table} {where}ORDER BY rowid", args)
+            for row in rows:
+                yield kind, _row(columns, row)
+
+    def memory_store_tenants(self, store_ids: Sequence[str]) -> dict[str, str]:
+        """The tenant of each of these memory stores that exists (any tenant's)."""
+        out: dict[str, str] = {}
+        ids = list(store_ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.reader().execute(
+                f"SELECT id, tenant FROM memory_stores WHERE id IN ({', '.join('?' for _ in chunk)})", chunk
+            )
+            out.update({r[0]: r[1] for r in rows})
+        return out
+
+    def import_memory_store_rows(self, stores: Sequence[dict[str, Any]], versions: Sequence[dict[str, Any]]) -> None:
+        """Write exported stores (replacing the same ids) and versions, in the caller's transaction.
+
+        A version is immutable: one already here is kept as it is, except
+        that a redaction in the file is applied to it. A version redacted
+        here stays redacted, so an older export never brings its text back.
+        """
+        for store in stores:
+            self.save_memory_store(store)
+        names = ", ".join(VERSION_COLUMNS)
+        with self.db.write() as conn:
+            for version in versions:
+                conn.execute(
+                    f"INSERT INTO memory_store_versions ({names}, created_by_type, created_by_id) "
+                    f"VALUES ({', '.join('?' for _ in VERSION_COLUMNS)}, ?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET content = NULL, path = NULL, redacted_at = excluded.redacted_at, "
+                    "redacted_by = excluded.redacted_by "
+                    "WHERE memory_store_versions.redacted_at IS NULL AND excluded.redacted_at IS NOT NULL",
+                    _version_values(version),
+                )
