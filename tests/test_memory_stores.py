@@ -295,3 +295,23 @@ def test_list_filters_through_the_sdk(server: dict[str, Any], client: Any) -> No
     after = (httpx.get(f"{root}/memories", headers=headers).json(), httpx.get(f"{root}/memory_versions",
              headers=headers).json())  # fmt: skip
     assert after == before
+
+
+def test_key_errors_take_anthropics_shape_too(server: dict[str, Any]) -> None:
+    """A wrong key (401) and a read key writing (403) answer in Anthropic's shape, which the SDK maps."""
+    base = server["base"]
+    wrong = httpx.get(f"{base}/v1/memory_stores", headers={"x-api-key": "fk_not_a_key"})
+    assert wrong.status_code == 401 and wrong.json()["type"] == "error"
+    assert wrong.json()["error"]["type"] == "authentication_error" and wrong.json()["error"]["message"]
+    read = httpx.post(f"{base}/v1/memory_stores", json={"name": "x"}, headers={"x-api-key": server["keys"]["read"]})
+    assert read.status_code == 403 and read.json()["error"]["type"] == "permission_error"
+    assert read.json()["error"]["hint"]
+    with anthropic.Anthropic(api_key="fk_not_a_key", base_url=base, max_retries=0) as sdk:
+        with pytest.raises(anthropic.AuthenticationError) as refused:
+            sdk.beta.memory_stores.list()
+    assert refused.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
+    # Other routes keep Funes' own shape.
+    other = httpx.get(f"{base}/v1/teams/t/memories", headers={"x-api-key": "fk_not_a_key"})
+    assert other.status_code == 401 and "type" not in other.json() and other.json()["error"]["code"]
+    listed = httpx.get(f"{base}/v1/memory_stores", headers={"x-api-key": server["keys"]["write"]}).json()
+    assert listed["data"] == []  # nothing was created by the refused write

@@ -25,13 +25,13 @@ from ...errors import (
     PreconditionFailed,
     Unauthorized,
 )
-from .auth import ROLE_KEY
+from .auth import ANTHROPIC_PREFIX, ROLE_KEY, anthropic_body
 from .auth import principal_of as _principal
 
 if TYPE_CHECKING:
     from ...service import Funes
 
-PREFIX = "/v1/memory_stores"
+PREFIX = ANTHROPIC_PREFIX
 WRITE = {ROLE_KEY: "write"}
 _STORE = PREFIX + "/{memory_store_id}"
 _TYPES: tuple[tuple[type[FunesError], int, str], ...] = (
@@ -47,15 +47,15 @@ _TYPES: tuple[tuple[type[FunesError], int, str], ...] = (
 
 def anthropic_error(status: int, error: FunesError | None, message: str, hint: str | None = None) -> JSONResponse:
     """An error in Anthropic's shape: ``{"type": "error", "error": {"type", "message", "code", "hint"}}``."""
-    kind = {400: "invalid_request_error", 404: "not_found_error", 409: "conflict_error"}.get(status, "api_error")
+    kind = None
     for cls, code, name in _TYPES:
         if error is not None and isinstance(error, cls):
             status, kind = code, name
             break
-    body: dict[str, Any] = {"type": kind, "message": message, "code": getattr(error, "code", kind), "hint": hint}
+    body = anthropic_body(status, kind, message, getattr(error, "code", None), hint)
     if isinstance(error, PathConflict):
-        body.update(conflicting_memory_id=error.memory_id, conflicting_path=error.path)
-    return JSONResponse({"type": "error", "error": body}, status_code=status)
+        body["error"].update(conflicting_memory_id=error.memory_id, conflicting_path=error.path)
+    return JSONResponse(body, status_code=status)
 
 
 def _actor(request: Request) -> dict[str, Any]:
