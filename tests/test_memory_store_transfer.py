@@ -165,3 +165,22 @@ def test_an_older_export_of_a_record_keeps_the_stores_redaction(tmp_path: Path) 
         assert mem.get(record.id, tenant="t").content == "The door code changed."
         assert "private-code-77" not in export(mem)
         assert [v.redacted_at is not None for v in mem.versions(record.id, tenant="t") if v.version == 1] == [True]
+
+
+def test_the_folder_mirror_catches_up_after_a_new_folder_and_an_import(tmp_path: Path) -> None:
+    with funes.open(str(tmp_path / "a.db"), embedder="hash", worker="off") as mem:
+        ids = fill(mem)
+        text = export(mem)
+        folder = tmp_path / "notes"
+        mem.add_folder(folder, tenant="t")  # registered after the memories were written: they appear at once
+        mirror = folder / ".memory_stores" / ids["store"]
+        assert (mirror / "travel" / "seats.md").read_text(encoding="utf-8") == "Window seats."
+        assert (mirror / "empty.md").read_text(encoding="utf-8") == ""
+        assert not (mirror / "gone.md").exists()
+        assert mem.memory_stores.mirror_all(tenant="t") == 0  # nothing differs: nothing rewritten
+    with funes.open(str(tmp_path / "b.db"), embedder="hash", worker="off") as target:
+        other = tmp_path / "restored"
+        target.add_folder(other, tenant="t")
+        target.import_(io.StringIO(text))
+        restored = other / ".memory_stores" / ids["archived"] / "a.md"
+        assert restored.read_text(encoding="utf-8") == "kept"

@@ -715,6 +715,33 @@ class MemoryStores:
         except OSError as exc:
             log.warning("memory %s was stored but its file %s could not be written: %s", memory.id, target, exc)
 
+    def mirror_all(self, *, tenant: str | None = None, every_tenant: bool = False) -> int:
+        """Write each memory of the tenant's stores (or of every tenant's) to its folder's mirror; files written.
+
+        Memories are mirrored as they are written; this catches up after a
+        folder is registered or an import, rewriting only files that differ.
+        """
+        tenants = self._rows.memory_store_tenant_ids() if every_tenant else [self.core.tenant_of(tenant)]
+        written = 0
+        for tenant_id in tenants:
+            after, page = 0, []
+            while self._mirror_root("", tenant_id) is not None:
+                page = self._rows.list_memory_stores(tenant_id, after=after, limit=100, include_archived=True)
+                for row in page:
+                    ids = [m for _, m in self._rows.memory_store_paths(tenant_id, row["id"])]
+                    for start in range(0, len(ids), 200):
+                        for memory in self._rows.get_many(ids[start : start + 200]).values():
+                            root = self._mirror_root(row["id"], tenant_id)
+                            target = root / str(memory.entity_id).lstrip("/")  # type: ignore[operator]
+                            text = self._content(memory)
+                            if not target.is_file() or target.read_bytes() != text.encode("utf-8"):
+                                self._mirror(memory, text)
+                                written += 1
+                if len(page) < 100:
+                    break
+                after = page[-1]["_seq"]
+        return written
+
     def _mirror_remove(self, memory: Memory) -> None:
         root = self._mirror_root(str(memory.project_id), memory.tenant)
         if root is None:

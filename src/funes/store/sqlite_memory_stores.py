@@ -251,6 +251,10 @@ class MemoryStoreTables:
             for row in rows:
                 yield kind, _row(columns, row)
 
+    def memory_store_tenant_ids(self) -> list[str]:
+        """Every tenant that has a memory store."""
+        return [r[0] for r in self.db.reader().execute("SELECT DISTINCT tenant FROM memory_stores ORDER BY tenant")]
+
     def memory_store_tenants(self, store_ids: Sequence[str]) -> dict[str, str]:
         """The tenant of each of these memory stores that exists (any tenant's)."""
         out: dict[str, str] = {}
