@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
 from .agents.capture import Capture
@@ -62,7 +63,7 @@ from .curation.provenance import Provenance
 from .curation.upkeep import Upkeep
 from .curation.versions import Curation
 from .knowledge.documents import Documents
-from .knowledge.folders import Folders
+from .knowledge.folders import Folder, Folders
 from .knowledge.topics import DocumentTopics
 from .knowledge.uploads import Uploads
 from .memory.atlas import Atlas
@@ -257,7 +258,14 @@ class Funes:
     reindex_documents = _delegate("docs", Documents.reindex_documents)
 
     # -- memory folders ----------------------------------------------------------------------
-    add_folder = _delegate("memory_folders", Folders.add_folder)
+    def add_folder(
+        self, path: str | os.PathLike[str] | None = None, *, project: str | None = None, tenant: str | None = None
+    ) -> Folder:
+        """Register a memory folder (:meth:`Folders.add_folder`); the memory stores' memories appear in it at once."""
+        folder = self.memory_folders.add_folder(path, project=project, tenant=tenant)
+        self.memory_stores.mirror_all(tenant=tenant)
+        return folder
+
     folders = _delegate("memory_folders", Folders.folders)
     folder = _delegate("memory_folders", Folders.folder)
     remove_folder = _delegate("memory_folders", Folders.remove_folder)
@@ -297,7 +305,13 @@ class Funes:
     export_lines = _delegate("transfer", Transfer.export_lines)
     memory_map = _delegate("atlas", Atlas.layout)
     export = _delegate("transfer", Transfer.export)
-    import_ = _delegate("transfer", Transfer.import_)
+
+    def import_(self, lines: Iterable[str], *, tenant: str | None = None) -> dict[str, int]:
+        """Import an export (:meth:`Transfer.import_`); imported memory stores are mirrored to their folders."""
+        result = self.transfer.import_(lines, tenant=tenant)
+        if result.get("memory_stores") or result.get("memory_store_versions"):
+            self.memory_stores.mirror_all(every_tenant=True)
+        return result
 
     # -- background jobs ----------------------------------------------------------------------
     run_jobs = _delegate("jobs", Jobs.run_pending)
