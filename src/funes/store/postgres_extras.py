@@ -144,9 +144,11 @@ class PostgresExtras:
         if not ids:
             return {}
         tenant = current_tenant.get() or ""
-        with self._access_lock:
-            rows = self._access_pending.pop(tenant, [])
-            self._access_since.pop(tenant, None)
+        rows: list[Any] = []
+        if self.db.replica is None:  # with a replica the fetch goes there; the rows wait for their own write
+            with self._access_lock:
+                rows = self._access_pending.pop(tenant, [])
+                self._access_since.pop(tenant, None)
         fetch = (f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids])
         if rows and not self.db.in_transaction():
             try:
