@@ -51,9 +51,15 @@ _REWRITES = (
     ("MAX(updated_at, COALESCE(last_accessed, 0))", "GREATEST(updated_at, COALESCE(last_accessed, 0))"),
     ("LENGTH(CAST(content AS BLOB))", "octet_length(content)"),
     (" IS ?", " IS NOT DISTINCT FROM ?"),
+    ("ON CONFLICT(id)", "ON CONFLICT (tenant, id)"),  # ids are unique per tenant here (pg_sql/014)
+    # A record's vectors carry its tenant here (not in SQLite): joins keep to one tenant (Citus).
+    (
+        "JOIN memories m ON m.rowid = v.memory_rowid",
+        "JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid",
+    ),
 )
 # Conflict targets of the tables the shared mixins write with INSERT OR REPLACE.
-_REPLACE_KEYS = {"messages": "id"}
+_REPLACE_KEYS = {"messages": "tenant, id"}
 
 
 def placeholders(sql: str) -> str:
@@ -96,7 +102,8 @@ def translate(sql: str) -> tuple[str, str | None]:
                 columns = re.search(r"\(([^)]*)\)", sql)
                 names = [c.strip() for c in columns.group(1).split(",")] if columns else []
                 target = _REPLACE_KEYS.get(table, "id")
-                sets = ", ".join(f"{c} = excluded.{c}" for c in names if c != target)
+                keys = {k.strip() for k in target.split(",")}
+                sets = ", ".join(f"{c} = excluded.{c}" for c in names if c not in keys)
                 sql += f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
         if table in _SERIAL_KEYS and "RETURNING" not in sql.upper():
             key = _SERIAL_KEYS[table]

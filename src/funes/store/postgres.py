@@ -122,11 +122,12 @@ class PostgresStore(
         self._access_since: dict[str, float] = {}
         self.db = PgDatabase(url, min_size=pool_min, max_size=pool_max)
         try:
-            self._migrate()
             if read_url:  # reads outside transactions go to the replica (docs/postgres.md, "Read replicas")
                 from .pg_replica import ReadReplica
 
+                # Before migrating: the replica serves no read before it has replayed the migrations.
                 self.db.replica = ReadReplica(self.db, read_url, min_size=pool_min, max_size=pool_max)
+            self._migrate()
             self._warn_if_rls_bypassed()
             ident = self.identity()
         except BaseException:
