@@ -11,18 +11,14 @@ workload that ran without an error sent it none.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import shutil
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from replica_pair import ROLE, Cluster, bin_dir, free_port
 
 import funes
 from funes.providers.embed import HashEmbedder
@@ -31,121 +27,13 @@ from funes.store.tenancy import acting_for
 
 pytestmark = pytest.mark.postgres
 
-_ROLE = "funes_test"
-
-
-def _bin_dir() -> Path | None:
-    import importlib.util
-
-    spec = importlib.util.find_spec("pgserver")  # found, not imported: its import warns about XDG_RUNTIME_DIR
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).parent / "pginstall" / "bin"
-    return path if (path / "pg_basebackup").exists() and (path / "pg_ctl").exists() else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Cluster:
-    """A primary and its streaming replica, run with pgserver's binaries (as user ``pgserver`` under root)."""
-
-    def __init__(self, bin_dir: Path, base: Path) -> None:
-        self.bin = bin_dir
-        self.base = base
-        self.user: str | None = None
-        if os.geteuid() == 0:  # PostgreSQL refuses to run as root: pgserver runs it as this user
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR in containers
-                from pgserver.utils import ensure_user_exists
-
-            ensure_user_exists("pgserver")
-            self.user = "pgserver"
-        self.primary_dir, self.replica_dir = base / "primary", base / "replica"
-        self.primary_port, self.replica_port = _free_port(), _free_port()
-
-    def run(self, name: str, *args: str) -> None:
-        subprocess.run([str(self.bin / name), *args], check=True, capture_output=True, user=self.user, timeout=120)
-
-    def own(self, path: Path) -> None:
-        path.mkdir(mode=0o700)
-        if self.user is not None:
-            shutil.chown(path, self.user, self.user)
-
-    def url(self, port: int, user: str = "postgres", db: str = "postgres") -> str:
-        password = f":{user}" if user == _ROLE else ""
-        return f"postgresql://{user}{password}@127.0.0.1:{port}/{db}"
-
-    def start(self, data: Path) -> None:
-        self.run("pg_ctl", "-D", str(data), "-l", str(data / "log"), "-w", "-t", "60", "start")
-
-    def stop(self, data: Path) -> None:
-        with contextlib.suppress(Exception):
-            self.run("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
-
-    def setup(self) -> None:
-        self.base.chmod(0o755)
-        self.own(self.primary_dir)
-        self.run(
-            "initdb", "-D", str(self.primary_dir), "--auth=trust", "-U", "postgres", "--encoding=utf8", "--no-sync"
-        )
-        with (self.primary_dir / "postgresql.conf").open("a") as conf:
-            conf.write(
-                f"\nlisten_addresses = '127.0.0.1'\nport = {self.primary_port}\nunix_socket_directories = ''\n"
-                "wal_level = replica\nmax_wal_senders = 5\nhot_standby = on\nfsync = off\n"
-            )
-        self.start(self.primary_dir)
-        import psycopg
-
-        with psycopg.connect(self.url(self.primary_port), autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {_ROLE} LOGIN PASSWORD '{_ROLE}' NOSUPERUSER NOBYPASSRLS")
-            conn.execute(f"CREATE DATABASE funes OWNER {_ROLE}")
-        with psycopg.connect(self.url(self.primary_port, db="funes"), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION vector")
-        self.own(self.replica_dir)
-        # -R: standby.signal and primary_conninfo, so the copy starts as a streaming hot standby;
-        # a fast checkpoint, or pg_basebackup waits for the next spread one (minutes).
-        self.run(
-            "pg_basebackup", "-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres",
-            "-D", str(self.replica_dir), "-R", "-X", "stream", "--checkpoint=fast", "--no-sync",
-        )  # fmt: skip
-        with (self.replica_dir / "postgresql.conf").open("a") as conf:
-            conf.write(f"\nport = {self.replica_port}\n")
-        self.start(self.replica_dir)
-
-    def admin(self, port: int) -> object:
-        import psycopg
-
-        return psycopg.connect(self.url(port, db="funes"), autocommit=True)
-
-    def wait_for_replay(self) -> None:
-        """Until the replica has replayed everything the primary has written so far."""
-        with self.admin(self.primary_port) as conn:  # type: ignore[attr-defined]
-            target = wal_position(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
-        with self.admin(self.replica_port) as conn:  # type: ignore[attr-defined]
-            for _ in range(600):
-                if wal_position(conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()[0]) >= target:
-                    return
-                time.sleep(0.05)
-        raise AssertionError("the replica did not replay the primary's WAL within 30 s")
-
-    def replay(self, on: bool) -> None:
-        """Pause or resume the replica's replay (it keeps receiving WAL, it stops applying it)."""
-        with self.admin(self.replica_port) as conn:  # type: ignore[attr-defined]
-            conn.execute("SELECT pg_wal_replay_resume()" if on else "SELECT pg_wal_replay_pause()")
-
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    bin_dir = _bin_dir()
-    if bin_dir is None:
+    binaries = bin_dir()
+    if binaries is None:
         pytest.skip("pgserver's PostgreSQL binaries (pg_ctl, pg_basebackup) are not installed")
-    pair = Cluster(bin_dir, Path(tempfile.mkdtemp(prefix="funes-replica-")))
+    pair = Cluster(binaries, Path(tempfile.mkdtemp(prefix="funes-replica-")))
     try:
         pair.setup()
         yield pair
@@ -157,8 +45,8 @@ def cluster() -> Iterator[Cluster]:
 
 @pytest.fixture
 def mem(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[funes.Funes]:
-    monkeypatch.setenv("FUNES_DB_READ_URL", cluster.url(cluster.replica_port, _ROLE, "funes"))  # the setting
-    service = funes.open(cluster.url(cluster.primary_port, _ROLE, "funes"), embedder=HashEmbedder(64), worker="off")
+    monkeypatch.setenv("FUNES_DB_READ_URL", cluster.url(cluster.replica_port, ROLE, "funes"))  # the setting
+    service = funes.open(cluster.url(cluster.primary_port, ROLE, "funes"), embedder=HashEmbedder(64), worker="off")
     yield service
     service.close()
 
@@ -228,7 +116,7 @@ def test_a_tenant_reads_its_own_writes_while_the_replica_lags(cluster: Cluster, 
 def test_an_unreachable_replica_leaves_reads_on_the_primary_with_one_warning(
     cluster: Cluster, pg_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    dead = f"postgresql://{_ROLE}:{_ROLE}@127.0.0.1:{_free_port()}/funes"  # nothing listens there
+    dead = f"postgresql://{ROLE}:{ROLE}@127.0.0.1:{free_port()}/funes"  # nothing listens there
     with caplog.at_level(logging.WARNING, logger="funes.store.postgres"):
         service = funes.open(pg_url, embedder=HashEmbedder(64), worker="off", db_read_url=dead)
         try:
@@ -241,7 +129,7 @@ def test_an_unreachable_replica_leaves_reads_on_the_primary_with_one_warning(
             service.close()
     warnings = [r for r in caplog.records if "read replica" in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
-    assert "cannot be reached" in warnings[0].getMessage() and _ROLE + ":" + _ROLE not in warnings[0].getMessage()
+    assert "cannot be reached" in warnings[0].getMessage() and ROLE + ":" + ROLE not in warnings[0].getMessage()
 
 
 def test_a_replica_that_stops_mid_run_fails_over_to_the_primary(
