@@ -359,7 +359,11 @@ def open(
     location = config.db_location
     if isinstance(location, str):
         store = open_store(
-            location, pool_min=config.pg_pool_min, pool_max=config.pg_pool_max, exact_max=config.pg_exact_max
+            location,
+            pool_min=config.pg_pool_min,
+            pool_max=config.pg_pool_max,
+            exact_max=config.pg_exact_max,
+            read_url=config.db_read_url,
         )
     else:
         store = open_store(

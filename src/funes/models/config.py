@@ -62,6 +62,13 @@ register(
     "PostgreSQL URL of the store (postgresql://user:password@host:5432/db); used when db_path is empty. "
     "See docs/postgres.md.",
 )
+register(
+    "db_read_url",
+    "",
+    str,
+    "PostgreSQL URL of a streaming read replica: reads outside transactions go there, writes to the store. "
+    "See docs/postgres.md.",
+)
 register("pg_pool_min", 1, int, "Connections a PostgreSQL store keeps open.", minimum=1)
 register("pg_pool_max", 10, int, "Most connections a PostgreSQL store opens at once (one per busy thread).", minimum=1)
 register(

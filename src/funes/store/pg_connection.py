@@ -22,6 +22,8 @@ one pipeline with the statement, so it costs no round trip of its own.
 :meth:`PgDatabase.batch` sends several reads (with ``SET LOCAL`` planner
 settings) in one round trip. Every connection counts its statements and
 round trips in :attr:`PgDatabase.counter` (a pipeline is one round trip).
+With a read replica attached (:mod:`funes.store.pg_replica`), the pure reads
+outside a transaction go to it.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ import functools
 import logging
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
 from .tenancy import current_tenant
 
 log = logging.getLogger("funes.store.postgres")
+T = TypeVar("T")
 
 # Tables whose inserts report a generated key as ``cursor.lastrowid``.
 _SERIAL_KEYS = {"cleanup_log": "id", "access_log": "id", "usage": "id", "memory_vectors": "vector_id"}
@@ -48,9 +51,15 @@ _REWRITES = (
     ("MAX(updated_at, COALESCE(last_accessed, 0))", "GREATEST(updated_at, COALESCE(last_accessed, 0))"),
     ("LENGTH(CAST(content AS BLOB))", "octet_length(content)"),
     (" IS ?", " IS NOT DISTINCT FROM ?"),
+    ("ON CONFLICT(id)", "ON CONFLICT (tenant, id)"),  # ids are unique per tenant here (pg_sql/014)
+    # A record's vectors carry its tenant here (not in SQLite): joins keep to one tenant (Citus).
+    (
+        "JOIN memories m ON m.rowid = v.memory_rowid",
+        "JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid",
+    ),
 )
 # Conflict targets of the tables the shared mixins write with INSERT OR REPLACE.
-_REPLACE_KEYS = {"messages": "id"}
+_REPLACE_KEYS = {"messages": "tenant, id"}
 
 
 def placeholders(sql: str) -> str:
@@ -93,7 +102,8 @@ def translate(sql: str) -> tuple[str, str | None]:
                 columns = re.search(r"\(([^)]*)\)", sql)
                 names = [c.strip() for c in columns.group(1).split(",")] if columns else []
                 target = _REPLACE_KEYS.get(table, "id")
-                sets = ", ".join(f"{c} = excluded.{c}" for c in names if c != target)
+                keys = {k.strip() for k in target.split(",")}
+                sets = ", ".join(f"{c} = excluded.{c}" for c in names if c not in keys)
                 sql += f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
         if table in _SERIAL_KEYS and "RETURNING" not in sql.upper():
             key = _SERIAL_KEYS[table]
@@ -307,32 +317,28 @@ class PgConnection:
 
 
 class PgReader:
-    """Statements outside a transaction: each borrows a pooled connection for just its own run."""
+    """Statements outside a transaction: each borrows a pooled connection for just its own run (a replica's for reads)."""
 
     def __init__(self, db: PgDatabase) -> None:
         self.db = db
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         """Run one statement of the shared SQL (``?`` placeholders)."""
-        with self.db.borrow() as conn:
-            return conn.execute(sql, params)
+        return self.db.read((sql,), lambda conn: conn.execute(sql, params))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for each parameter row (each commits on its own)."""
-        with self.db.borrow() as conn:
-            conn.executemany(sql, rows)
+        self.db.read((sql,), lambda conn: conn.executemany(sql, rows))
 
     def native(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         """Run PostgreSQL SQL as written (``%s`` placeholders)."""
-        with self.db.borrow() as conn:
-            return conn.native(sql, params)
+        return self.db.read((sql,), lambda conn: conn.native(sql, params))
 
     def batch(
         self, statements: Sequence[tuple[str, Sequence[Any] | None]], settings: Sequence[str] = ()
     ) -> list[PgCursor]:
         """Read statements in one round trip (see :meth:`PgConnection.batch`)."""
-        with self.db.borrow() as conn:
-            return conn.batch(statements, settings)
+        return self.db.read([sql for sql, _ in statements], lambda conn: conn.batch(statements, settings))
 
 
 class PgDatabase:
@@ -357,6 +363,8 @@ class PgDatabase:
         self._local = threading.local()
         self._closed = False
         self._vector_ready = False
+        #: A streaming replica serving the pure reads outside transactions (funes.store.pg_replica), or None.
+        self.replica: Any = None
         #: Statements and round trips of this database's pooled connections.
         self.counter = StatementCounter()
         try:
@@ -449,6 +457,13 @@ class PgDatabase:
         finally:
             self.pool.putconn(raw)
 
+    def read(self, statements: Sequence[str], run: Callable[[PgConnection], T]) -> T:
+        """Run statements outside a transaction: on the read replica when they only read and it may serve them."""
+        if self.replica is not None:
+            return self.replica.read(statements, run)  # type: ignore[no-any-return]
+        with self.borrow() as conn:
+            return run(conn)
+
     def reader(self) -> PgConnection | PgReader:
         """Where reads go: this thread's transaction when it is in one, else a statement-at-a-time reader."""
         current = getattr(self._local, "conn", None)
@@ -498,7 +513,10 @@ class PgDatabase:
                     raise
                 else:
                     try:
-                        conn.raw.execute("COMMIT")
+                        if self.replica is not None:
+                            self.replica.commit(conn)  # notes the WAL position, for read-your-writes
+                        else:
+                            conn.raw.execute("COMMIT")
                     except self.error as exc:
                         conn.forget_tenant()
                         raise self.translate_error(exc) from exc
@@ -513,6 +531,8 @@ class PgDatabase:
     def close(self) -> None:
         """Close the pool and its connections."""
         self._closed = True
+        if self.replica is not None:
+            self.replica.close()
         with contextlib.suppress(Exception):
             self.pool.close()
 

@@ -107,6 +107,7 @@ class PostgresStore(
         pool_min: int = 1,
         pool_max: int = 10,
         exact_max: int = 4000,
+        read_url: str = "",
         **_ignored: Any,
     ) -> None:
         self.url = url
@@ -122,6 +123,11 @@ class PostgresStore(
         self._access_since: dict[str, float] = {}
         self.db = PgDatabase(url, min_size=pool_min, max_size=pool_max)
         try:
+            if read_url:  # reads outside transactions go to the replica (docs/postgres.md, "Read replicas")
+                from .pg_replica import ReadReplica
+
+                # Before migrating: the replica serves no read before it has replayed the migrations.
+                self.db.replica = ReadReplica(self.db, read_url, min_size=pool_min, max_size=pool_max)
             self._migrate()
             self._warn_if_rls_bypassed()
             ident = self.identity()

@@ -4,7 +4,7 @@ Jobs keep every semantic of :mod:`funes.store.sqlite_jobs` (shared through
 the mixin); only the claim differs: ``SELECT ... FOR UPDATE SKIP LOCKED``
 inside one transaction, so workers in several processes never take the
 same job and never wait on each other's claimed rows. A dedupe key is taken
-with ``ON CONFLICT DO NOTHING`` against the partial unique index.
+with ``ON CONFLICT DO NOTHING`` against the partial unique index (per tenant).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ _AWAITED = (
     "SELECT jsonb_array_elements_text(payload::jsonb -> 'ids') FROM jobs "
     "WHERE kind = 'vectors' AND status IN ('queued', 'running') AND jsonb_typeof(payload::jsonb -> 'ids') = 'array'"
 )
-_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)"
+_NO_VECTOR = "NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = m.tenant AND v.memory_rowid = m.rowid)"
 _KEY_COLUMNS = ("id", "team", "user_id", "role", "name", "prefix", "created_at", "last_used_at", "revoked_at")
 _KEY_TIMES = ("created_at", "last_used_at", "revoked_at")
 
@@ -144,9 +144,11 @@ class PostgresExtras:
         if not ids:
             return {}
         tenant = current_tenant.get() or ""
-        with self._access_lock:
-            rows = self._access_pending.pop(tenant, [])
-            self._access_since.pop(tenant, None)
+        rows: list[Any] = []
+        if self.db.replica is None:  # with a replica the fetch goes there; the rows wait for their own write
+            with self._access_lock:
+                rows = self._access_pending.pop(tenant, [])
+                self._access_since.pop(tenant, None)
         fetch = (f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids])
         if rows and not self.db.in_transaction():
             try:
@@ -177,7 +179,7 @@ class PostgresExtras:
             row = conn.execute(
                 "INSERT INTO jobs (id, tenant, kind, payload, status, max_attempts, run_after, dedupe_key, "
                 "created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) "
-                "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'queued' DO NOTHING "
+                "ON CONFLICT (tenant, dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'queued' DO NOTHING "
                 "RETURNING id",
                 (
                     job_id,
@@ -194,7 +196,7 @@ class PostgresExtras:
             if row is not None:
                 return str(row[0])
             existing = conn.execute(
-                "SELECT id FROM jobs WHERE dedupe_key = ? AND status = 'queued'", (dedupe_key,)
+                "SELECT id FROM jobs WHERE tenant = ? AND dedupe_key = ? AND status = 'queued'", (tenant, dedupe_key)
             ).fetchone()
         return str(existing[0])
 

@@ -392,8 +392,8 @@ class PostgresSearch:
         # GROUP BY takes the best part of each record and keeps the planner off the HNSW index.
         sql = (
             f"SELECT max(1 - (v.embedding <=> ?)) AS sim, {', '.join('m.' + c for c in RANK_COLUMNS)} "
-            f"FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid WHERE {' AND '.join(where)} "
-            "GROUP BY m.rowid ORDER BY sim DESC, m.id LIMIT ?"
+            f"FROM memory_vectors v JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid "
+            f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?"
         )
         return _best(self.db.reader().execute(sql, params).fetchall(), k)
 
@@ -422,7 +422,7 @@ class PostgresSearch:
             params += [query, max(k * 4, 40)]
             sql = (
                 f"SELECT 1 - (v.embedding <=> ?), {columns} FROM memory_vectors v JOIN memories m "
-                f"ON m.rowid = v.memory_rowid WHERE {' AND '.join(where)} "
+                f"ON m.tenant = v.tenant AND m.rowid = v.memory_rowid WHERE {' AND '.join(where)} "
                 "ORDER BY v.embedding <=> ? LIMIT ?"
             )
         else:
@@ -430,12 +430,12 @@ class PostgresSearch:
             # MATERIALIZED: the index's candidates are fetched once, then joined by primary key
             # (an inlined subquery was re-run per record under a stale row estimate: 400 ms).
             inner = (
-                "WITH c AS MATERIALIZED (SELECT v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
+                "WITH c AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
                 "FROM memory_vectors v ORDER BY v.embedding <=> ? LIMIT ?) "
             )
             where = self._where(filters, now, params)
             sql = (
-                f"{inner}SELECT c.sim, {columns} FROM c JOIN memories m ON m.rowid = c.memory_rowid "
+                f"{inner}SELECT c.sim, {columns} FROM c JOIN memories m ON m.tenant = c.tenant AND m.rowid = c.memory_rowid "
                 f"WHERE {' AND '.join(where)}"
             )
         rows = self.db.reader().batch([(placeholders(sql), params)], settings)[0].fetchall()
@@ -452,8 +452,9 @@ class PostgresSearch:
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             for memory_id, embedding in conn.execute(
-                f"SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid "
-                f"WHERE m.id IN ({marks}) ORDER BY v.memory_rowid, v.part",
+                f"SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v "
+                f"ON v.tenant = m.tenant AND v.memory_rowid = m.rowid WHERE m.id IN ({marks}) "
+                "ORDER BY v.memory_rowid, v.part",
                 chunk,
             ):
                 out.setdefault(memory_id, []).append(_array(embedding))

@@ -1,0 +1,172 @@
+"""Read replicas (issue 29, "Past one machine"): a real streaming replica from pgserver's binaries on 127.0.0.1.
+
+The module starts its own primary (``initdb``, ``wal_level=replica``, TCP on
+127.0.0.1), clones it with ``pg_basebackup -R`` into a hot standby on another
+port, and points Funes at both (``db_read_url``). The replica's pool has its
+own statement counter (:attr:`funes.store.pg_replica.ReadReplica.counter`), and
+``pg_is_in_recovery()`` run through the store's reader says which server
+answered. The replica refuses every write (it is a hot standby), so a
+workload that ran without an error sent it none.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from replica_pair import ROLE, Cluster, bin_dir, free_port
+
+import funes
+from funes.providers.embed import HashEmbedder
+from funes.store.pg_replica import is_pure_read, wal_position
+from funes.store.tenancy import acting_for
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    binaries = bin_dir()
+    if binaries is None:
+        pytest.skip("pgserver's PostgreSQL binaries (pg_ctl, pg_basebackup) are not installed")
+    pair = Cluster(binaries, Path(tempfile.mkdtemp(prefix="funes-replica-")))
+    try:
+        pair.setup()
+        yield pair
+    finally:
+        pair.stop(pair.replica_dir)
+        pair.stop(pair.primary_dir)
+        shutil.rmtree(pair.base, ignore_errors=True)
+
+
+@pytest.fixture
+def mem(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[funes.Funes]:
+    monkeypatch.setenv("FUNES_DB_READ_URL", cluster.url(cluster.replica_port, ROLE, "funes"))  # the setting
+    service = funes.open(cluster.url(cluster.primary_port, ROLE, "funes"), embedder=HashEmbedder(64), worker="off")
+    yield service
+    service.close()
+
+
+def _served_by_replica(mem: funes.Funes) -> bool:
+    return bool(mem.core.store.db.reader().native("SELECT pg_is_in_recovery()").fetchone()[0])
+
+
+def test_reads_go_to_the_replica_and_writes_never_do(cluster: Cluster, mem: funes.Funes) -> None:
+    db = mem.core.store.db
+    replica = db.replica
+    assert replica is not None and replica.pool is not None
+    with acting_for("acme"):
+        done = mem.remember_many([f"acme note {n}: the deploy is on Tuesday" for n in range(20)], tenant="acme")
+        ids = [r.memory.id for r in done if r.memory is not None]
+    cluster.wait_for_replay()
+    with acting_for("acme"):
+        assert _served_by_replica(mem)  # the store's reads now land on the standby
+        replica.counter.log, db.counter.log = [], []
+        hits = mem.search("deploy Tuesday", tenant="acme")
+        got = mem.get(ids[0], tenant="acme")
+        listed = mem.list(tenant="acme", limit=5)
+    assert hits and all("deploy" in h.memory.content for h in hits)
+    assert got is not None and got.content.startswith("acme note 0")
+    assert len(listed.items) == 5
+    served = [sql for _, sql in replica.counter.log]
+    assert served, "the reads went to the primary"
+    assert all(is_pure_read(sql) for sql in served), [s for s in served if not is_pure_read(s)]
+    # The reads ran on the replica; the primary served no read of the search, get or list.
+    primary_reads = [sql for _, sql in db.counter.log if is_pure_read(sql)]
+    assert primary_reads == [], primary_reads
+    replica.counter.log = db.counter.log = None
+    # Access tracking is a write: it goes to the primary, and the replica (read-only) never refused one.
+    mem.core.store.flush_accesses()
+    with cluster.admin(cluster.primary_port) as conn:  # type: ignore[attr-defined]
+        logged = conn.execute("SELECT count(*) FROM access_log WHERE tenant = 'acme'").fetchone()[0]
+        counted = conn.execute("SELECT sum(access_count) FROM memories WHERE tenant = 'acme'").fetchone()[0]
+    assert logged > 0 and counted >= logged
+
+
+def test_a_tenant_reads_its_own_writes_while_the_replica_lags(cluster: Cluster, mem: funes.Funes) -> None:
+    db = mem.core.store.db
+    replica = db.replica
+    with acting_for("globex"):
+        mem.remember("globex keeps its invoices in the blue folder", tenant="globex")
+    cluster.wait_for_replay()
+    cluster.replay(False)  # the replica receives WAL but applies none: it lags from here on
+    try:
+        with acting_for("acme"):
+            fresh = mem.remember("acme's new office is in Lisbon", tenant="acme")
+            assert mem.get(fresh.id, tenant="acme") is not None  # read-your-writes: served by the primary
+            assert not _served_by_replica(mem)
+            hits = mem.search("office Lisbon", tenant="acme")
+            assert [h.memory.id for h in hits][:1] == [fresh.id]
+        with acting_for("globex"):  # another tenant did not write: its reads stay on the replica
+            assert _served_by_replica(mem)
+            assert mem.search("invoices blue folder", tenant="globex")
+    finally:
+        cluster.replay(True)
+    cluster.wait_for_replay()
+    with acting_for("acme"):  # replayed: acme's reads go back to the replica, which now holds the write
+        assert _served_by_replica(mem)
+        assert mem.get(fresh.id, tenant="acme") is not None
+        assert replica.counter.statements > 0
+
+
+def test_an_unreachable_replica_leaves_reads_on_the_primary_with_one_warning(
+    cluster: Cluster, pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    dead = f"postgresql://{ROLE}:{ROLE}@127.0.0.1:{free_port()}/funes"  # nothing listens there
+    with caplog.at_level(logging.WARNING, logger="funes.store.postgres"):
+        service = funes.open(pg_url, embedder=HashEmbedder(64), worker="off", db_read_url=dead)
+        try:
+            with acting_for("acme"):
+                saved = service.remember("the replica is down today", tenant="acme")
+                for _ in range(3):
+                    assert service.get(saved.id, tenant="acme") is not None
+                    assert service.search("replica down", tenant="acme")
+        finally:
+            service.close()
+    warnings = [r for r in caplog.records if "read replica" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert "cannot be reached" in warnings[0].getMessage() and ROLE + ":" + ROLE not in warnings[0].getMessage()
+
+
+def test_a_replica_that_stops_mid_run_fails_over_to_the_primary(
+    cluster: Cluster, mem: funes.Funes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with acting_for("acme"):
+        saved = mem.remember("failover keeps reads working", tenant="acme")
+    cluster.wait_for_replay()
+    with acting_for("acme"):
+        assert _served_by_replica(mem)
+    cluster.stop(cluster.replica_dir)
+    try:
+        with caplog.at_level(logging.WARNING, logger="funes.store.postgres"), acting_for("acme"):
+            for _ in range(3):
+                assert mem.get(saved.id, tenant="acme") is not None
+                assert mem.search("failover reads", tenant="acme")
+            assert not _served_by_replica(mem)
+        warnings = [r for r in caplog.records if "read replica" in r.getMessage()]
+        assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    finally:
+        cluster.start(cluster.replica_dir)
+
+
+def test_statements_are_routed_by_what_they_do() -> None:
+    assert is_pure_read("SELECT id FROM memories WHERE tenant = ?")
+    assert is_pure_read("  WITH q AS (SELECT 1) SELECT * FROM q")
+    assert is_pure_read("SELECT updated_at, last_update FROM memories")  # column names are not writes
+    for sql in (
+        "INSERT INTO memories (id) VALUES (?)",
+        "WITH ev AS (SELECT 1), bump AS (UPDATE memories SET access_count = 1) INSERT INTO access_log SELECT 1",
+        "SELECT * FROM jobs WHERE status = 'queued' FOR UPDATE SKIP LOCKED",
+        "SELECT id FROM jobs FOR SHARE",
+        "SELECT pg_advisory_xact_lock(1)",
+        "SELECT nextval('memories_rowid_seq')",
+        "VACUUM memories",
+        "ANALYZE memories",
+        "DELETE FROM memories",
+    ):
+        assert not is_pure_read(sql), sql
+    assert wal_position("16/B374D848") == (0x16 << 32) + 0xB374D848 > wal_position("16/0") > wal_position(None) == 0
