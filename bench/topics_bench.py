@@ -112,13 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     base = rows.get("none")
     print(f"\n## SciFact: document topics in the keyword index ({rows[next(iter(rows))]['n']} claims)")
     print(
-        f"{'topics':<8} {'labelled':>8} {'R@1':>6} {'R@10':>6} {'R@100':>6} {'MRR':>6} {'NDCG@10':>8} {'ΔNDCG@10':>9}"
+        f"{'topics':<8} {'labelled':>8} {'R@1':>6} {'R@10':>6} {'R@100':>6} {'MRR':>6} {'NDCG@10':>8} {'ΔNDCG@10':>9} "
+        f"{'top-10 changed':>15}"
     )
     for variant, row in rows.items():
         delta = f"{row['NDCG@10'] - base['NDCG@10']:+9.4f}" if base else ""
+        moved = sum(a != b for a, b in zip(row["top10"], base["top10"], strict=True)) if base else 0
         print(
             f"{variant:<8} {row['labelled']:>8} {row['R@1']:>6.3f} {row['R@10']:>6.3f} {row['R@100']:>6.3f} "
-            f"{row['MRR']:>6.3f} {row['NDCG@10']:>8.4f} {delta}"
+            f"{row['MRR']:>6.3f} {row['NDCG@10']:>8.4f} {delta} {moved:>15}"
         )
     for variant, row in rows.items():
         if variant != "none":

@@ -9,8 +9,10 @@ What a document is labelled by, first found first:
 
 1. its title: a note's front-matter ``title``, else its top-level heading;
 2. its file name (``ramen-visits.md`` reads "ramen visits"), with generic
-   names (``notes``, ``readme``, ``untitled``, ``report``...) left out;
-   a spreadsheet's sheet and table names count here too;
+   names (``notes``, ``readme``, ``untitled``, ``report``...) left out, and
+   in a document of 80 words or more only the words its text says too
+   (``big-report.pdf`` is not about "big"); then a spreadsheet's sheet and
+   table names;
 3. its text alone, when neither says anything.
 
 The document's text ranks the title's words: of "Ramen bar visits", the
@@ -46,6 +48,8 @@ GENERIC = frozenset(
     introduction abstract overview summary contents appendix references chapter section part page sheet table
     report export scan img image dataset""".split()
 )
+#: From this many words on, a file name's words label a document only when its text says them too.
+LONG_WORDS = 80
 _MARKS = re.compile(r"^\s*#{1,6}\s*|\s*#+\s*$")
 
 
@@ -61,10 +65,16 @@ def _headings(memory: Memory) -> list[str]:
     return [_MARKS.sub("", part).strip() for part in path.split(" > ") if part.strip()] if path else []
 
 
-def label(subjects: Sequence[str], body: str) -> str:
-    """The topic of a text titled by ``subjects`` (most telling first): the first one with a content word decides."""
+def label(subjects: Sequence[str], body: str, *, named: Sequence[str] = ()) -> str:
+    """The topic of a text titled by ``subjects`` (most telling first): the first one with a content word decides.
+
+    ``named`` are subjects that only count with the words ``body`` says too
+    (a file name): a long text that never says "big" of ``big-report.pdf``
+    is about something else. A short one is taken at its name's word.
+    """
+    long = len(body.split()) >= LONG_WORDS
     for subject in subjects:
-        found = strongest_words(subject, body, ignore=GENERIC)
+        found = strongest_words(subject, body, ignore=GENERIC, said=long and subject in named)
         if found:
             return found
     return strongest_words(body, ignore=GENERIC)
@@ -79,10 +89,9 @@ def document_topics(records: Sequence[Memory], *, name: str, title: str | None =
     tops = {id(m): (_headings(m) or [""])[0] for m in wanted}
     # A note's own headings, in order; the first is its title when it has only one (or no front-matter title).
     headed = list(dict.fromkeys(t for t in tops.values() if t and label([t], "") and not title))
-    subjects = [
-        s for s in (title, headed[0] if len(headed) == 1 else None, file_words(name), *sheet_names(wanted)) if s
-    ]
-    whole = label(subjects, body)
+    named = file_words(name)
+    subjects = [s for s in (title, headed[0] if len(headed) == 1 else None, named, *sheet_names(wanted)) if s]
+    whole = label(subjects, body, named=[named])
     by_heading: dict[str, str] = {}
     if len(headed) > 1:  # several top-level subjects: each labels its own sections
         for heading in headed:

@@ -398,13 +398,14 @@ def _stems(text: str) -> tuple[list[str], list[str | None]]:
     return tokens, stems
 
 
-def strongest_words(text: str, body: str = "", *, ignore: frozenset[str] = frozenset()) -> str:
+def strongest_words(text: str, body: str = "", *, ignore: frozenset[str] = frozenset(), said: bool = False) -> str:
     """The label :func:`topic_of` gives ``text``: its strongest content word, or the pair it recurs in.
 
     Candidates are the words of ``text`` (less those of ``ignore``, by stem),
     ranked by how often ``text`` says them, then how often ``body`` does, then
     length (a rough "more specific"), then order; a pair with the winner that
-    recurs (in ``text`` and ``body`` together) is kept whole.
+    recurs (in ``text`` and ``body`` together) is kept whole. With ``said``,
+    only words ``body`` says too are candidates.
     """
     tokens, stems = _stems(text)
     ignore = frozenset(_stem(w) for w in ignore)
@@ -412,13 +413,17 @@ def strongest_words(text: str, body: str = "", *, ignore: frozenset[str] = froze
     if not counts:
         return ""
     body_tokens, body_stems = _stems(body) if body else ([], [])
-    said = Counter(x for x in body_stems if x in counts)
+    in_body = Counter(x for x in body_stems if x in counts)
+    if said:
+        counts = Counter({x: n for x, n in counts.items() if in_body[x]})
+        if not counts:
+            return ""
     first = {stem: i for i, stem in reversed(list(enumerate(stems))) if stem}
     spelled: dict[str, Counter[str]] = {}
     for word, stem in zip([*tokens, *body_tokens], [*stems, *body_stems], strict=True):
         if stem in counts:
             spelled.setdefault(stem, Counter())[word] += 1
-    top = min(counts, key=lambda x: (-counts[x], -said[x], -len(spelled[x].most_common(1)[0][0]), first[x]))
+    top = min(counts, key=lambda x: (-counts[x], -in_body[x], -len(spelled[x].most_common(1)[0][0]), first[x]))
     pairs = Counter(
         (a, b)
         for seq in (stems, body_stems)
