@@ -9,7 +9,11 @@ storage path, not the model. Baselines are measured in the same run on a
 fresh SQLite store each: ``Funes.remember`` (create), ``Funes.update``
 (a new version) and ``Funes.list`` (a page of 20) against
 ``memory_stores.create_memory``, ``update_memory`` with a ``content_sha256``
-precondition, and ``list_memories`` (a page of 20, view=basic).
+precondition, and ``list_memories`` (a page of 20, view=basic), also with
+``path_prefix`` and ``depth=1`` and from a cursor half way through, and
+``list_versions`` filtered by author (``api_key_id``); every filter runs in
+the query, so a page should cost about the same at any store size (compare
+``--memories 500`` with ``--memories 5000``).
 """
 
 from __future__ import annotations
@@ -61,7 +65,14 @@ def main() -> None:
             made: list[dict[str, str]] = []
             create_ours = timed(
                 [
-                    lambda i=i: made.append(ms.create_memory(store, f"/n/{i:05d}.md", f"note {i} about topic {i % 17}"))
+                    lambda i=i: made.append(
+                        ms.create_memory(
+                            store,
+                            f"/n/{i % 25:02d}/{i:05d}.md",
+                            f"note {i} about topic {i % 17}",
+                            actor={"type": "api_actor", "api_key_id": f"key_{i % 5}"},
+                        )
+                    )
                     for i in range(n)
                 ]
             )
@@ -77,10 +88,23 @@ def main() -> None:
                 ]
             )
             list_ours = timed([lambda: ms.list_memories(store, limit=20) for _ in range(50)])
+            halfway = None
+            for _ in range(n // 40):
+                halfway = ms.list_memories(store, limit=20, page=halfway)["next_page"]
+            deep_ours = timed([lambda: ms.list_memories(store, limit=20, page=halfway) for _ in range(50)])
+            prefix_ours = timed([lambda: ms.list_memories(store, path_prefix="/n/07/", limit=20) for _ in range(50)])
+            depth_ours = timed(
+                [lambda: ms.list_memories(store, path_prefix="/n/", depth=1, limit=20) for _ in range(50)]
+            )
+            author_ours = timed([lambda: ms.list_versions(store, api_key_id="key_3", limit=20) for _ in range(50)])
     print(f"{n} memories, hash embedder, SQLite; median per call (baseline, memory stores, ratio)")
     print(row("create", create_base, create_ours))
     print(row("update (new version)", update_base, update_ours))
     print(row("list a page of 20", list_base, list_ours))
+    print(row("  from a cursor half way", list_base, deep_ours))
+    print(row("  with path_prefix", list_base, prefix_ours))
+    print(row("  depth=1 (20 prefixes)", list_base, depth_ours))
+    print(row("versions by api_key_id", list_base, author_ours))
 
 
 if __name__ == "__main__":

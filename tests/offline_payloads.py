@@ -1,9 +1,11 @@
-"""Fifty payloads for the offline provider's titles and topics, and chat pairs for its merge rate.
+"""Fifty payloads for the offline provider's titles and topics, chat pairs for its merge rate, and documents.
 
 Written for the offline-summaries checks (issue 26): code cells, tables, files,
 chats, notes and other entities as the seeds send them. The chat pairs are one
 subject said twice in other words (they should merge) and two subjects that
-share words (they should not).
+share words (they should not). The documents and notes (files) are what
+ingest and folder sync label with a topic, with pairs of documents on one
+subject for their labels' agreement.
 """
 
 from __future__ import annotations
@@ -214,4 +216,71 @@ OTHER_SUBJECT: list[tuple[Turns, Turns]] = [
     (SAME_SUBJECT[7][0], SAME_SUBJECT[0][0]),
 ]
 
-__all__ = ["OTHER_SUBJECT", "PAYLOADS", "SAME_SUBJECT"]
+# Documents and notes as files (name, text): what `funes ingest` and folder sync label with a topic.
+DOCUMENTS: list[tuple[str, str]] = [
+    (
+        "ramen.md",
+        "# Ramen bar visits\n\nWe went to Ichiran twice and Afuri once; the ramen at Afuri was the best ramen.",
+    ),
+    ("deploy.md", "## Deploy checklist\n- run the migrations\n- warm the cache\n- flip the flag before the deploy"),
+    (
+        "2026-03-02.md",
+        "---\ntitle: Schema freeze meeting\n---\nAttendees: Ana, Bo. Agreed to freeze the schema until April.",
+    ),
+    ("README.md", "# Funes\n\nLocal-first long-term memory for assistants. Funes keeps what an assistant learns."),
+    ("notes.md", "The pager rotates every Monday at 9am. The pager goes to Ana this week."),
+    ("vendors.csv", "vendor,status,audit_date\nAcme,probation,2026-03-01\nGlobex,probation,2026-03-02"),
+    ("budget-2026.csv", "line,q1,q2,q3,q4,total\nTravel,10,12,9,14,45\nHardware,30,0,25,0,55"),
+    ("report.txt", "Annual report 2025\n\nRevenue grew 14 percent to 8.2 million. Revenue from exports doubled."),
+    ("vendor-review.md", "content: the vendor list is reviewed every quarter. id: v1. type: note"),
+    (
+        "journal.md",
+        "# Ramen\n\nIchiran twice this month.\n\n# Taxes\n\nFile the tax return by April.\n\n# 2026-01-02\n\nQuiet day.",
+    ),
+    ("untitled.txt", "   \n\nOnly one line after blank lines about the quarterly planning offsite in Lisbon."),
+    ("TODO.md", "- [ ] write the onboarding guide for new data engineers\n- [ ] pick an onboarding buddy for each"),
+    ("api-keys.md", "# Rotating API keys\n\nCreate new API keys, switch the clients, then revoke the old API keys."),
+    (
+        "postgres.md",
+        "Decision: we standardise on PostgreSQL 17 for the team server. Postgres gives us row-level security.",
+    ),
+    ("IMG_2041.txt", "Whiteboard: churn by cohort, churn by plan, churn after the price change."),
+    ("on-call.md", "# On-call\n\n## Rotation\n\nWeekly, Mondays at 9am.\n\n## Escalation\n\nPage the infra lead."),
+]
+# Two documents on one subject in other words (they should share a topic), as files (name, text).
+SAME_SUBJECT_DOCUMENTS: list[tuple[tuple[str, str], tuple[str, str]]] = [
+    (
+        ("ramen.md", "# Ramen bar visits\n\nIchiran twice, Afuri once: the ramen at Afuri was the best."),
+        ("tokyo-food.md", "# Where we ate\n\nRamen at Ichiran on Friday, more ramen at Afuri on Sunday."),
+    ),
+    (
+        ("api-keys.md", "# Rotating API keys\n\nCreate new API keys, switch clients, revoke the old API keys."),
+        ("runbook.md", "# Replacing expiring API keys\n\nIssue new API keys first, then revoke the expiring keys."),
+    ),
+    (
+        ("vendor-audit.md", "# Vendor audit\n\nAcme and Globex vendors are on probation after the audit."),
+        ("vendors.csv", "vendor,status,audit_date\nAcme,probation,2026-03-01\nGlobex,probation,2026-03-02"),
+    ),
+    (
+        ("offsite.md", "# Offsite planning\n\nLisbon, 40 people, venues by the river for the offsite."),
+        ("lisbon.txt", "The company offsite is in Lisbon this year; the offsite venue has a terrace."),
+    ),
+    (
+        ("backups.md", "# Warehouse backups\n\nA nightly pg_dump of the warehouse goes to the offsite bucket."),
+        ("restore-test.md", "# Restore test\n\nEvery month we restore the warehouse backups into a scratch database."),
+    ),
+    (
+        ("on-call.md", "# On-call rotation\n\nThe rotation switches every Monday at 9am."),
+        ("pager.txt", "Who is on call this week? The on-call rotation hands the pager over on Mondays."),
+    ),
+    (
+        ("q3-revenue.md", "# Q3 revenue\n\nRevenue grew 12% to 4.1M, driven by the EU region."),
+        ("report.txt", "Third quarter results\n\nRevenue rose 12 percent; EU revenue drove the growth."),
+    ),
+    (
+        ("catering.md", "# Offsite catering\n\nCatering is vegetarian and nut-free for Mira."),
+        ("menu.txt", "Menu for the offsite: vegetarian catering, no nuts, every dish labelled."),
+    ),
+]
+
+__all__ = ["DOCUMENTS", "OTHER_SUBJECT", "PAYLOADS", "SAME_SUBJECT", "SAME_SUBJECT_DOCUMENTS"]

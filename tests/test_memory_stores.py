@@ -220,3 +220,98 @@ def test_bad_input_gets_the_documented_status_and_error_and_writes_nothing(serve
         assert answer["type"] == "error" and answer["error"]["type"] == kind, answer
         assert answer["error"]["message"] and answer["error"]["hint"], answer
         assert state() == before, (action, body.keys())
+
+
+def test_list_filters_through_the_sdk(server: dict[str, Any], client: Any) -> None:
+    """Every list filter of the SDK narrows the answer; cursors hold across pages; bad values are 400s."""
+    ms = client().beta.memory_stores
+    store = ms.create(name="filters")
+    for path in ("/a.md", "/notes/2026/01.md", "/notes/2026/02.md", "/notes/todo.md", "/notes-archive/x.md"):
+        ms.memories.create(store.id, path=path, content=f"text of {path}")
+    assert [m.path for m in ms.memories.list(store.id, path_prefix="/notes/", limit=1)] == [
+        "/notes/2026/01.md",
+        "/notes/2026/02.md",
+        "/notes/todo.md",
+    ]
+    assert [(m.type, m.path) for m in ms.memories.list(store.id, path_prefix="/notes/", depth=1, limit=1)] == [
+        ("memory_prefix", "/notes/2026/"),
+        ("memory", "/notes/todo.md"),
+    ]
+    newest_first = ms.memories.list(store.id, limit=2, extra_query={"order": "desc", "order_by": "path"})
+    assert [m.path for m in newest_first] == [
+        "/notes/todo.md",
+        "/notes/2026/02.md",
+        "/notes/2026/01.md",
+        "/notes-archive/x.md",
+        "/a.md",
+    ]
+
+    # Versions by author: a second write key of the team, and an agent's session (written through the library).
+    other_key = client("read")  # reads with another key see every author's versions
+    with funes.open(server["store_url"], embedder="hash", worker="off") as service:
+        second_key, second_row = service.keys.create("t", "write")
+        agent_memory = service.memory_stores.create_memory(
+            store.id, "/agent.md", "by the agent", tenant="t", actor={"type": "session_actor", "session_id": "sesn_9"}
+        )
+    second_id = second_row["id"]
+    by_second = anthropic.Anthropic(api_key=second_key, base_url=server["base"], max_retries=0)
+    try:
+        mine = by_second.beta.memory_stores.memories.create(store.id, path="/second.md", content="by key two")
+    finally:
+        by_second.close()
+    versions = other_key.beta.memory_stores.memory_versions
+    assert [v.memory_id for v in versions.list(store.id, api_key_id=second_id)] == [mine.id]
+    assert [v.memory_id for v in versions.list(store.id, session_id="sesn_9")] == [agent_memory["id"]]
+    assert list(versions.list(store.id, service_account_id="svac_none")) == []
+    everything = list(versions.list(store.id, limit=2))
+    assert len(everything) == 7 and all(v.created_at for v in everything)
+    middle = everything[3].created_at
+    assert [v.id for v in versions.list(store.id, created_at_gte=middle, limit=1)] == [v.id for v in everything[:4]]
+    assert [v.id for v in versions.list(store.id, created_at_lte=middle, limit=1)] == [v.id for v in everything[3:]]
+    assert [s.id for s in ms.list(created_at_gte=store.created_at)] == [store.id]
+    assert list(ms.list(created_at_lte="2000-01-01T00:00:00Z")) == []
+
+    # Bad values: 400 invalid_request_error in Anthropic's shape, and nothing changes.
+    base, headers = server["base"], {"x-api-key": server["keys"]["write"]}
+    root = f"{base}/v1/memory_stores/{store.id}"
+    before = (httpx.get(f"{root}/memories", headers=headers).json(), httpx.get(f"{root}/memory_versions",
+              headers=headers).json())  # fmt: skip
+    first = httpx.get(f"{root}/memories", params={"limit": 1}, headers=headers).json()
+    for where, query in (
+        ("/memories", {"order": "sideways"}),
+        ("/memories", {"order_by": "created_at"}),
+        ("/memories", {"depth": "deep"}),
+        ("/memories", {"path_prefix": "notes"}),
+        ("/memories", {"page": first["next_page"], "path_prefix": "/notes/"}),
+        ("/memory_versions", {"created_at[gte]": "yesterday"}),
+        ("/memory_versions", {"api_key_id": "k", "session_id": "s"}),
+        ("/memory_versions", {"limit": 101}),
+        ("", {"created_at[lte]": "soon"}),
+    ):
+        url = f"{root}{where}" if where else f"{base}/v1/memory_stores"
+        reply = httpx.get(url, params=query, headers=headers)
+        assert reply.status_code == 400, (where, query, reply.text)
+        assert reply.json()["type"] == "error" and reply.json()["error"]["type"] == "invalid_request_error"
+    after = (httpx.get(f"{root}/memories", headers=headers).json(), httpx.get(f"{root}/memory_versions",
+             headers=headers).json())  # fmt: skip
+    assert after == before
+
+
+def test_key_errors_take_anthropics_shape_too(server: dict[str, Any]) -> None:
+    """A wrong key (401) and a read key writing (403) answer in Anthropic's shape, which the SDK maps."""
+    base = server["base"]
+    wrong = httpx.get(f"{base}/v1/memory_stores", headers={"x-api-key": "fk_not_a_key"})
+    assert wrong.status_code == 401 and wrong.json()["type"] == "error"
+    assert wrong.json()["error"]["type"] == "authentication_error" and wrong.json()["error"]["message"]
+    read = httpx.post(f"{base}/v1/memory_stores", json={"name": "x"}, headers={"x-api-key": server["keys"]["read"]})
+    assert read.status_code == 403 and read.json()["error"]["type"] == "permission_error"
+    assert read.json()["error"]["hint"]
+    with anthropic.Anthropic(api_key="fk_not_a_key", base_url=base, max_retries=0) as sdk:
+        with pytest.raises(anthropic.AuthenticationError) as refused:
+            sdk.beta.memory_stores.list()
+    assert refused.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
+    # Other routes keep Funes' own shape.
+    other = httpx.get(f"{base}/v1/teams/t/memories", headers={"x-api-key": "fk_not_a_key"})
+    assert other.status_code == 401 and "type" not in other.json() and other.json()["error"]["code"]
+    listed = httpx.get(f"{base}/v1/memory_stores", headers={"x-api-key": server["keys"]["write"]}).json()
+    assert listed["data"] == []  # nothing was created by the refused write

@@ -272,6 +272,23 @@ def test_generation_turned_off_for_a_file_is_a_clear_409(api: Team) -> None:
     assert nothing.status_code == 404 and "generate" in nothing.json()["error"]["hint"]
 
 
+def test_the_map_shows_an_uploaded_notes_sections_under_the_notes_topic(api: Team) -> None:
+    """Seen before: 11 of 12 cards under "No topic"; a note's sections had none (issue 26)."""
+    h = api.key("topics")
+    note = b"# Ramen bar visits\n\nIchiran twice, the ramen at Afuri once.\n\n## Afuri\n\nYuzu ramen, short queue.\n"
+    up = api.client.post("/v1/teams/topics/documents", files={"file": ("ramen.md", note)}, headers=h)
+    assert api.wait(up.json()["job_id"], h)["status"] == "done"
+    api.client.post("/v1/teams/topics/memories", json={"content": "Lunch is at noon.", "scope": "team"}, headers=h)
+    nodes = api.client.get("/v1/teams/topics/map", headers=h).json()["nodes"]
+    assert sorted((n["kind"], n["topic"]) for n in nodes) == [
+        ("markdown", "ramen"),
+        ("markdown", "ramen"),
+        ("memory", None),
+    ]
+    listed = api.client.get("/v1/teams/topics/memories", params={"scope": "team"}, headers=h).json()["items"]
+    assert sorted(m["topic"] or "" for m in listed) == ["", "ramen", "ramen"]
+
+
 def test_upload_is_accepted_then_indexed_and_failures_show_their_reason(api: Team) -> None:
     h = api.key("docs")
     text = b"# Handbook\n\nThe cafeteria opens at nine and closes at three.\n"

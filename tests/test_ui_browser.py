@@ -464,6 +464,12 @@ def test_documents_usage_settings_and_regenerate(server: Server, page: Any, tmp_
     expect(broken.locator(".doc-status")).to_contain_text("failed", timeout=TIMEOUT_MS)
     expect(broken.locator(".error-inline")).not_to_be_empty()
     page.screenshot(path=str(tmp_path / "documents-failed.png"), full_page=True)
+    # The note's section sits on the map under the note's topic, not under "No topic" (issue 26).
+    page.get_by_role("link", name="Knowledge map").click()
+    page.locator("#tab-team").click()
+    expect(page.locator('.group[data-group="topic:handbook"] .node-title')).to_have_text("Handbook")
+    expect(page.locator('.group[data-group="topic:"]')).to_have_count(0)
+    page.get_by_role("link", name="Documents").click()
     row.get_by_role("button", name="Re-index handbook.md").click()
     expect(row.locator(".doc-status")).to_contain_text("indexed", timeout=TIMEOUT_MS)
     row.get_by_role("button", name="Remove handbook.md").click()

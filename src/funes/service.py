@@ -30,6 +30,7 @@ The parts, innermost first (each may use only those before it):
 * ``keys`` (:class:`funes.memory.keys.Keys`): the team server's API keys;
 * ``generation`` (:class:`funes.curation.generation.Generation`): generate/regenerate as cooled-down jobs;
 * ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs;
+* ``document_topics`` (:class:`funes.knowledge.topics.DocumentTopics`): topics for documents indexed before them;
 * ``forgetting`` (:class:`funes.curation.forgetting.Forgetting`): forget everywhere with a receipt, verify it;
 * ``provenance`` (:class:`funes.curation.provenance.Provenance`): ``why``, a record's sources and derivatives.
 
@@ -40,7 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
 from .agents.capture import Capture
@@ -61,7 +63,8 @@ from .curation.provenance import Provenance
 from .curation.upkeep import Upkeep
 from .curation.versions import Curation
 from .knowledge.documents import Documents
-from .knowledge.folders import Folders
+from .knowledge.folders import Folder, Folders
+from .knowledge.topics import DocumentTopics
 from .knowledge.uploads import Uploads
 from .memory.atlas import Atlas
 from .memory.core import Core
@@ -137,6 +140,7 @@ class Funes:
         self.keys = Keys(self.core)
         self.generation = Generation(self.core, self.jobs, self.entities)
         self.uploads = Uploads(self.core, self.docs, self.jobs)
+        self.document_topics = DocumentTopics(self.core, self.jobs)  # labels documents indexed before topics
         self.forgetting = Forgetting(self.core, self.memory_folders, self.uploads)
         self.provenance = Provenance(self.core)
         if worker == "on":
@@ -254,7 +258,14 @@ class Funes:
     reindex_documents = _delegate("docs", Documents.reindex_documents)
 
     # -- memory folders ----------------------------------------------------------------------
-    add_folder = _delegate("memory_folders", Folders.add_folder)
+    def add_folder(
+        self, path: str | os.PathLike[str] | None = None, *, project: str | None = None, tenant: str | None = None
+    ) -> Folder:
+        """Register a memory folder (:meth:`Folders.add_folder`); the memory stores' memories appear in it at once."""
+        folder = self.memory_folders.add_folder(path, project=project, tenant=tenant)
+        self.memory_stores.mirror_all(tenant=tenant)
+        return folder
+
     folders = _delegate("memory_folders", Folders.folders)
     folder = _delegate("memory_folders", Folders.folder)
     remove_folder = _delegate("memory_folders", Folders.remove_folder)
@@ -294,7 +305,13 @@ class Funes:
     export_lines = _delegate("transfer", Transfer.export_lines)
     memory_map = _delegate("atlas", Atlas.layout)
     export = _delegate("transfer", Transfer.export)
-    import_ = _delegate("transfer", Transfer.import_)
+
+    def import_(self, lines: Iterable[str], *, tenant: str | None = None) -> dict[str, int]:
+        """Import an export (:meth:`Transfer.import_`); imported memory stores are mirrored to their folders."""
+        result = self.transfer.import_(lines, tenant=tenant)
+        if result.get("memory_stores") or result.get("memory_store_versions"):
+            self.memory_stores.mirror_all(every_tenant=True)
+        return result
 
     # -- background jobs ----------------------------------------------------------------------
     run_jobs = _delegate("jobs", Jobs.run_pending)

@@ -15,9 +15,10 @@ import unicodedata
 from typing import Any
 
 from ..errors import InvalidInput
-from ..models import format_time, from_epoch
+from ..models import format_time, from_epoch, parse_time
 
 MAX_PATH_BYTES = 1024
+MAX_PATH_SEGMENTS = 20
 MAX_CONTENT_BYTES = 102_400
 MAX_NAME_CHARS = 255
 MAX_DESCRIPTION_CHARS = 1024
@@ -50,6 +51,11 @@ def check_path(path: Any, field: str = "path") -> str:
     segments = path[1:].split("/")
     if path == "/" or "" in segments:
         raise InvalidInput(f"The {field} {path[:80]!r} has an empty segment.", hint=f"Name every segment, {example}.")
+    if len(segments) > MAX_PATH_SEGMENTS:
+        raise InvalidInput(
+            f"The {field} has {len(segments)} segments, over the limit of {MAX_PATH_SEGMENTS}.",
+            hint="Use a flatter path, e.g. /projects/foo/notes.md.",
+        )
     if any(s in (".", "..") for s in segments):
         raise InvalidInput(
             f"The {field} {path[:80]!r} has a '.' or '..' segment.",
@@ -138,3 +144,41 @@ def check_precondition(precondition: Any) -> str | None:
             hint="Send the content_sha256 a read or list returned.",
         )
     return expected
+
+
+def check_time(value: Any, field: str) -> float | None:
+    """An RFC 3339 time of a list filter (``created_at[gte]``) as epoch seconds (None: not given).
+
+    The bound is widened by a microsecond (``[gte]`` down, ``[lte]`` up): the API
+    shows times to the microsecond, so a time read from an answer must match
+    the object it came from, inclusive.
+    """
+    if value is None or value == "":
+        return None
+    try:
+        moment = parse_time(value) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise InvalidInput(
+            f"{field} {str(value)[:80]!r} is not an RFC 3339 time.", hint=f"Send e.g. {field}=2026-07-22T00:00:00Z."
+        )
+    return moment.timestamp() + (1e-6 if field.endswith("[lte]") else -1e-6)
+
+
+def check_order(order: Any, order_by: Any) -> bool:
+    """Whether a memory listing runs in descending path order (``order=desc``); paths are the only key."""
+    if order_by not in (None, "", "path"):
+        raise InvalidInput(f"Unknown order_by {order_by!r}.", hint="Memories are listed by path: order_by=path.")
+    if order not in (None, "", "asc", "desc"):
+        raise InvalidInput(f"Unknown order {order!r}.", hint="Use order=asc (the default) or order=desc.")
+    return order == "desc"
+
+
+def check_id(value: Any, field: str) -> str | None:
+    """An id given as a list filter (api_key_id, session_id, ...): non-empty text, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 256:
+        raise InvalidInput(f"{field} must be a non-empty id.", hint=f"Send the {field} of a version's created_by.")
+    return value

@@ -43,15 +43,19 @@ from ..errors import Conflict, EmbedderUnavailable, InvalidInput, NotFound, Path
 from ..knowledge.paths import write_atomic
 from ..memory.versioning import next_version, redacted
 from ..models import Memory, content_hash, new_id, utcnow
+from ..store.sqlite_memory_stores import ACTOR_IDS
 from .memory_store_rules import (
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
     OPERATIONS,
     api_time,
+    check_id,
     check_limit,
+    check_order,
     check_path,
     check_precondition,
     check_text,
+    check_time,
     check_view,
     next_page,
     read_page,
@@ -81,7 +85,15 @@ class MemoryStores:
         return self.core.store
 
     def _actor(self, actor: dict[str, Any] | None) -> dict[str, Any]:
-        return actor or {"type": "user_actor", "user_id": self.core.config.user or "local"}
+        """Who writes: the given actor (checked: a known type with its id), else the local user."""
+        if actor is None:
+            return {"type": "user_actor", "user_id": self.core.config.user or "local"}
+        field = ACTOR_IDS.get(actor.get("type")) if isinstance(actor, dict) else None
+        if field is None or not isinstance(actor.get(field), str) or not actor[field]:
+            raise InvalidInput(
+                f"Unknown actor {actor!r}.", hint='Pass e.g. {"type": "session_actor", "session_id": "sesn_..."}.'
+            )
+        return actor
 
     # -- stores ---------------------------------------------------------------------------------
     def _store_row(self, store_id: str, tenant: str, *, lock: bool = False) -> dict[str, Any]:
@@ -164,13 +176,25 @@ class MemoryStores:
         limit: int | None = None,
         page: str | None = None,
         include_archived: bool = False,
+        created_at_gte: Any = None,
+        created_at_lte: Any = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """The tenant's memory stores, oldest first, a page at a time (archived ones on request)."""
+        """The tenant's memory stores, oldest first, a page at a time (archived ones on request).
+
+        ``created_at_gte``/``created_at_lte`` (RFC 3339, inclusive) keep the stores created in that span.
+        """
         size = check_limit(limit, "basic")
         after = (read_page(page) or {}).get("after", 0)
+        if isinstance(after, bool) or not isinstance(after, int):
+            raise InvalidInput("The page cursor is not one this server gave.", hint="Pass `next_page` as given.")
         rows = self._rows.list_memory_stores(
-            self.core.tenant_of(tenant), after=int(after), limit=size + 1, include_archived=include_archived
+            self.core.tenant_of(tenant),
+            after=after,
+            limit=size + 1,
+            include_archived=bool(include_archived),
+            created_from=check_time(created_at_gte, "created_at[gte]"),
+            created_to=check_time(created_at_lte, "created_at[lte]"),
         )
         more = len(rows) > size
         rows = rows[:size]
@@ -188,10 +212,22 @@ class MemoryStores:
         metadata: Any = _UNSET,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """Rename a store or change its description or metadata."""
-        fields = self._store_fields(name, description, metadata)
+        """Rename a store or change its description or metadata (refused once it is archived).
+
+        ``metadata`` is a change: keys left out keep their values, a key set to
+        None is removed; at most 16 pairs remain.
+        """
+        if metadata is not _UNSET and metadata is not None:
+            if not isinstance(metadata, dict) or not all(v is None or isinstance(v, str) for v in metadata.values()):
+                raise InvalidInput(
+                    "Metadata changes are text values, or null to remove a key.", hint='Send e.g. {"user": null}.'
+                )
         with self._rows.transaction():
-            row = self._store_row(store_id, self.core.tenant_of(tenant), lock=True)
+            row = self._writable(store_id, self.core.tenant_of(tenant))
+            if metadata is not _UNSET and metadata is not None:
+                merged = {**(row["metadata"] or {}), **metadata}
+                metadata = {k: v for k, v in merged.items() if v is not None}
+            fields = self._store_fields(_UNSET if name is None else name, description, metadata)
             row = {**row, **fields, "updated_at": utcnow().timestamp()}
             self._rows.save_memory_store(row)
         return self._store_dict(row)
@@ -276,7 +312,8 @@ class MemoryStores:
         if row["archived_at"] is not None:
             raise Conflict(
                 f"Memory store {store_id} is archived and read-only.",
-                hint="Create a new store to write memories; archiving cannot be undone.",
+                hint="Create a new store to write memories; archiving cannot be undone (reads, deletes and "
+                "redactions still work).",
             )
         return row
 
@@ -391,12 +428,22 @@ class MemoryStores:
         view: str | None = None,
         limit: int | None = None,
         page: str | None = None,
+        order: str | None = None,
+        order_by: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """A store's memories in path order; with ``depth``, deeper ones roll up as ``memory_prefix`` items."""
+        """A store's memories in path order (``order="desc"`` reverses it); with ``depth``, deeper ones roll up.
+
+        Each page is read from the store's path index, a few rows at a time:
+        everything below ``P/`` sorts in ``[P/, P0)`` (``0`` follows ``/``),
+        so a rolled-up ``memory_prefix`` is one item and the next read starts
+        past it. The cursor holds the last item shown and the listing's
+        filters; a cursor of another listing is refused.
+        """
         tenant = self.core.tenant_of(tenant)
         view = check_view(view, "basic")
         size = check_limit(limit, view)
+        descending = check_order(order, order_by)
         if path_prefix is not None and (
             not isinstance(path_prefix, str) or not path_prefix.startswith("/") or not path_prefix.endswith("/")
         ):
@@ -407,27 +454,52 @@ class MemoryStores:
             raise InvalidInput(
                 f"depth {depth!r} must be 0 or more.", hint="0 lists everything below; 1 lists children."
             )
-        after = (read_page(page) or {}).get("after")
-        self._store_row(store_id, tenant)
         prefix = path_prefix or "/"
-        keys: dict[str, str | None] = {}  # path order key -> memory id (None: a rolled-up prefix)
-        for path, memory_id in self._rows.memory_store_paths(tenant, store_id):
-            if not path.startswith(prefix):
-                continue
-            parts = path[len(prefix) :].split("/")
-            if depth and len(parts) > depth:
-                keys.setdefault(prefix + "/".join(parts[:depth]) + "/", None)
+        listing = [prefix, depth or 0, descending]
+        cursor = read_page(page) or {}
+        if cursor and (cursor.get("listing") != listing or not isinstance(cursor.get("after"), str)):
+            raise InvalidInput(
+                "The page cursor belongs to a listing with other filters.",
+                hint="Pass next_page with the same path_prefix, depth and order, or start again without page.",
+            )
+        self._store_row(store_id, tenant)
+        low, high, low_inclusive = prefix, prefix[:-1] + "0", True
+        after = cursor.get("after")
+        if after is not None:
+            if descending:
+                high = after
+            elif after.endswith("/"):
+                low = after[:-1] + "0"
             else:
-                keys[path] = memory_id
-        order = sorted(k for k in keys if after is None or k > str(after))
-        shown = order[:size]
-        found = self._rows.get_many([keys[k] for k in shown if keys[k] is not None])
+                low, low_inclusive = after, False
+        items: list[tuple[str, str | None]] = []  # (path, memory id) or (rolled-up prefix, None)
+        while len(items) <= size:
+            want = size + 1 - len(items)
+            rows = self._rows.memory_store_path_page(
+                tenant, store_id, low=low, high=high, low_inclusive=low_inclusive, descending=descending, limit=want
+            )
+            for path, memory_id in rows:
+                parts = path[len(prefix) :].split("/")
+                if depth and len(parts) > depth:
+                    key = prefix + "/".join(parts[:depth]) + "/"
+                    items.append((key, None))
+                    # Skip every path below the rolled-up prefix, then read on.
+                    low, high, low_inclusive = (low, key, low_inclusive) if descending else (key[:-1] + "0", high, True)
+                    break
+                items.append((path, memory_id))
+                low, high, low_inclusive = (low, path, low_inclusive) if descending else (path, high, False)
+            else:
+                if len(rows) < want:
+                    break
+        shown = items[:size]
+        found = self._rows.get_many([m for _, m in shown if m is not None])
         data = [
-            {"type": "memory_prefix", "path": k} if keys[k] is None else self._memory_dict(found[keys[k]], view)
-            for k in shown
-            if keys[k] is None or keys[k] in found
+            {"type": "memory_prefix", "path": key} if m is None else self._memory_dict(found[m], view)
+            for key, m in shown
+            if m is None or m in found
         ]
-        return {"data": data, "next_page": next_page({"after": shown[-1]}) if len(order) > size else None}
+        more = len(items) > size
+        return {"data": data, "next_page": next_page({"after": shown[-1][0], "listing": listing}) if more else None}
 
     def update_memory(
         self,
@@ -502,7 +574,7 @@ class MemoryStores:
         if expected_content_sha256 is not None:
             expected = check_precondition({"type": "content_sha256", "content_sha256": expected_content_sha256})
         with self._rows.transaction():
-            self._writable(store_id, tenant)
+            self._store_row(store_id, tenant, lock=True)  # an archived store's memories can still be deleted
             memory = self._record(store_id, memory_id, tenant)
             if expected is not None and sha256_hex(self._content(memory)) != expected:
                 raise PreconditionFailed(
@@ -523,21 +595,55 @@ class MemoryStores:
         *,
         memory_id: str | None = None,
         operation: str | None = None,
+        api_key_id: str | None = None,
+        session_id: str | None = None,
+        service_account_id: str | None = None,
+        created_at_gte: Any = None,
+        created_at_lte: Any = None,
         view: str | None = None,
         limit: int | None = None,
         page: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """A store's versions, newest first (of one memory with ``memory_id``), a page at a time."""
+        """A store's versions, newest first, a page at a time, filtered in the query.
+
+        Filters: ``memory_id``, ``operation``, the author (``api_key_id``,
+        ``session_id`` or ``service_account_id`` of ``created_by``) and
+        ``created_at_gte``/``created_at_lte`` (RFC 3339, inclusive).
+        """
         tenant = self.core.tenant_of(tenant)
         view = check_view(view, "basic")
         size = check_limit(limit, view)
         if operation is not None and operation not in OPERATIONS:
             raise InvalidInput(f"Unknown operation {operation!r}.", hint=f"Use one of: {', '.join(OPERATIONS)}.")
+        authors = [
+            (kind, check_id(value, field))
+            for kind, field, value in (
+                ("api_actor", "api_key_id", api_key_id),
+                ("session_actor", "session_id", session_id),
+                ("service_account_actor", "service_account_id", service_account_id),
+            )
+            if value is not None
+        ]
+        if len(authors) > 1:
+            raise InvalidInput(
+                "Filter by one author at a time.", hint="Send only one of api_key_id, session_id, service_account_id."
+            )
+        created_from = check_time(created_at_gte, "created_at[gte]")
+        created_to = check_time(created_at_lte, "created_at[lte]")
         before = (read_page(page) or {}).get("before")
+        if before is not None and (isinstance(before, bool) or not isinstance(before, int)):
+            raise InvalidInput("The page cursor is not one this server gave.", hint="Pass `next_page` as given.")
         self._store_row(store_id, tenant)
         rows = self._rows.list_memory_versions(
-            store_id, memory_id=memory_id, operation=operation, before=before, limit=size + 1
+            store_id,
+            memory_id=check_id(memory_id, "memory_id"),
+            operation=operation,
+            author=authors[0] if authors else None,  # type: ignore[arg-type]
+            created_from=created_from,
+            created_to=created_to,
+            before=before,
+            limit=size + 1,
         )
         more = len(rows) > size
         rows = rows[:size]
@@ -608,6 +714,33 @@ class MemoryStores:
             write_atomic(target, content)
         except OSError as exc:
             log.warning("memory %s was stored but its file %s could not be written: %s", memory.id, target, exc)
+
+    def mirror_all(self, *, tenant: str | None = None, every_tenant: bool = False) -> int:
+        """Write each memory of the tenant's stores (or of every tenant's) to its folder's mirror; files written.
+
+        Memories are mirrored as they are written; this catches up after a
+        folder is registered or an import, rewriting only files that differ.
+        """
+        tenants = self._rows.memory_store_tenant_ids() if every_tenant else [self.core.tenant_of(tenant)]
+        written = 0
+        for tenant_id in tenants:
+            after, page = 0, []
+            while self._mirror_root("", tenant_id) is not None:
+                page = self._rows.list_memory_stores(tenant_id, after=after, limit=100, include_archived=True)
+                for row in page:
+                    ids = [m for _, m in self._rows.memory_store_paths(tenant_id, row["id"])]
+                    for start in range(0, len(ids), 200):
+                        for memory in self._rows.get_many(ids[start : start + 200]).values():
+                            root = self._mirror_root(row["id"], tenant_id)
+                            target = root / str(memory.entity_id).lstrip("/")  # type: ignore[operator]
+                            text = self._content(memory)
+                            if not target.is_file() or target.read_bytes() != text.encode("utf-8"):
+                                self._mirror(memory, text)
+                                written += 1
+                if len(page) < 100:
+                    break
+                after = page[-1]["_seq"]
+        return written
 
     def _mirror_remove(self, memory: Memory) -> None:
         root = self._mirror_root(str(memory.project_id), memory.tenant)

@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
 from ..memory.chunking import Chunker, chunk_size_for
 from ..memory.record_input import check_scope
+from ..memory.topics import document_topics
 from ..models import Memory, SourceRef, new_id, to_epoch, utcnow
 from ..store import vis_key
 from .paths import InputFile, expand_paths, read_regular
@@ -585,7 +586,7 @@ class Documents:
                     metadata=chunk_meta,
                 )
             )
-        return records
+        return document_topics(records, name=item.name, title=parsed.metadata.get("title"))  # memory/topics.py
 
     def _record_failure(
         self,

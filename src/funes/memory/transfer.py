@@ -7,6 +7,10 @@ Format, one JSON object per line:
 * then one ``{"type": "document", "document": {...}}`` per managed document
   source (its row: uri, hash, version, status, ...); files without these
   lines (older exports) import unchanged;
+* then ``{"type": "memory_store" | "memory_store_version", <type>: {...}}``
+  lines, the memory-store tables as stored (issue 27): stores, then their
+  immutable versions oldest first, redacted ones with their metadata and
+  without their text;
 * then ``{"type": "session" | "message" | "usage", <type>: {...}}`` lines, the
   conversation tables as stored (sessions, then messages, then token usage);
 * then one ``{"type": "memory", "record": {...}, "vectors": [b64, ...]}`` per
@@ -16,6 +20,12 @@ Format, one JSON object per line:
 Import keeps ids, timestamps, versions and counters, so export → import →
 export gives the same bytes. When the export's embedder differs from the
 store's, the vectors are ignored and the records re-embedded.
+
+Import never undoes a redaction or a forget: a version redacted in the store
+stays redacted (a record's kept version, a memory-store version), a record
+whose current text the store has redacted keeps the store's copy, and the
+records a forget receipt of the tenant lists (with their memory-store
+versions) are left out and counted as ``forgotten``.
 """
 
 from __future__ import annotations
@@ -31,6 +41,8 @@ import numpy as np
 from ..errors import InvalidInput
 from ..models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
 from ..store.base import vector_problem
+from .topics import TOPICS_JOB, unlabelled
+from .transfer_rows import check_store_rows, keep_redactions, store_row
 
 if TYPE_CHECKING:
     from .core import Core
@@ -81,6 +93,9 @@ class Transfer:
             if not visible(doc.get("user_id")):
                 continue
             yield json.dumps({"type": "document", "document": doc}, sort_keys=True, ensure_ascii=False)
+        # Memory stores and their immutable versions (issue 27): team-wide, so every viewer's export has them.
+        for kind, row in getattr(self.store, "iter_memory_store_rows", lambda _t: iter(()))(tenant):
+            yield json.dumps({"type": kind, kind: row}, sort_keys=True, ensure_ascii=False)
         # Sessions, their messages and token usage (issue 4), so `funes chat history` survives a restore.
         hidden: set[tuple[Any, Any]] = set()
         for kind, row in getattr(self.store, "iter_conversation_rows", lambda _t: iter(()))(tenant):
@@ -154,6 +169,7 @@ class Transfer:
         lines_of: dict[str, list[int]] = {}
         documents: list[dict[str, Any]] = []
         conversations: list[tuple[str, dict[str, Any]]] = []
+        store_rows: dict[str, list[dict[str, Any]]] = {"memory_store": [], "memory_store_version": []}
         for number, line in iterator:
             if not line.strip():
                 continue
@@ -161,6 +177,10 @@ class Transfer:
             if item.get("type") == "document" and isinstance(item.get("document"), dict):
                 doc = _document(item["document"], number)
                 documents.append(doc if into is None else {**doc, "tenant": into})
+                continue
+            if item.get("type") in store_rows and isinstance(item.get(item["type"]), dict):
+                row = store_row(item["type"], item[item["type"]], number)
+                store_rows[item["type"]].append(row if into is None else {**row, "tenant": into})
                 continue
             if item.get("type") in CONVERSATION_ROWS and isinstance(item.get(item["type"]), dict):
                 row = _conversation_row(item["type"], item[item["type"]], number)
@@ -191,10 +211,19 @@ class Transfer:
         records = list(latest.values())
         existing = self.store.get_many([m.id for m, _ in records])
         self._check_references(records, existing, documents, conversations, lines_of)
+        check_store_rows(self.store, store_rows)
+        gone = self._forgotten(
+            {m.tenant for m, _ in records} | {r["tenant"] for r in store_rows["memory_store_version"]}
+        )
+        forgotten = sum(m.id in gone for m, _ in records)
+        records = [(m, v) for m, v in records if m.id not in gone]
+        versions = [r for r in store_rows["memory_store_version"] if r["memory_id"] not in gone]
         todo: list[tuple[Memory, list[np.ndarray] | None]] = []
         unchanged = 0
         for memory, vectors in records:
-            if existing.get(memory.id) == memory:
+            there = existing.get(memory.id)
+            memory = memory if there is None else keep_redactions(memory, there)
+            if there == memory:
                 unchanged += 1
                 continue
             todo.append((memory, vectors))
@@ -214,7 +243,27 @@ class Transfer:
                 self.store.import_documents(documents, todo)  # type: ignore[attr-defined]
             else:
                 self.store.put_many(todo)
-        return {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need), "duplicates": duplicates}
+            if store_rows["memory_store"] or versions:
+                self.store.import_memory_store_rows(store_rows["memory_store"], versions)  # type: ignore[attr-defined]
+            for tenant in sorted({m.tenant for m, _ in todo if unlabelled(m)}):  # an export made before topics
+                self.core.enqueue_job(TOPICS_JOB, {}, tenant=tenant, dedupe_key=f"{TOPICS_JOB}:{tenant}")
+        result = {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need), "duplicates": duplicates}
+        # Only when the file had them, so the counts of an export without memory stores stay as they were.
+        extra = {
+            "memory_stores": len(store_rows["memory_store"]),
+            "memory_store_versions": len(versions),
+            "forgotten": forgotten + len(store_rows["memory_store_version"]) - len(versions),
+        }
+        return result | {k: v for k, v in extra.items() if v}
+
+    def _forgotten(self, tenants: set[str]) -> set[str]:
+        """The record ids a forget receipt of these tenants lists: an import must not bring them back."""
+        receipts = getattr(self.store, "list_receipts", None)
+        if receipts is None:
+            return set()
+        return {
+            r["id"] for t in tenants for receipt in receipts(t, limit=1_000_000) for r in receipt.get("records", [])
+        }
 
     def _check_references(
         self,

@@ -84,6 +84,7 @@ class PostgresStore(
     # translates): reads by id, listing, access counters, the embedding cache.
     get_for_update = SqliteStore.get_for_update
     row_lock = " FOR UPDATE"  # other processes' writers wait on the row, not on one lock
+    path_order = ' COLLATE "C"'  # code-point order of memory-store paths, as on SQLite
     rank_fields = SqliteStore.rank_fields
     find_by_hash = SqliteStore.find_by_hash
     _find_by_hash = SqliteStore._find_by_hash

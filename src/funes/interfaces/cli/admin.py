@@ -141,11 +141,15 @@ def import_(state: State, file: str | None, as_json: bool) -> None:
         with handle:
             result = state.funes().import_(handle, tenant=into)
     duplicates = f", {result['duplicates']} repeated ids (the last line of each kept)" if result["duplicates"] else ""
+    stores = result.get("memory_stores", 0)
+    extra = f"; {stores} memory stores with {result.get('memory_store_versions', 0)} versions" if stores else ""
+    if result.get("forgotten"):
+        extra += f"; {result['forgotten']} forgotten rows left out"
     emit(
         as_json,
         result,
         f"Imported {result['imported']} records ({result['unchanged']} unchanged, {result['reembedded']} "
-        f"re-embedded{duplicates}).",
+        f"re-embedded{duplicates}){extra}.",
     )
 
 

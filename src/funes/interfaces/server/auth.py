@@ -80,6 +80,7 @@ class BodyLimit:
                     f"The request body is {int(declared):,} bytes, over the limit of {limit:,}.",
                     hint="Upload large files as documents (max_file_mb bounds them); keep JSON bodies small.",
                 ),
+                path=scope.get("path", ""),
             )
             return
         seen = 0
@@ -165,12 +166,38 @@ def path_scrubber(funes: Funes) -> Any:
     return public
 
 
-async def error_response(send: Any, status: int, error: FunesError, public: Any = None) -> None:
-    """Answer with the one JSON error shape (``public`` scrubs the server's paths from its texts)."""
+# Anthropic's memory-stores API (memory_stores.py) answers errors in Anthropic's shape, 401 and 403 included.
+ANTHROPIC_PREFIX = "/v1/memory_stores"
+ANTHROPIC_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "request_too_large",
+}
+
+
+def anthropic_body(status: int, kind: str | None, message: str, code: str | None, hint: str | None) -> dict[str, Any]:
+    """An error in Anthropic's shape: ``{"type": "error", "error": {"type", "message", "code", "hint"}}``.
+
+    ``code`` and ``hint`` are Funes' own (the code defaults to the type).
+    """
+    kind = kind or ANTHROPIC_TYPES.get(status) or ("invalid_request_error" if status == 400 else "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message, "code": code or kind, "hint": hint}}
+
+
+async def error_response(send: Any, status: int, error: FunesError, public: Any = None, path: str = "") -> None:
+    """Answer with the one JSON error shape (``public`` scrubs the server's paths from its texts).
+
+    Under :data:`ANTHROPIC_PREFIX` the body takes Anthropic's shape instead.
+    """
     shown = error.to_dict()
     if public is not None:
         shown = {k: public(v) if isinstance(v, str) and k in ("message", "hint") else v for k, v in shown.items()}
-    body = json.dumps({"error": shown}).encode()
+    answer: dict[str, Any] = {"error": shown}
+    if path.startswith(ANTHROPIC_PREFIX):
+        answer = anthropic_body(status, None, shown.get("message", ""), shown.get("code", ""), shown.get("hint"))
+    body = json.dumps(answer).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="funes"'))
@@ -216,6 +243,7 @@ class KeyAuth:
                     reason,
                     hint="Call the API from a program or from this server's own pages (/ui), at http://127.0.0.1:PORT.",
                 ),
+                path=path,
             )
             return
         key = presented_key(dict(scope.get("headers") or ()))
@@ -225,10 +253,10 @@ class KeyAuth:
             else:
                 principal = await anyio.to_thread.run_sync(self.funes.keys.resolve, key)
         except Unauthorized as exc:
-            await error_response(send, 401, exc)
+            await error_response(send, 401, exc, path=path)
             return
         except FunesError as exc:
-            await error_response(send, 503, exc, self.public)
+            await error_response(send, 503, exc, self.public, path)
             return
         # The role is checked before the route reads or validates anything (issue 31: a read
         # key's write was refused only for a missing field, after parsing the body).
@@ -236,7 +264,7 @@ class KeyAuth:
         try:
             principal.require(role)
         except Forbidden as exc:
-            await error_response(send, 403, exc)
+            await error_response(send, 403, exc, path=path)
             return
         state = scope.setdefault("state", {})
         state[PRINCIPAL] = principal

@@ -25,13 +25,13 @@ from ...errors import (
     PreconditionFailed,
     Unauthorized,
 )
-from .auth import ROLE_KEY
+from .auth import ANTHROPIC_PREFIX, ROLE_KEY, anthropic_body
 from .auth import principal_of as _principal
 
 if TYPE_CHECKING:
     from ...service import Funes
 
-PREFIX = "/v1/memory_stores"
+PREFIX = ANTHROPIC_PREFIX
 WRITE = {ROLE_KEY: "write"}
 _STORE = PREFIX + "/{memory_store_id}"
 _TYPES: tuple[tuple[type[FunesError], int, str], ...] = (
@@ -47,15 +47,15 @@ _TYPES: tuple[tuple[type[FunesError], int, str], ...] = (
 
 def anthropic_error(status: int, error: FunesError | None, message: str, hint: str | None = None) -> JSONResponse:
     """An error in Anthropic's shape: ``{"type": "error", "error": {"type", "message", "code", "hint"}}``."""
-    kind = {400: "invalid_request_error", 404: "not_found_error", 409: "conflict_error"}.get(status, "api_error")
+    kind = None
     for cls, code, name in _TYPES:
         if error is not None and isinstance(error, cls):
             status, kind = code, name
             break
-    body: dict[str, Any] = {"type": kind, "message": message, "code": getattr(error, "code", kind), "hint": hint}
+    body = anthropic_body(status, kind, message, getattr(error, "code", None), hint)
     if isinstance(error, PathConflict):
-        body.update(conflicting_memory_id=error.memory_id, conflicting_path=error.path)
-    return JSONResponse({"type": "error", "error": body}, status_code=status)
+        body["error"].update(conflicting_memory_id=error.memory_id, conflicting_path=error.path)
+    return JSONResponse(body, status_code=status)
 
 
 def _actor(request: Request) -> dict[str, Any]:
@@ -88,11 +88,23 @@ def register_memory_store_routes(app: FastAPI, funes: Funes) -> None:
 
     @app.get(PREFIX, tags=tags)
     def list_stores(
-        request: Request, limit: int | None = None, page: str | None = None, include_archived: bool = False
+        request: Request,
+        limit: int | None = None,
+        page: str | None = None,
+        include_archived: bool = False,
+        created_at_gte: Annotated[str | None, Query(alias="created_at[gte]")] = None,
+        created_at_lte: Annotated[str | None, Query(alias="created_at[lte]")] = None,
     ) -> dict[str, Any]:
-        """The team's memory stores, a page at a time."""
+        """The team's memory stores, a page at a time (``created_at[gte]``/``[lte]`` keep a span)."""
         p = _principal(request)
-        return stores.list_stores(limit=limit, page=page, include_archived=include_archived, tenant=p.team)
+        return stores.list_stores(
+            limit=limit,
+            page=page,
+            include_archived=include_archived,
+            created_at_gte=created_at_gte,
+            created_at_lte=created_at_lte,
+            tenant=p.team,
+        )
 
     @app.get(_STORE, tags=tags)
     def get_store(memory_store_id: str, request: Request) -> dict[str, Any]:
@@ -140,11 +152,21 @@ def register_memory_store_routes(app: FastAPI, funes: Funes) -> None:
         view: str | None = None,
         limit: int | None = None,
         page: str | None = None,
+        order: str | None = None,
+        order_by: str | None = None,
     ) -> dict[str, Any]:
-        """A store's memories in path order (``view=basic|full``; ``depth`` rolls deeper ones up)."""
+        """A store's memories in path order (``view=basic|full``; ``depth`` rolls deeper ones up; ``order=desc``)."""
         p = _principal(request)
         return stores.list_memories(
-            memory_store_id, path_prefix=path_prefix, depth=depth, view=view, limit=limit, page=page, tenant=p.team
+            memory_store_id,
+            path_prefix=path_prefix,
+            depth=depth,
+            view=view,
+            limit=limit,
+            page=page,
+            order=order,
+            order_by=order_by,
+            tenant=p.team,
         )
 
     @app.get(_STORE + "/memories/{memory_id}", tags=tags)
@@ -189,14 +211,30 @@ def register_memory_store_routes(app: FastAPI, funes: Funes) -> None:
         request: Request,
         memory_id: str | None = None,
         operation: str | None = None,
+        api_key_id: str | None = None,
+        session_id: str | None = None,
+        service_account_id: str | None = None,
+        created_at_gte: Annotated[str | None, Query(alias="created_at[gte]")] = None,
+        created_at_lte: Annotated[str | None, Query(alias="created_at[lte]")] = None,
         view: str | None = None,
         limit: int | None = None,
         page: str | None = None,
     ) -> dict[str, Any]:
-        """A store's versions, newest first."""
+        """A store's versions, newest first, filtered by memory, operation, author and creation time."""
         p = _principal(request)
         return stores.list_versions(
-            memory_store_id, memory_id=memory_id, operation=operation, view=view, limit=limit, page=page, tenant=p.team
+            memory_store_id,
+            memory_id=memory_id,
+            operation=operation,
+            api_key_id=api_key_id,
+            session_id=session_id,
+            service_account_id=service_account_id,
+            created_at_gte=created_at_gte,
+            created_at_lte=created_at_lte,
+            view=view,
+            limit=limit,
+            page=page,
+            tenant=p.team,
         )
 
     @app.get(_STORE + "/memory_versions/{memory_version_id}", tags=tags)

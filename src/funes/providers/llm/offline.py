@@ -365,17 +365,21 @@ def _stemmer() -> Any:
     return snowballstemmer.stemmer("english")
 
 
+@functools.lru_cache(maxsize=65536)  # a document says the same words again and again
 def _stem(word: str) -> str:
     """The word's English stem: "probation", "probationary" and "probations" count as one."""
     return str(_stemmer().stemWord(word))
 
 
-def topic_of(material: str) -> str:
+def topic_of(material: str, *, body: str = "") -> str:
     """A topic label: the text's most frequent content word (by English stem), with its partner when they recur as a pair.
 
     One strong word is what two texts on one subject in other words most often
     share ("probation" in "vendors on probation" and "a probationary
     supplier"); a pair that recurs ("offsite catering" twice) is kept whole.
+    With ``body`` (a document's text under its title), the label is still a
+    word of the material, and the body breaks ties: the title word the
+    document says most (see :func:`funes.memory.topics.document_topics`).
     """
     try:
         data = json.loads(material)
@@ -385,23 +389,49 @@ def topic_of(material: str) -> str:
     named = next((fields[k] for k in ("title", "name") if isinstance(fields.get(k), str) and fields[k].strip()), None)
     heading = _HEADING.search(material) if data is None else None
     # A name or a heading says what the rest is about.
-    text = named or (heading.group(1) if heading else plain_text(material))
+    return strongest_words(named or (heading.group(1) if heading else plain_text(material)), body)
+
+
+def _stems(text: str) -> tuple[list[str], list[str | None]]:
     tokens = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*|[^\sA-Za-z]", text)]
     stems = [_stem(w) if len(w) > 2 and w[0].isalpha() and w not in _STOP and not w.isdigit() else None for w in tokens]
-    counts = Counter(x for x in stems if x)
+    return tokens, stems
+
+
+def strongest_words(text: str, body: str = "", *, ignore: frozenset[str] = frozenset()) -> str:
+    """The label :func:`topic_of` gives ``text``: its strongest content word, or the pair it recurs in.
+
+    Candidates are the words of ``text`` (less those of ``ignore``, by stem),
+    ranked by how often ``text`` says them, then how often ``body`` does, then
+    length (a rough "more specific"), then order; a pair with the winner that
+    recurs (in ``text`` and ``body`` together) is kept whole.
+    """
+    tokens, stems = _stems(text)
+    ignore = frozenset(_stem(w) for w in ignore)
+    counts = Counter(x for x in stems if x and x not in ignore)
     if not counts:
         return ""
+    body_tokens, body_stems = _stems(body) if body else ([], [])
+    said = Counter(x for x in body_stems if x in counts)
     first = {stem: i for i, stem in reversed(list(enumerate(stems))) if stem}
     spelled: dict[str, Counter[str]] = {}
-    for word, stem in zip(tokens, stems, strict=True):
-        if stem:
+    for word, stem in zip([*tokens, *body_tokens], [*stems, *body_stems], strict=True):
+        if stem in counts:
             spelled.setdefault(stem, Counter())[word] += 1
-    # Ties go to the longer word (a rough "more specific": "postgres" over "picked"), then the earlier.
-    top = min(counts, key=lambda x: (-counts[x], -len(spelled[x].most_common(1)[0][0]), first[x]))
-    pairs = Counter((a, b) for a, b in itertools.pairwise(stems) if a and b and a != b and top in (a, b))
-    pair = min(pairs, key=lambda p: (-pairs[p], first[p[0]]), default=None)
+    top = min(counts, key=lambda x: (-counts[x], -said[x], -len(spelled[x].most_common(1)[0][0]), first[x]))
+    pairs = Counter(
+        (a, b)
+        for seq in (stems, body_stems)
+        for a, b in itertools.pairwise(seq)
+        if a and b and a != b and top in (a, b) and a not in ignore and b not in ignore
+    )
+    pair = min(pairs, key=lambda p: (-pairs[p], first.get(p[0], len(stems))), default=None)
     chosen = pair if pair is not None and pairs[pair] >= 2 else (top,)
-    return " ".join(spelled[x].most_common(1)[0][0] for x in chosen)
+    for stem in chosen:  # a partner seen only in the body is spelled as the body spells it
+        if stem not in spelled:
+            spelled[stem] = Counter(w for w, x in zip(body_tokens, body_stems, strict=True) if x == stem)
+    # The commonest spelling; of two as common, the shorter ("vendor" of "vendors" and "vendor").
+    return " ".join(min(spelled[x].items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] for x in chosen)
 
 
 class OfflineLLM:
