@@ -42,6 +42,8 @@ def workload(mem: funes.Funes, tmp: str) -> None:
             mem.forget(made["id"] if "id" in made else one.id, tenant=tenant)
             mem.forget_many([one.id], tenant=tenant)
             mem.core.store.flush_accesses()
+            lines = list(mem.transfer.export_lines(tenant=tenant))
+            mem.import_(lines, tenant=tenant)  # export and import back, memory stores included
     mem.run_jobs()
     mem.maintain()
     mem.doctor()

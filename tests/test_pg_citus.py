@@ -112,21 +112,45 @@ def _tenant_pairs(node: object) -> set[frozenset[str]]:
     return pairs
 
 
+def _row_source(node: exp.Expression, tenant_tables: set[str], ctes: dict[str, exp.Expression]) -> str | None:
+    """The tenant table whose rows a FROM/JOIN source yields: a table, or a CTE, subquery or LATERAL reading one
+    without aggregating (an aggregate over tenants is one row, which Citus plans on its own); else None."""
+    if isinstance(node, exp.Table):
+        if node.name in tenant_tables:
+            return node.name
+        body = ctes.get(node.name)
+        return _row_source(body, tenant_tables, {}) if body is not None else None
+    if isinstance(node, exp.Lateral | exp.Subquery):
+        return _row_source(node.this, tenant_tables, ctes)
+    if isinstance(node, exp.Select):
+        if node.args.get("group") or any(isinstance(e.unalias(), exp.AggFunc) for e in node.expressions):
+            return None
+        return next(filter(None, (_row_source(s.this, tenant_tables, ctes) for s in _sources(node))), None)
+    return None
+
+
+def _sources(select: exp.Expression) -> list[exp.Expression]:
+    """A SELECT's FROM and JOIN items."""
+    items = [select.args.get("from_") or select.args.get("from"), *(select.args.get("joins") or [])]
+    return [item for item in items if item is not None]
+
+
 def cross_tenant_joins(sql: str, tenant_tables: set[str]) -> list[str]:
     """What in one statement joins tenant tables without equating their tenants (empty: nothing)."""
     tree = _parse(sql)
     if tree is None:
         return []
+    ctes = {cte.alias: cte.this for cte in tree.find_all(exp.CTE)}  # type: ignore[attr-defined]
     problems = []
     for select in tree.find_all(exp.Select):  # type: ignore[attr-defined]
         own = {}
-        sources = [select.args.get("from_") or select.args.get("from"), *(select.args.get("joins") or [])]
-        for source in sources:
-            if source is not None and isinstance(source.this, exp.Table) and source.this.name in tenant_tables:
-                own[source.this.alias_or_name] = source.this.name
+        for source in _sources(select):
+            table = _row_source(source.this, tenant_tables, ctes)
+            if table is not None:
+                own[source.this.alias_or_name] = table
         equated = _tenant_pairs(select)
         names = list(own)
-        for i, a in enumerate(names):  # every two tenant tables of one FROM
+        for i, a in enumerate(names):  # every two tenant row sources of one FROM
             for b in names[i + 1 :]:
                 if frozenset((a, b)) not in equated:
                     problems.append(f"{own[a]} {a} joined with {own[b]} {b} without {a}.tenant = {b}.tenant")
@@ -136,14 +160,13 @@ def cross_tenant_joins(sql: str, tenant_tables: set[str]) -> list[str]:
         parent = select.parent
         while parent is not None:
             if isinstance(parent, exp.Select):
-                for source in [parent.args.get("from_") or parent.args.get("from"), *(parent.args.get("joins") or [])]:
-                    if source is not None and isinstance(source.this, exp.Table) and source.this.name in tenant_tables:
-                        outer.setdefault(source.this.alias_or_name, source.this.name)
+                for source in _sources(parent):
+                    table = _row_source(source.this, tenant_tables, ctes)
+                    if table is not None:
+                        outer.setdefault(source.this.alias_or_name, table)
             parent = parent.parent
         where = select.args.get("where")
-        if where is None:
-            continue
-        for column in where.find_all(exp.Column):
+        for column in where.find_all(exp.Column) if where is not None else ():
             ref = column.table
             if ref and ref not in own and ref in outer:
                 if not any(frozenset((ref, mine)) in equated for mine in own):
@@ -163,7 +186,19 @@ def test_the_check_finds_a_join_across_tenants() -> None:
         "SELECT id FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_rowid = m.rowid)",
         tables,
     )
+    assert cross_tenant_joins(  # a CTE's rows are its table's rows
+        "WITH c AS (SELECT v.memory_rowid FROM memory_vectors v) SELECT m.id FROM c JOIN memories m "
+        "ON m.rowid = c.memory_rowid",
+        tables,
+    )
+    assert cross_tenant_joins(
+        "SELECT m.id FROM memories m JOIN (SELECT memory_rowid FROM memory_vectors) x ON x.memory_rowid = m.rowid",
+        tables,
+    )
     fine = (
+        "WITH c AS (SELECT v.tenant, v.memory_rowid FROM memory_vectors v) SELECT m.id FROM c JOIN memories m "
+        "ON m.tenant = c.tenant AND m.rowid = c.memory_rowid",
+        "WITH st AS (SELECT count(*) AS n FROM memories) SELECT m.id, st.n FROM st, memories m",  # one row
         "SELECT m.id FROM memory_vectors v JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid",
         "SELECT id FROM memories m WHERE NOT EXISTS "
         "(SELECT 1 FROM memory_vectors v WHERE v.tenant = m.tenant AND v.memory_rowid = m.rowid)",

@@ -167,6 +167,9 @@ def test_statements_are_routed_by_what_they_do() -> None:
         "VACUUM memories",
         "ANALYZE memories",
         "DELETE FROM memories",
+        "SELECT COALESCE(SUM(n_dead_tup), 0) FROM pg_stat_user_tables",  # the primary's own counts
+        "SELECT pg_database_size(current_database())",
+        "SELECT current_setting('data_directory')",
     ):
         assert not is_pure_read(sql), sql
     assert wal_position("16/B374D848") == (0x16 << 32) + 0xB374D848 > wal_position("16/0") > wal_position(None) == 0

@@ -4,10 +4,13 @@ Routing. A statement goes to the replica when it runs outside a write
 transaction *and* is a pure read: it starts with ``SELECT`` or ``WITH`` and
 names nothing that writes or needs the primary (``INSERT``, ``UPDATE``,
 ``DELETE``, ``FOR SHARE``, advisory locks, sequences, ``pg_current_wal_lsn``
-...; :func:`is_pure_read`). Everything else goes to the primary: every write
-transaction with every read inside it, the jobs claim, and the access-tracking
-rows, which are written outside a transaction and so are checked statement by
-statement (a pipeline holding one write goes to the primary whole).
+...; :func:`is_pure_read`), nor the server's own state, which a standby
+keeps apart (``pg_stat_*`` counts, sizes, settings, file paths: maintenance
+decides from the primary's). Everything else goes to the primary: every
+write transaction with every read inside it, the jobs claim, and the
+access-tracking rows, which are written outside a transaction and so are
+checked statement by statement (a pipeline holding one write goes to the
+primary whole).
 
 Read-your-writes, per tenant within a process. Each write on the primary
 notes the WAL position it ended at (``pg_current_wal_lsn()``, sent in the same
@@ -57,7 +60,9 @@ _REPLAYED = "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"
 _READ_START = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 _NEEDS_PRIMARY = re.compile(
     r"\b(?:INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY|nextval|setval|pg_advisory\w*|pg_try_advisory\w*|"
-    r"pg_notify|txid_current\w*|pg_current_xact_id\w*|pg_current_wal\w*|lo_\w+)\b|\bFOR\s+(?:KEY\s+)?SHARE\b",
+    r"pg_notify|txid_current\w*|pg_current_xact_id\w*|pg_current_wal\w*|lo_\w+|"
+    # The server's own state differs on a standby: statistics, sizes, settings, file paths.
+    r"pg_stat\w*|pg_\w*_size|current_setting|pg_relation_filepath)\b|\bFOR\s+(?:KEY\s+)?SHARE\b",
     re.IGNORECASE,
 )
 

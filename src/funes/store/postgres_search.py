@@ -52,7 +52,10 @@ _EF_SEARCH = 1000  # pgvector's maximum
 # ef_search 40 to 1000 all measured recall@10 1.00 for tenants of 0.5%, 5% and 95% (bench/pg_recall.py).
 _EF_ITERATIVE = 100
 # A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit).
-_VECTORS = "(SELECT array_agg(v.embedding ORDER BY v.part) FROM memory_vectors v WHERE v.memory_rowid = s.rowid)"
+_VECTORS = (
+    "(SELECT array_agg(v.embedding ORDER BY v.part) FROM memory_vectors v "
+    "WHERE v.tenant = s.tenant AND v.memory_rowid = s.rowid)"
+)
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -253,7 +256,7 @@ class PostgresSearch:
         # as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite); then Okapi BM25 with FTS5's IDF.
         sql = (
             f"WITH st AS MATERIALIZED ({stats}), "
-            f"c AS (SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.rowid, "
+            f"c AS (SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, "
             "(SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(m.fts) u) AS dl, "
             "ARRAY(SELECT coalesce((SELECT sum(CASE WHEN w = 'A' THEN 2 ELSE 1 END) FROM unnest(m.fts) u, "
             "unnest(u.weights) w WHERE u.lexeme = t.term), 0) FROM unnest(?::text[]) WITH ORDINALITY AS t(term, n) "
@@ -334,11 +337,11 @@ class PostgresSearch:
         params.extend(grams)
         where = ["m.has_cjk", *self._where(filters, now, params)]
         params += [max(1, scan_cap), limit]
-        vecs = _VECTORS.replace("s.rowid", "c.rowid") if self._dims is not None else "NULL"
+        vecs = _VECTORS.replace("s.", "c.") if self._dims is not None else "NULL"
         # Best first among the newest scan_cap that hold any (newer first among equals).
         sql = (
             f"SELECT c.found, {vecs}, {', '.join('c.' + c for c in RANK_COLUMNS)} FROM (SELECT * FROM "
-            f"(SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.rowid, {found} AS found FROM memories m "
+            f"(SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, {found} AS found FROM memories m "
             f"WHERE {' AND '.join(where)}) f WHERE found > 0 ORDER BY rowid DESC LIMIT ?) c "
             "ORDER BY c.found DESC, c.rowid DESC LIMIT ?"
         )
