@@ -161,7 +161,16 @@ def _openai_agents():
     return {"SQLiteSession": SQLiteSession}
 
 
-_SWAPS = {"langgraph": _langgraph, "openai_agents": _openai_agents}
+def _llamaindex():
+    from funes.integrations.llamaindex import FunesVectorStore
+
+    def MockVectorStore():
+        return FunesVectorStore(funes=_funes())
+
+    return {"MockVectorStore": MockVectorStore}
+
+
+_SWAPS = {"langgraph": _langgraph, "openai_agents": _openai_agents, "llamaindex": _llamaindex}
 
 
 def _point_at_server(uri):
@@ -201,6 +210,7 @@ class Suite:
     tests: list[str]
     paths: list[Path] = field(default_factory=list)
     postgres: bool = False  # its fixtures create databases on a PostgreSQL server
+    options: list[str] = field(default_factory=list)
 
 
 def suites(args: argparse.Namespace) -> list[Suite]:
@@ -241,6 +251,19 @@ def suites(args: argparse.Namespace) -> list[Suite]:
                 [root / "src"],
             )
         )
+    if args.llamaindex:
+        # --noconftest: llama-index-core's conftest pulls in helpers of its whole test tree (and OpenAI);
+        # test_vector.py defines every fixture it uses.
+        core = Path(args.llamaindex) / "llama-index-core"
+        out.append(
+            Suite(
+                "LlamaIndex memory blocks (test_vector.py)",
+                "llamaindex",
+                core,
+                ["tests/memory/blocks/test_vector.py"],
+                options=["--noconftest"],
+            )
+        )
     return out
 
 
@@ -263,7 +286,7 @@ def run(
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-o", "addopts="]
     command += ["-p", "funes_conformance"]
     proc = subprocess.run(
-        [*command, *suite.tests], cwd=suite.cwd, env=env, capture_output=True, text=True, timeout=3600
+        [*command, *suite.options, *suite.tests], cwd=suite.cwd, env=env, capture_output=True, text=True, timeout=3600
     )
     tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-500:]
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -305,12 +328,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--langgraph", help="a checkout of github.com/langchain-ai/langgraph")
     parser.add_argument("--openai-agents", help="a checkout of github.com/openai/openai-agents-python")
+    parser.add_argument("--llamaindex", help="a checkout of github.com/run-llama/llama_index")
     parser.add_argument("--site", help="a directory with pytest-asyncio, pytest-mock and pytest-rerunfailures")
     parser.add_argument("--baseline", action="store_true", help="also run each suite on the upstream backend")
     args = parser.parse_args()
     chosen = suites(args)
     if not chosen:
-        parser.error("Give --langgraph and/or --openai-agents (a checkout's path).")
+        parser.error("Give --langgraph, --openai-agents and/or --llamaindex (a checkout's path).")
     with tempfile.TemporaryDirectory(prefix="funes-conformance-plugin-") as tmp, postgres(chosen) as pg:
         plugin_dir = Path(tmp)
         (plugin_dir / "funes_conformance.py").write_text(PLUGIN, encoding="utf-8")

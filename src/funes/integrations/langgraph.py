@@ -34,7 +34,6 @@ refresh on read, sweeping).
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -45,7 +44,7 @@ import numpy as np
 
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import Memory, SourceRef, utcnow
-from . import require
+from . import DISTANCES, pack_vectors, require, similarity, unit_vectors, unpack_vectors
 
 require("langgraph.store.base", "langgraph", "LangGraph")
 
@@ -70,32 +69,6 @@ ENTITY_TYPE = "langgraph"
 PREFIX_REF = "langgraph-ns"
 ROLES = ("tenant", "user", "project", "session")
 _PAGE = 1000
-
-
-def _pack(vectors: np.ndarray) -> list[str]:
-    return [base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode("ascii") for v in vectors]
-
-
-def _unpack(packed: Sequence[str]) -> np.ndarray:
-    return np.array([np.frombuffer(base64.b64decode(p), dtype="<f4") for p in packed], dtype=np.float32)
-
-
-def _unit(vectors: Any) -> np.ndarray:
-    array = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms == 0, 1.0, norms)
-
-
-DISTANCES = ("cosine", "inner_product", "l2")
-
-
-def similarity(vectors: np.ndarray, query: np.ndarray, distance: str = "cosine") -> np.ndarray:
-    """LangGraph's score of each field vector for a query: cosine, inner product, or negated L2 distance."""
-    if distance == "inner_product":
-        return np.atleast_2d(vectors) @ query
-    if distance == "l2":
-        return -np.linalg.norm(np.atleast_2d(vectors) - query, axis=1)
-    return _unit(vectors) @ _unit(query)[0]
 
 
 def _path(parts: Sequence[str]) -> str:
@@ -253,10 +226,10 @@ class FunesStore(BaseStore):
                 return np.atleast_2d(np.asarray(self.embeddings.embed_query(texts[0]), dtype=np.float32))
             return np.atleast_2d(np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32))
         if query:
-            return _unit(self.funes.embed_query(texts[0]))
+            return unit_vectors(self.funes.embed_query(texts[0]))
         if all(len(self.funes.parts(t)) == 1 for t in texts):
-            return _unit(self.funes.embed(texts))
-        return _unit([self.funes.embed_query(t) for t in texts])  # a long field: the mean of its parts
+            return unit_vectors(self.funes.embed(texts))
+        return unit_vectors([self.funes.embed_query(t) for t in texts])  # a long field: the mean of its parts
 
     @staticmethod
     def _entity_id(namespace: Sequence[str], key: str) -> str:
@@ -334,7 +307,7 @@ class FunesStore(BaseStore):
         ttl = op.ttl if isinstance(op.ttl, (int, float)) else None
         index = op.index if op.index is False or isinstance(op.index, list) else None
         pieces = self._pieces(value, index)
-        vectors = _pack(self._embed(pieces)) if pieces else []
+        vectors = pack_vectors(self._embed(pieces)) if pieces else []
         self.funes.remember(
             "\n".join(pieces) or key,
             type=self.memory_type,
@@ -413,7 +386,7 @@ class FunesStore(BaseStore):
                 if not packed:
                     scoreless.append(memory)
                     continue
-                vectors = _unpack(packed)
+                vectors = unpack_vectors(packed)
                 if vectors.shape[1] != query.shape[0]:
                     vectors = self._embed(self._pieces(memory.metadata["langgraph"]["value"], None))
                 scored.append((float(np.max(similarity(vectors, query, self.distance))), memory))
