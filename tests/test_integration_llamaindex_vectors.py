@@ -30,7 +30,7 @@ from llama_index.core.vector_stores.types import (
 
 import funes
 from funes.errors import InvalidInput
-from funes.integrations.llamaindex import FunesVectorStore, matches_filters
+from funes.integrations.llamaindex import FunesEmbedding, FunesVectorStore, matches_filters
 from funes.providers.embed import HashEmbedder
 
 
@@ -214,3 +214,23 @@ def test_vector_memory_block_stores_and_retrieves_per_session(real_mem: funes.Fu
     assert "Friday" in two
     assert empty == ""
     assert sorted(n.metadata["session_id"] for n in store.nodes.values()) == ["s1", "s2"]
+
+
+def test_vector_memory_block_with_funes_embeddings_recalls_the_relevant_turns(real_mem: funes.Funes) -> None:
+    store = FunesVectorStore(funes=real_mem, collection="chat")
+    block = VectorMemoryBlock(vector_store=store, embed_model=FunesEmbedding(funes=real_mem), similarity_top_k=1)
+    turns = [
+        "My sister lives in Lisbon and works as a nurse.",
+        "The quarterly report is due on the last Friday of March.",
+        "I am allergic to peanuts and shellfish.",
+    ]
+
+    async def run() -> str:
+        for text in turns:
+            await block.aput([ChatMessage(role="user", content=text)])
+        return await block.aget([ChatMessage(role="user", content="Which foods must the restaurant avoid for me?")])
+
+    recalled = asyncio.run(run())
+    assert "peanuts" in recalled and "Lisbon" not in recalled
+    [node] = [n for n in store.nodes.values() if "peanuts" in n.text]
+    assert real_mem.search("shellfish allergy")[0].memory.content == node.text.strip()

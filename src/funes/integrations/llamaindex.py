@@ -27,10 +27,11 @@ import numpy as np
 from ..errors import InvalidInput
 from ..memory.safety import FENCE_NOTE
 from ..models import Memory, SourceRef
-from . import pack_vectors, require, similarity, unpack_vectors
+from . import pack_vectors, require, similarity, unit_vectors, unpack_vectors
 
 require("llama_index.core.memory", "llamaindex", "LlamaIndex")
 
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
 from llama_index.core.memory import BaseMemoryBlock  # noqa: E402
 from llama_index.core.schema import BaseNode, MetadataMode  # noqa: E402
@@ -200,6 +201,40 @@ def matches_filters(metadata: dict[str, Any], filters: MetadataFilters | None) -
     return all(results)
 
 
+def text_vector(funes: Any, text: str) -> np.ndarray:
+    """Funes' vector of a text to store (a long one: the mean of its parts), of length 1."""
+    return unit_vectors(funes.embed(funes.parts(text)).mean(axis=0))[0]
+
+
+class FunesEmbedding(BaseEmbedding):
+    """Funes' embedder as a LlamaIndex embedding model (``VectorMemoryBlock(embed_model=...)``).
+
+    Nodes and queries embedded with it share the space of Funes' own vectors; a
+    long text is embedded as the mean of its parts, as Funes does.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    funes: Any = Field(exclude=True, description="The funes.Funes service.")
+    model_name: str = Field(default="funes", description="The embedding model's name.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "FunesEmbedding"
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [float(x) for x in self.funes.embed_query(query)]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return await asyncio.to_thread(self._get_query_embedding, query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return [float(x) for x in text_vector(self.funes, text)]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+
 class FunesVectorStore(BasePydanticVectorStore):
     """A LlamaIndex vector store whose nodes are Funes records (``VectorMemoryBlock(vector_store=...)``).
 
@@ -280,8 +315,7 @@ class FunesVectorStore(BasePydanticVectorStore):
                 yield memory, node
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        """Funes' vectors of texts (a long one: the mean of its parts)."""
-        return np.array([self.funes.embed(self.funes.parts(t)).mean(axis=0) for t in texts], dtype=np.float32)
+        return np.array([text_vector(self.funes, t) for t in texts], dtype=np.float32)
 
     def _forget(self, memories: Iterable[Memory]) -> None:
         ids = [m.id for m in memories]
