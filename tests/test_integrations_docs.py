@@ -61,6 +61,7 @@ def test_every_adapter_has_an_example() -> None:
         "LangMem",
         "LangChain: tools and a retriever",
         "LlamaIndex: a memory block",
+        "A vector store: LlamaIndex's `VectorMemoryBlock` on Funes",
         "OpenAI Agents SDK: a session",
     }
 

@@ -24,16 +24,16 @@ session element gives session scope, a project element project scope, else team.
 A ``query`` ranks as LangGraph's stores do: every item under the prefix that
 passes the filter is a candidate, each indexed field is embedded on its own
 (its vector kept in ``metadata["langgraph"]["vectors"]``), and
-``SearchItem.score`` is the cosine similarity of the query and the closest
-field. The embeddings are the ``index={"embed": ...}`` ones when given, else
-Funes' embedder. ``ttl={...}`` is LangGraph's TTL config (default ttl,
+``SearchItem.score`` is the similarity of the query and the closest field:
+cosine, or what ``index={"distance_type": ...}`` names (``inner_product``,
+``l2`` as the negated distance). The embeddings are the
+``index={"embed": ...}`` ones when given, else Funes' embedder. ``ttl={...}`` is LangGraph's TTL config (default ttl,
 refresh on read, sweeping).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound
 from ..models import Memory, SourceRef, utcnow
-from . import require
+from . import DISTANCES, pack_vectors, require, similarity, unit_vectors, unpack_vectors
 
 require("langgraph.store.base", "langgraph", "LangGraph")
 
@@ -69,20 +69,6 @@ ENTITY_TYPE = "langgraph"
 PREFIX_REF = "langgraph-ns"
 ROLES = ("tenant", "user", "project", "session")
 _PAGE = 1000
-
-
-def _pack(vectors: np.ndarray) -> list[str]:
-    return [base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode("ascii") for v in vectors]
-
-
-def _unpack(packed: Sequence[str]) -> np.ndarray:
-    return np.array([np.frombuffer(base64.b64decode(p), dtype="<f4") for p in packed], dtype=np.float32)
-
-
-def _unit(vectors: Any) -> np.ndarray:
-    array = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms == 0, 1.0, norms)
 
 
 def _path(parts: Sequence[str]) -> str:
@@ -170,7 +156,8 @@ class FunesStore(BaseStore):
 
         ``index`` is LangGraph's index config (``embed``: the embeddings that
         score a query against each indexed field, default Funes' embedder;
-        ``fields``: the default paths, like ``index_fields``). ``ttl`` is its
+        ``fields``: the default paths, like ``index_fields``; ``distance_type``:
+        ``cosine``, ``inner_product`` or ``l2``, the score). ``ttl`` is its
         TTL config (``default_ttl`` minutes, ``refresh_on_read``,
         ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`).
         """
@@ -190,6 +177,9 @@ class FunesStore(BaseStore):
         fields = config.get("fields") or config.get("text_fields") or index_fields
         self.index_fields = list(fields) if fields is not None and list(fields) != ["$"] else None
         self.embeddings = ensure_embeddings(config["embed"]) if config.get("embed") is not None else None
+        self.distance = str(config.get("distance_type") or "cosine")
+        if self.distance not in DISTANCES:
+            raise InvalidInput(f"Unknown distance_type {self.distance!r}.", hint=f"Use one of: {', '.join(DISTANCES)}.")
         self.ttl_config = dict(ttl) if ttl else None  # type: ignore[assignment]
         self.memory_type = memory_type
         self._queued: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Result], Op]]] = {}
@@ -230,15 +220,16 @@ class FunesStore(BaseStore):
         return [p for p in pieces if p and p.strip()]
 
     def _embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """The embeddings' vectors as they come (the distance decides whether their length counts)."""
         if self.embeddings is not None:
             if query:
-                return _unit(self.embeddings.embed_query(texts[0]))
-            return _unit(self.embeddings.embed_documents(texts))
+                return np.atleast_2d(np.asarray(self.embeddings.embed_query(texts[0]), dtype=np.float32))
+            return np.atleast_2d(np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32))
         if query:
-            return _unit(self.funes.embed_query(texts[0]))
+            return unit_vectors(self.funes.embed_query(texts[0]))
         if all(len(self.funes.parts(t)) == 1 for t in texts):
-            return _unit(self.funes.embed(texts))
-        return _unit([self.funes.embed_query(t) for t in texts])  # a long field: the mean of its parts
+            return unit_vectors(self.funes.embed(texts))
+        return unit_vectors([self.funes.embed_query(t) for t in texts])  # a long field: the mean of its parts
 
     @staticmethod
     def _entity_id(namespace: Sequence[str], key: str) -> str:
@@ -276,9 +267,19 @@ class FunesStore(BaseStore):
         ttl = (memory.metadata.get("langgraph") or {}).get("ttl")
         if ttl is None or (self.ttl_config is not None and not self.ttl_config.get("refresh_on_read", False)):
             return memory
-        return self.funes.update(
-            memory.id, expires_at=utcnow() + timedelta(minutes=float(ttl)), tenant=memory.tenant, user=memory.user_id
-        )
+        for _ in range(2):
+            expires = utcnow() + timedelta(minutes=float(ttl))
+            try:
+                return self.funes.update(memory.id, expires_at=expires, tenant=memory.tenant, user=memory.user_id)
+            except NotFound:
+                return memory  # deleted since it was read: the read stands, as a read before the delete
+            except Conflict:
+                # Written meanwhile (a put or another read's refresh): refresh what it is now.
+                try:
+                    memory = self.funes.get(memory.id, tenant=memory.tenant, user=memory.user_id)
+                except NotFound:
+                    return memory
+        return memory
 
     # -- operations ----------------------------------------------------------------------
     def _get(self, op: GetOp) -> Item | None:
@@ -306,7 +307,7 @@ class FunesStore(BaseStore):
         ttl = op.ttl if isinstance(op.ttl, (int, float)) else None
         index = op.index if op.index is False or isinstance(op.index, list) else None
         pieces = self._pieces(value, index)
-        vectors = _pack(self._embed(pieces)) if pieces else []
+        vectors = pack_vectors(self._embed(pieces)) if pieces else []
         self.funes.remember(
             "\n".join(pieces) or key,
             type=self.memory_type,
@@ -367,8 +368,8 @@ class FunesStore(BaseStore):
 
         Every item under the prefix that passes the filter is a candidate (so
         ``limit`` items come back whenever that many match); with a query, an
-        item's score is the cosine similarity of the query and its closest
-        indexed field, and items stored with ``index=False`` follow, unscored.
+        item's score is the similarity (the index config's ``distance_type``,
+        cosine by default) of the query and its closest indexed field, and items stored with ``index=False`` follow, unscored.
         """
         prefix = tuple(op.namespace_prefix)
         wanted = op.offset + op.limit
@@ -385,10 +386,10 @@ class FunesStore(BaseStore):
                 if not packed:
                     scoreless.append(memory)
                     continue
-                vectors = _unpack(packed)
+                vectors = unpack_vectors(packed)
                 if vectors.shape[1] != query.shape[0]:
                     vectors = self._embed(self._pieces(memory.metadata["langgraph"]["value"], None))
-                scored.append((float(np.max(vectors @ query)), memory))
+                scored.append((float(np.max(similarity(vectors, query, self.distance))), memory))
             scored.sort(key=lambda pair: pair[0], reverse=True)
             out = [(m, s) for s, m in scored] + [(m, None) for m in scoreless]
         else:
@@ -415,6 +416,9 @@ class FunesStore(BaseStore):
     # -- TTL -----------------------------------------------------------------------------
     def sweep_ttl(self) -> int:
         """Delete the items whose TTL has passed (Funes already hides them); how many were deleted."""
+        return self._sweep()
+
+    def _sweep(self) -> int:
         now = utcnow()
         swept = 0
         cursor: str | None = None
@@ -435,7 +439,7 @@ class FunesStore(BaseStore):
 
     async def asweep_ttl(self) -> int:
         """:meth:`sweep_ttl` in a worker thread."""
-        return await asyncio.to_thread(self.sweep_ttl)
+        return await asyncio.to_thread(self._sweep)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread:
         """Sweep expired items every ``sweep_interval_minutes`` (default: the TTL config's, else 5) until stopped."""
@@ -446,7 +450,7 @@ class FunesStore(BaseStore):
 
         def run() -> None:
             while not self._sweeper_stop.wait(float(interval) * 60):
-                self.sweep_ttl()
+                self._sweep()
 
         self._sweeper = threading.Thread(target=run, name="funes-langgraph-ttl", daemon=True)
         self._sweeper.start()
