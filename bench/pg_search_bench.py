@@ -50,6 +50,9 @@ def fill_and_search(target: str, texts: list[str], queries: list[str], tenants: 
             for b in range(0, len(mine), 2000):
                 mem.remember_many(mine[b : b + 2000], tenant=f"t{t}")
         fill = len(texts) / (time.perf_counter() - start)
+        start = time.perf_counter()
+        mem.run_jobs(max_seconds=900)  # the vector index builds a large load queued (ann-index jobs)
+        built = time.perf_counter() - start
         for q in queries[:5]:
             mem.search(q, tenant="t0")  # warm: plan inputs, caches
         counter = getattr(getattr(mem.core.store, "db", None), "counter", None)  # PostgreSQL's only
@@ -65,6 +68,7 @@ def fill_and_search(target: str, texts: list[str], queries: list[str], tenants: 
     ordered = sorted(times)
     return {
         "fill": fill,
+        "index_s": built,
         "p50": statistics.median(times),
         "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
         "trips": per_search,
@@ -91,12 +95,12 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{args.rows} records over {args.tenants} tenants, {args.queries} queries, hashing embedder (384 dims)")
-    print(f"{'backend':<10}{'fill rec/s':>11}{'p50 ms':>9}{'p95 ms':>9}{'trips':>7}")
+    print(f"{'backend':<10}{'fill rec/s':>11}{'index s':>9}{'p50 ms':>9}{'p95 ms':>9}{'trips':>7}")
     for name, r in results.items():
-        print(f"{name:<10}{r['fill']:>11.0f}{r['p50']:>9.1f}{r['p95']:>9.1f}{r['trips']:>7.1f}")
+        print(f"{name:<10}{r['fill']:>11.0f}{r['index_s']:>9.1f}{r['p50']:>9.1f}{r['p95']:>9.1f}{r['trips']:>7.1f}")
     pg, sq = results["postgres"], results["sqlite"]
     print(
-        f"{'pg/sqlite':<10}{pg['fill'] / sq['fill']:>11.2f}{pg['p50'] / sq['p50']:>9.2f}{pg['p95'] / sq['p95']:>9.2f}"
+        f"{'pg/sqlite':<10}{pg['fill'] / sq['fill']:>11.2f}{'':>9}{pg['p50'] / sq['p50']:>9.2f}{pg['p95'] / sq['p95']:>9.2f}"
     )
 
 

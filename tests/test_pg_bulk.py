@@ -1,4 +1,4 @@
-"""Bulk writes on PostgreSQL (issue 29): put_many in batches with COPY, the HNSW index rebuilt after a large load."""
+"""Bulk writes on PostgreSQL (issue 29): put_many in batches, the HNSW index rebuilt by a job after a large load."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store.postgres import PostgresStore
-from funes.store.postgres_bulk import REBUILD_MIN
+from funes.store.postgres_bulk import BATCH, REBUILD_MIN
 
 pytestmark = pytest.mark.postgres
 
@@ -35,9 +35,11 @@ def store(pg_url: str):  # type: ignore[no-untyped-def]
     s.close()
 
 
-def test_a_large_load_is_written_whole_and_searchable_with_the_index_rebuilt(store: PostgresStore) -> None:
+def test_a_large_load_is_written_whole_and_searchable_before_and_after_the_job_rebuilds_the_index(
+    store: PostgresStore,
+) -> None:
     rng = np.random.default_rng(7)
-    n = REBUILD_MIN + 500
+    n = max(REBUILD_MIN, 3 * BATCH) + 500
     records = [_record(f"note {i} about {'zeppelins' if i % 100 == 0 else 'ships'}", title=f"t{i}") for i in range(n)]
     vectors = [_unit(rng) for _ in range(n)]
     before = store.db.counter.statements
@@ -46,16 +48,61 @@ def test_a_large_load_is_written_whole_and_searchable_with_the_index_rebuilt(sto
     conn = store.db.reader()
     assert conn.native("SELECT count(*) FROM memories").fetchone()[0] == n
     assert conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0] == n
-    indexes = {r[0] for r in conn.native("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_vectors'")}
-    assert "memory_vectors_hnsw" in indexes
+
+    def indexes() -> set[str]:
+        return {r[0] for r in conn.native("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_vectors'")}
+
+    # The load dropped the index and queued its build, in its own transaction; a search asks for it once.
+    assert "memory_vectors_hnsw" not in indexes()
+    jobs = conn.native("SELECT kind, tenant, status FROM jobs").fetchall()
+    assert jobs == [("ann-index", "acme", "queued")]
+    assert store.index_work() == ["acme"] and store.index_work() == []
     later = utcnow() + timedelta(seconds=1)
     # The keyword vector is written with the row (title weighted), and each vector belongs to its record.
     hits = store.keyword_search(["zeppelins"], SearchFilters(tenant="acme"), limit=100, now=later)
     assert {i for i, _ in hits} == {m.id for m in records[::100]}
-    store.exact_max = 0  # the HNSW plan
-    for probe in (3, 4000, n - 1):
-        found = store.vector_search(vectors[probe], SearchFilters(tenant="acme"), k=5, now=later)
-        assert found[0][0] == records[probe].id and found[0][1] == pytest.approx(1.0, abs=1e-5)
+    store.exact_max = 0  # the HNSW plan, with and then without the index
+    for built in (False, True):
+        if built:
+            assert "built the HNSW index" in store.maintain_index("acme")
+            assert "memory_vectors_hnsw" in indexes()
+            assert "nothing to do" in store.maintain_index("acme")
+        for probe in (3, n // 2, n - 1):
+            found = store.vector_search(vectors[probe], SearchFilters(tenant="acme"), k=5, now=later)
+            assert found[0][0] == records[probe].id and found[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["own transaction", "caller's transaction"])
+def test_a_failure_in_a_later_batch_leaves_nothing_written_and_the_index_whole(
+    store: PostgresStore, inside: bool
+) -> None:
+    rng = np.random.default_rng(10)
+    n = 2 * BATCH + 500
+    records = [_record(f"note {i}") for i in range(n)]
+    # PostgreSQL refuses the NUL of the third batch's record: the first batches were already sent.
+    records[2 * BATCH + 10] = records[2 * BATCH + 10].evolve(content="a \x00 in the text")
+    with pytest.raises(Exception, match="NUL"):
+        if inside:
+            with store.db.write():
+                store.put_many([(m, [_unit(rng)]) for m in records])
+        else:
+            store.put_many([(m, [_unit(rng)]) for m in records])
+    conn = store.db.reader()
+    assert conn.native("SELECT count(*) FROM memories").fetchone()[0] == 0
+    assert conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0] == 0
+
+    def indexed() -> bool:
+        return bool(
+            conn.native("SELECT count(*) FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw'").fetchone()[0]
+        )
+
+    jobs = conn.native("SELECT kind FROM jobs").fetchall()
+    if inside:  # dropped in the transaction that rolled back: the index is back and no job was queued
+        assert indexed() and jobs == []
+    else:  # dropped concurrently before the load, its build queued first: the job builds it again
+        assert not indexed() and jobs == [("ann-index",)]
+        store.maintain_index("acme")
+        assert indexed()
 
 
 def test_a_batch_replaces_updates_and_keeps_vectors_as_one_by_one_writes_do(store: PostgresStore) -> None:
@@ -100,3 +147,25 @@ def test_a_bad_vector_in_a_batch_writes_nothing(store: PostgresStore) -> None:
     with pytest.raises(Exception, match="nothing was written"):
         store.put_many([*good, bad])
     assert store.db.reader().native("SELECT count(*) FROM memories").fetchone()[0] == 0
+
+
+def test_a_tenants_load_counts_the_whole_stores_vectors_not_only_the_ones_security_shows_it(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import funes.store.postgres_bulk as bulk
+    from funes.store.tenancy import acting_for
+
+    monkeypatch.setattr(bulk, "REBUILD_SHARE", 1.0)
+    rng = np.random.default_rng(11)
+    store.put_many([(_record(f"big {i}", tenant="big"), [_unit(rng)]) for i in range(3 * BATCH)])
+    store.maintain_index("big")
+    store.index_work()
+    conn = store.db.reader()
+    queued = conn.native("SELECT count(*) FROM jobs WHERE status = 'queued'").fetchone()[0]
+    # Row-level security shows the small tenant none of big's 3,000 vectors: a count(*) would say the store is
+    # empty and drop the whole store's index for a load of 1,200.
+    with acting_for("small"):
+        store.put_many([(_record(f"small {i}", tenant="small"), [_unit(rng)]) for i in range(BATCH + 200)])
+        assert store.db.reader().native("SELECT count(*) FROM memory_vectors").fetchone()[0] == BATCH + 200
+    assert conn.native("SELECT count(*) FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw'").fetchone()[0] == 1
+    assert conn.native("SELECT count(*) FROM jobs WHERE status = 'queued'").fetchone()[0] == queued

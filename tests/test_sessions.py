@@ -77,10 +77,12 @@ def test_a_failed_index_write_stores_no_message(mem: funes.Funes, monkeypatch: p
     session = mem.session("s1")
     session.add_message("user", "first")
 
-    def broken(conn: Any, memory: Any, vectors: Any) -> None:
+    def broken(*args: Any) -> None:
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(mem.store, "_put", broken)
+    if hasattr(mem.store, "_put_batch"):  # PostgreSQL writes a batch of records at once
+        monkeypatch.setattr(mem.store, "_put_batch", broken)
     with pytest.raises(RuntimeError):
         session.add_message("user", "second")
     monkeypatch.undo()

@@ -301,26 +301,21 @@ class Conversations:
             # The messages are accepted anyway: findable by keyword now, embedded by a job later.
             vectors = None
         out: list[Message] = []
-        position = 0
-        with self.store.transaction():
-            for msg, message_id, records in planned:
-                seq = self.store.append_message(
-                    sess.tenant,
-                    sess.id,
-                    message_id,
-                    msg.role,
-                    msg.content,
-                    msg.tool_calls,
-                    msg.tool_call_id,
-                    msg.at,
-                    [m.id for m in records],
-                )
+        vectors_of = iter(vectors or [])
+        with self.store.transaction():  # one batch of rows per table (issue 29), not statements per message
+            seqs = self.store.append_messages(
+                sess.tenant,
+                sess.id,
+                [
+                    (i, m.role, m.content, m.tool_calls, m.tool_call_id, m.at, [r.id for r in rs])
+                    for m, i, rs in planned
+                ],
+            )
+            items: list[tuple[Memory, Any]] = []
+            for (msg, message_id, records), seq in zip(planned, seqs, strict=True):
                 for memory in records:
-                    source = memory.source
-                    assert source is not None
-                    located = replace(source, locator={**source.locator, "seq": seq})
-                    self.store.put(memory.evolve(source=located), None if vectors is None else vectors[position])
-                    position += 1
+                    located = replace(memory.source, locator={**memory.source.locator, "seq": seq})  # type: ignore[union-attr]
+                    items.append((memory.evolve(source=located), None if vectors is None else next(vectors_of)))
                 if msg.usage is not None:
                     prompt, completion, model, window = msg.usage
                     self.store.add_usage(sess.tenant, sess.id, message_id, msg.at, model, prompt, completion, window)
@@ -337,6 +332,7 @@ class Conversations:
                         record_ids=tuple(m.id for m in records),
                     )
                 )
+            self.store.put_many(items)
             if vectors is None and every:
                 self.core.defer_vectors([m.id for m in every], sess.tenant)
             for observer in self.message_observers:

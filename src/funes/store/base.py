@@ -377,6 +377,15 @@ class Store(Protocol):
         """Append a message to a session; returns its sequence number."""
         ...
 
+    def append_messages(
+        self,
+        tenant: str,
+        session_id: str,
+        rows: Sequence[tuple[str, str, str, Sequence[Any], str | None, datetime, Sequence[str]]],
+    ) -> list[int]:
+        """Append messages (message id, role, content, tool calls, tool call id, time, record ids); their seqs."""
+        ...
+
     def turns_near(self, tenant: str, anchors: Sequence[tuple[str, int]], width: int) -> list[Turn]:
         """The messages with content within ``width`` places of each (session id, seq) anchor (anchors too), oldest first."""
         ...

@@ -300,14 +300,6 @@ class PostgresStore(
                     (fold_words(title), fold_words(content), fold_words(topic), rowid),
                 )
 
-    def index_work(self) -> list[str]:
-        """Nothing to build in the background: the HNSW index is maintained by PostgreSQL on every write."""
-        return []
-
-    def maintain_index(self, tenant: str) -> str:
-        """PostgreSQL keeps the HNSW index current itself; nothing to do."""
-        return "PostgreSQL maintains the HNSW index on every write; nothing to do"
-
     def close(self) -> None:
         """Write the held access rows, then close every connection and the pool."""
         try:

@@ -2,15 +2,23 @@
 
 ``put_many`` (what ``remember_many``, ``add_messages``, imports and uploads
 write through) takes records a thousand at a time: one read of which ids
-exist, one pipelined ``INSERT ... RETURNING rowid`` for the new ones (keyword
-vector included), one pipelined ``UPDATE`` for the others, and the vectors in
-one ``INSERT ... SELECT FROM unnest(...)``, all in the caller's one
-transaction. (``COPY FROM`` would be faster still, but PostgreSQL refuses it
-on tables under row-level security.)
+exist, one ``INSERT ... SELECT FROM unnest(...)`` of typed column arrays for
+the new ones (keyword vector included, parameters binary), one ``UPDATE ...
+FROM unnest(...)`` for the others, and the vectors in one more ``unnest``,
+all in the caller's one transaction. (``COPY FROM`` is refused by PostgreSQL
+on tables under row-level security; COPY into a staging table and
+``INSERT ... SELECT`` from it would add a step to these same inserts, whose
+cost is the server's index upkeep, not the transfer.)
+
 A large load into a store holding few vectors drops the HNSW index first and
-builds it once at the end (building is several times faster than inserting
-into it row by row); every other load extends the index as it goes.
-Numbers: bench/store_bench.py --backend postgres.
+queues an ``ann-index`` job, in the same transaction, that builds it again
+once the load has committed (``CREATE INDEX CONCURRENTLY``: neither reads nor
+writes wait for it), as the SQLite store builds its usearch indexes in that
+job. Building is several times faster than inserting into the graph row by
+row, and the build no longer holds the load's transaction (and its table
+lock) open. Until it is built, searches of large tenants are exact scans:
+the same hits, slower. Every other load extends the index as it goes.
+Numbers: docs/postgres.md (bench/pg_write_bench.py).
 """
 
 from __future__ import annotations
@@ -21,19 +29,28 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInput
-from ..models import Memory
+from ..models import Memory, utcnow
 from .base import checked_vectors, vis_key
 from .postgres_search import fold_words
-from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values, to_memory
+from .sqlite_rows import COLUMNS, row_values, to_memory
+from .tenancy import current_tenant
 
 BATCH = 1000  # records per round of statements
 ANALYZE_AFTER = 1000  # records written at once that refresh the planner's statistics
-REBUILD_MIN = 5000  # vectors in one load that make rebuilding the HNSW index worth it ...
-REBUILD_SHARE = 1.0  # ... when the store holds at most this share of them already
-_FTS = (
-    "setweight(to_tsvector('simple', ?), 'A') || to_tsvector('simple', ?) || setweight(to_tsvector('simple', ?), 'C')"
+# Rebuilding the HNSW index beats extending it when a load brings at least REBUILD_MIN vectors and
+# the store holds at most REBUILD_SHARE times as many: bench/pg_write_bench.py measured 2 ms to insert
+# one vector into the graph of 10k and 0.27 ms per vector to build it whole (7.4x; 18x under load).
+REBUILD_MIN = 1000
+REBUILD_SHARE = 6.0
+# The keyword vector of the unnested row ``u`` (see _unnest): folded title (A), content, topic (C).
+_FTS_OF_U = (
+    "setweight(to_tsvector('simple', u.fold_title), 'A') || to_tsvector('simple', u.fold_content) "
+    "|| setweight(to_tsvector('simple', u.fold_topic), 'C')"
 )
-_HNSW = "CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
+_NAMES = [c.strip() for c in COLUMNS.split(",")]
+_HNSW = (
+    "CREATE INDEX {how} IF NOT EXISTS memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
+)
 
 
 class PostgresBulk:
@@ -41,29 +58,103 @@ class PostgresBulk:
 
     db: Any
     _dims: int | None
+    _memory_types: dict[str, str] | None = None
+    _index_wanted: str | None = None  # the tenant of a load that dropped the HNSW index, until reported
 
-    def _write_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
-        """Insert or replace many records in one transaction, a batch of statements per thousand."""
+    def _write_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]], *, decided: bool = False) -> int:
+        """Insert or replace many records in one transaction, a batch of statements per thousand.
+
+        ``decided``: the caller already chose whether to drop the HNSW index (before its transaction).
+        """
         items = list(items)
         if not items:
             return 0
+        dropped = True if decided else self._drop_index_for(items)
         with self.db.write() as conn:
-            incoming = sum(len(v) for _, v in items if v)
-            rebuild = incoming >= REBUILD_MIN and self._dims is not None and self._few_vectors(conn, incoming)
-            if rebuild:
-                # Other writers wait on the table lock this takes, until the transaction ends.
+            if dropped is None and self._rebuild_worth_it(conn, items):
+                # Inside a caller's transaction (a reindex): other sessions wait on the lock this takes
+                # until it commits, not for the build.
                 conn.native("DROP INDEX IF EXISTS memory_vectors_hnsw")
+                self._queue_build(items[0][0].tenant)
             for start in range(0, len(items), BATCH):
                 self._put_batch(conn, items[start : start + BATCH])
-            if rebuild:
-                conn.native("SET LOCAL maintenance_work_mem = '256MB'")
-                conn.native(_HNSW)
             if len(items) >= ANALYZE_AFTER:
                 # Autovacuum analyses a minute later; until then a bulk load leaves row estimates of 1, and
                 # the planner chose nested loops that took 400 ms per search at 4k records. ANALYZE counts
                 # this transaction's own rows, so it runs inside it (remember_many's batch is in one).
                 conn.native("ANALYZE memories, memory_vectors")
         return len(items)
+
+    def _drop_index_for(self, items: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> bool | None:
+        """Before a load outside any transaction: drop the HNSW index when rebuilding it is worth it.
+
+        The build job is queued first (its own transaction), then the index is
+        dropped ``CONCURRENTLY``: searches never wait on it, and a load that fails
+        or a process that dies leaves the job to build the index again. None
+        inside a transaction, where a drop must wait for the load's own.
+        """
+        if self.db.in_transaction():
+            return None
+        if not self._rebuild_worth_it(self.db.reader(), items):
+            return False
+        self._queue_build(items[0][0].tenant)
+        self.db.reader().native("DROP INDEX CONCURRENTLY IF EXISTS memory_vectors_hnsw")
+        return True
+
+    def _rebuild_worth_it(self, conn: Any, items: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> bool:
+        incoming = sum(len(v) for _, v in items if v)
+        if incoming < REBUILD_MIN or self._dims is None:
+            return False
+        # The whole store's vectors, which row-level security would hide from a count(*): the statistics'
+        # live rows (current at each commit) or the planner's estimate, whichever is larger.
+        held = conn.native(
+            "SELECT greatest(c.reltuples, s.n_live_tup, 0) FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
+            "WHERE c.oid = 'memory_vectors'::regclass"
+        ).fetchone()[0]
+        return float(held) <= incoming * REBUILD_SHARE
+
+    def _queue_build(self, tenant: str) -> None:
+        """Queue the ``ann-index`` job that builds the HNSW index (in the caller's transaction when there is one)."""
+        with self.db.write():  # under row-level security every record of a load is the tenant in force
+            self.enqueue_job(  # type: ignore[attr-defined]
+                "ann-index", {"tenant": tenant}, tenant=tenant, now=utcnow(), dedupe_key=f"ann-index:{tenant}"
+            )
+        self._index_wanted = tenant
+
+    def index_work(self) -> list[str]:
+        """The tenant to queue the HNSW build for, once after a load dropped the index (else nothing).
+
+        The load queued the job itself; asking again through the service wakes
+        the worker (the queued job absorbs the duplicate). Reported as the
+        caller's tenant when there is one: row-level security admits only its
+        jobs, and the index is the whole store's whichever tenant's job builds it.
+        """
+        wanted, self._index_wanted = self._index_wanted, None
+        return [current_tenant.get() or wanted] if wanted else []
+
+    def maintain_index(self, tenant: str) -> str:
+        """Build the HNSW index when a load dropped it (``CONCURRENTLY``, outside a transaction); else nothing."""
+        if self._dims is None:
+            return "no vectors yet"
+        with self.db.borrow() as conn:
+            row = conn.native(
+                "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('memory_vectors_hnsw')"
+            ).fetchone()
+            if row is not None and row[0]:
+                return "PostgreSQL maintains the HNSW index on every write; nothing to do"
+            inside = self.db.in_transaction()
+            if row is not None:  # a concurrent build that failed leaves an invalid index behind
+                conn.native(f"DROP INDEX {'' if inside else 'CONCURRENTLY'} IF EXISTS memory_vectors_hnsw")
+            held = int(conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0])
+            # The graph of every vector in memory builds several times faster than one that spills.
+            memory = min(max(64, held * (self._dims * 4 + 512) * 3 // 2 >> 20), 2048)
+            conn.native(f"SET {'LOCAL ' if inside else ''}maintenance_work_mem = '{memory}MB'")
+            try:
+                conn.native(_HNSW.format(how="" if inside else "CONCURRENTLY"))
+            finally:
+                if not inside:
+                    conn.native("RESET maintenance_work_mem")
+        return f"built the HNSW index over {held} vectors"
 
     def put_unique_many(self, items: Sequence[tuple[Memory, Sequence[np.ndarray] | None]]) -> list[Memory]:
         """``put_unique`` for many records at once (distinct identities): the record that stands for each, in order.
@@ -76,6 +167,7 @@ class PostgresBulk:
             return []
         keys = [_identity_key(m) for m, _ in items]
         standing: list[Memory] = []
+        decided = self._drop_index_for(list(items)) is not None
         with self.db.write() as conn:
             conn.native(
                 "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM "
@@ -102,12 +194,18 @@ class PostgresBulk:
                     memory = memory.evolve(id=existing.id, created_at=existing.created_at)
                 writes.append((memory, vectors))
                 standing.append(memory)
-            self._write_many(writes)
+            self._write_many(writes, decided=decided)
         return standing
 
-    def _few_vectors(self, conn: Any, incoming: int) -> bool:
-        held = int(conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0])
-        return held <= incoming * REBUILD_SHARE
+    def _column_types(self, conn: Any) -> dict[str, str]:
+        """The SQL type of each column of ``memories`` (read once: migrations add columns, never retype them)."""
+        if self._memory_types is None:
+            rows = conn.native(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = 'memories'::regclass AND attnum > 0 AND NOT attisdropped"
+            ).fetchall()
+            self._memory_types = {str(n): str(t) for n, t in rows}
+        return self._memory_types
 
     def _put_batch(self, conn: Any, batch: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> None:
         ids = [m.id for m, _ in batch]
@@ -120,21 +218,26 @@ class PostgresBulk:
         new = [(m, v) for (m, _), v in zip(batch, checked, strict=True) if m.id not in existing]
         old = [(m, v) for (m, _), v in zip(batch, checked, strict=True) if m.id in existing]
         rowids = dict(existing)
+        types = self._column_types(conn)
         if new:
-            returned = conn.executemany_returning(
-                f"INSERT INTO memories ({COLUMNS}, fts) VALUES ({PLACEHOLDERS}, {_FTS}) RETURNING rowid",
-                [(*row_values(m), *_fts_values(m)) for m, _ in new],
-            )
-            rowids.update(zip((m.id for m, _ in new), returned, strict=True))
+            source, params = _unnest([m for m, _ in new], types)
+            returned = conn.native(
+                f"INSERT INTO memories ({COLUMNS}, fts) SELECT {COLUMNS}, {_FTS_OF_U} FROM {source} "
+                "ORDER BY u.n RETURNING id, rowid",
+                params,
+            ).fetchall()
+            rowids.update(returned)
         if old:
-            sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
-            conn.executemany(
-                f"UPDATE memories SET {sets}, fts = {_FTS} WHERE rowid = ?",
-                [(*row_values(m), *_fts_values(m), rowids[m.id]) for m, _ in old],
-            )
-            kept = [(m.tenant, rowids[m.id], m.tenant) for m, v in old if v is None]
+            source, params = _unnest([m for m, _ in old], types, [rowids[m.id] for m, _ in old])
+            sets = ", ".join(f"{c.strip()} = u.{c.strip()}" for c in COLUMNS.split(","))
+            conn.native(f"UPDATE memories m SET {sets}, fts = {_FTS_OF_U} FROM {source} WHERE m.rowid = u.at", params)
+            kept = [(m.tenant, rowids[m.id]) for m, v in old if v is None]
             if kept:  # the tenant is copied onto the vectors (the exact KNN's btree): keep it in step
-                conn.executemany("UPDATE memory_vectors SET tenant = ? WHERE memory_rowid = ? AND tenant != ?", kept)
+                conn.native(
+                    "UPDATE memory_vectors v SET tenant = k.tenant FROM unnest(%s::text[], %s::int8[]) AS k(tenant, at) "
+                    "WHERE v.memory_rowid = k.at AND v.tenant != k.tenant",
+                    [list(c) for c in zip(*kept, strict=True)],
+                )
             replaced = [rowids[m.id] for m, v in old if v is not None]
             if replaced:
                 conn.native("DELETE FROM memory_vectors WHERE memory_rowid = ANY(%s)", [replaced])
@@ -179,6 +282,31 @@ def _identity(m: Memory) -> tuple[str, str, str, str, str]:
 
 def _identity_key(m: Memory) -> str:
     return "\x1f".join(_identity(m))
+
+
+def _unnest(records: list[Memory], types: dict[str, str], at: list[int] | None = None) -> tuple[str, list[Any]]:
+    """The records as one ``unnest`` of typed column arrays named ``u`` (with their folded words, their order as
+    ``u.n`` and, given ``at``, the rowid each updates as ``u.at``): a batch as one statement, its parameters binary.
+    """
+    rows = [(*row_values(m), *_fts_values(m)) for m in records]
+    sql_types = [types[n] for n in _NAMES] + ["text"] * 3
+    params = [_typed(column, t) for column, t in zip(zip(*rows, strict=True), sql_types, strict=True)]
+    names = [*_NAMES, "fold_title", "fold_content", "fold_topic"]
+    if at is not None:
+        params.append(at)
+        sql_types.append("bigint")
+        names.append("at")
+    arrays = ", ".join(f"%s::{t}[]" for t in sql_types)
+    return f"unnest({arrays}) WITH ORDINALITY AS u({', '.join(names)}, n)", params
+
+
+def _typed(values: Sequence[Any], sql_type: str) -> list[Any]:
+    """A column's values as the Python type its array is sent as (a float column may hold ints, and the reverse)."""
+    if sql_type in ("double precision", "real"):
+        return [None if v is None else float(v) for v in values]
+    if sql_type in ("integer", "bigint", "smallint"):
+        return [None if v is None else int(v) for v in values]
+    return list(values)
 
 
 def _fts_values(m: Memory) -> tuple[str, str, str]:

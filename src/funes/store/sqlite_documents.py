@@ -10,7 +10,7 @@ Rows are plain dicts here; :mod:`funes.knowledge.documents` turns them into valu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,7 +72,7 @@ class DocumentTables:
 
     if TYPE_CHECKING:  # provided by SqliteStore, which this class is mixed into
 
-        def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None: ...
+        def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int: ...
 
         def _delete(self, conn: Any, memory_ids: Sequence[str]) -> int: ...
 
@@ -167,8 +167,7 @@ class DocumentTables:
         with self.db.write() as conn:
             old = [r[0] for r in conn.execute("SELECT id FROM memories WHERE source_id = ?", (doc["id"],))]
             self._delete(conn, old)
-            for memory, vectors in items:
-                self._put(conn, memory, vectors)
+            self.put_many(items)  # in batches on PostgreSQL (issue 29)
             self._upsert_document(conn, doc)
 
     def move_document(self, doc_id: str, uri: str, name: str, updated_at: float) -> int:
@@ -219,6 +218,5 @@ class DocumentTables:
                     conn.execute("DELETE FROM documents WHERE id = ?", (clash[0],))
                     replaced += 1
                 self._upsert_document(conn, doc)
-            for memory, vectors in items:
-                self._put(conn, memory, vectors)
+            self.put_many(items)
         return replaced

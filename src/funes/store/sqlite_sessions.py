@@ -133,6 +133,7 @@ class SessionTables:
     def import_conversation_rows(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> int:
         """Write exported session, message and usage rows (inside the caller's transaction if any)."""
         written = 0
+        message_sql, message_rows = "", []
         with self.db.write() as conn:
             for kind, row in sorted(rows, key=lambda r: list(self._TRANSFER).index(r[0])):
                 _, columns, _ = self._TRANSFER[kind]
@@ -146,8 +147,9 @@ class SessionTables:
                         f"ON CONFLICT (tenant, id) DO UPDATE SET {updates}",
                         values,
                     )
-                elif kind == "message":
-                    conn.execute(f"INSERT OR REPLACE INTO messages ({', '.join(columns)}) VALUES ({marks})", values)
+                elif kind == "message":  # written in one batch below, after their sessions
+                    message_sql = f"INSERT OR REPLACE INTO messages ({', '.join(columns)}) VALUES ({marks})"
+                    message_rows.append(values)
                 else:
                     # Usage rows have no natural id: skip one that is already there (a repeated import).
                     same = " AND ".join(f"{c} IS ?" for c in columns)
@@ -155,6 +157,8 @@ class SessionTables:
                         continue
                     conn.execute(f"INSERT INTO usage ({', '.join(columns)}) VALUES ({marks})", values)
                 written += 1
+            if message_rows:
+                conn.executemany(message_sql, message_rows)
         return written
 
     # -- sessions ------------------------------------------------------------
@@ -210,34 +214,55 @@ class SessionTables:
         record_ids: Sequence[str],
     ) -> int:
         """Append a message to a session (in the caller's transaction if any); returns its sequence number."""
+        row = (message_id, role, content, tool_calls, tool_call_id, at, record_ids)
+        return self.append_messages(tenant, session_id, [row])[0]
+
+    def append_messages(
+        self,
+        tenant: str,
+        session_id: str,
+        rows: Sequence[tuple[str, str, str, Sequence[ToolCall], str | None, datetime, Sequence[str]]],
+    ) -> list[int]:
+        """Append messages to a session in three statements (in the caller's transaction if any); their seqs.
+
+        Each row is (message id, role, content, tool calls, tool call id, time, record ids).
+        """
+        if not rows:
+            return []
         with self.db.write() as conn:
-            seq = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE tenant = ? AND session_id = ?",
+            last = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE tenant = ? AND session_id = ?",
                 (tenant, session_id),
             ).fetchone()[0]
-            conn.execute(
+            seqs = [int(last) + n for n in range(1, len(rows) + 1)]
+            conn.executemany(
                 f"INSERT INTO messages (tenant, {_MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    tenant,
-                    message_id,
-                    session_id,
-                    seq,
-                    role,
-                    content,
-                    json.dumps([t.to_dict() for t in tool_calls], ensure_ascii=False),
-                    tool_call_id,
-                    to_epoch(at),
-                    json.dumps(list(record_ids)),
-                ),
+                [
+                    (
+                        tenant,
+                        message_id,
+                        session_id,
+                        seq,
+                        role,
+                        content,
+                        json.dumps([t.to_dict() for t in tool_calls], ensure_ascii=False),
+                        tool_call_id,
+                        to_epoch(at),
+                        json.dumps(list(record_ids)),
+                    )
+                    for seq, (message_id, role, content, tool_calls, tool_call_id, at, record_ids) in zip(
+                        seqs, rows, strict=True
+                    )
+                ],
             )
             conn.execute(
                 # Retention counts from when Funes stored the message, never from its own date:
                 # an imported 2023 conversation dated by its messages was pruned at once (issue 9).
-                "UPDATE sessions SET last_activity = MAX(last_activity, ?), message_count = message_count + 1 "
+                "UPDATE sessions SET last_activity = MAX(last_activity, ?), message_count = message_count + ? "
                 "WHERE tenant = ? AND id = ?",
-                (time.time(), tenant, session_id),
+                (time.time(), len(rows), tenant, session_id),
             )
-        return int(seq)
+        return seqs
 
     def add_usage(
         self,
