@@ -173,3 +173,14 @@ def test_an_export_made_before_topics_is_labelled_after_import(tmp_path: Path) -
         assert {m.id: m.topic for m in new.list(limit=20).items} == dict.fromkeys(labelled)
         assert new.run_jobs()["done"] == 1
         assert {m.id: m.topic for m in new.list(limit=20).items} == labelled == dict.fromkeys(labelled, "ramen")
+
+
+def test_a_synced_memory_folders_notes_and_files_get_topics(mem: funes.Funes, tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "ramen.md").write_text("# Ramen bar visits\n\nIchiran twice; the ramen at Afuri once.\n")
+    (folder / "vendor-audit.csv").write_text("vendor,status\nAcme,probation\nGlobex,probation\n")
+    mem.add_folder(folder)
+    mem.sync(folder)
+    topics = {Path(m.source.uri).name: m.topic for m in mem.list(limit=20).items if m.source and m.source.uri}
+    assert topics == {"ramen.md": "ramen", "vendor-audit.csv": "vendor"}
