@@ -117,6 +117,10 @@ OFF_TOPIC: tuple[str, ...] = (
     "Who painted the Sistine Chapel ceiling?",
 )
 
+# People no store mentions, asked the stores' own questions ("What diet does Yusuf follow?"): the question
+# matches a memory about someone else word for word except the name, and that memory does not answer it.
+UNSEEN_PEOPLE = ("Yusuf", "Zofia", "Viktor", "Wanda", "Xiomara")
+
 SIZES = (3, 10, 30, 100, 300)
 
 
@@ -151,8 +155,13 @@ def stores(sizes: tuple[int, ...] = SIZES) -> list[AgentStore]:
         chosen = ana[:size] if size <= len(ana) else list(range(min(size, len(pool))))
         memories = [(pool[i][0], pool[i][2]) for i in chosen]
         questions = [(pool[i][1], n) for n, i in enumerate(chosen)]
-        out.append(AgentStore(f"agent-{size}", memories, questions, list(OFF_TOPIC)))
+        out.append(AgentStore(f"agent-{size}", memories, questions, [*OFF_TOPIC, *unseen_questions()]))
     return out
+
+
+def unseen_questions() -> list[str]:
+    """The first attributes' questions about people no store mentions (off-topic: nothing answers them)."""
+    return [question.format(p=p) for p, (_, question, _) in zip(UNSEEN_PEOPLE, ATTRIBUTES, strict=False)]
 
 
 def ingest_agent(mem: Any, store: AgentStore) -> AgentStore:

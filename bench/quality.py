@@ -97,6 +97,8 @@ class Ranked:
     windows: list[frozenset[str]] = field(default_factory=list)
     signals: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    query: str = ""
+    texts: list[str] = field(default_factory=list)  # each hit's record text (for offline feature studies)
 
 
 def search(
@@ -119,6 +121,8 @@ def search(
         relevance=[h.relevance for h in hits],
         signals=[{**(h.explanation.signals or {}), "score": h.score, "boosts": h.explanation.boosts} for h in hits],
         seconds=seconds,
+        query=query,
+        texts=[f"{h.memory.title or ''}\n{h.memory.content}".lstrip("\n") for h in hits],
     )
 
 
@@ -573,8 +577,9 @@ def main(argv: list[str] | None = None) -> int:
                 with funes.open(str(Path(tmp) / "agent.db"), embedder=embedder, **settings) as mem:
                     ag = run_agent(mem, search, Ranked)
                     floors = {"search": mem.config.search_min_relevance, "context": mem.config.context_min_relevance}
+                    name_floor = mem.config.context_unseen_name_relevance
                     embedder.save()
-                report["agent"] = agent_report(ag["on"], ag["off"], floors)
+                report["agent"] = agent_report(ag["on"], ag["off"], floors, name_floor)
                 report["agent_own"] = own_metrics(ag["on"])
                 print_own("Agent memory", {"funes": report["agent_own"]})
                 sets["agent"] = (ag["on"], ag["off"])

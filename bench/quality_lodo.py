@@ -75,8 +75,14 @@ def run_agent(mem: Any, search: Any, ranked_cls: Any) -> dict[str, Any]:
     return {"on": on, "off": off, "stores": [s.tenant for s in stores()]}
 
 
-def agent_report(on: list[Any], off: list[Any], floors: dict[str, float]) -> dict[str, float]:
-    """The issue's targets: top-1 accuracy, the answer's relevance >= 0.5 when found, off-topic abstention."""
+def agent_report(
+    on: list[Any], off: list[Any], floors: dict[str, float], unseen_name_floor: float = 0.0
+) -> dict[str, float]:
+    """The issue's targets: top-1 accuracy, the answer's relevance >= 0.5 when found, off-topic abstention.
+
+    ``unseen_name_floor``: automatic context's floor for a query naming what no memory mentions
+    (``context_unseen_name_relevance``), applied with the ``context`` floor.
+    """
     top1 = statistics.mean(float(bool(r.units) and r.units[0] in r.relevant) for r in on)
     found = [p for r in on for u, p in zip(r.units[:10], r.relevance, strict=False) if u in r.relevant]
     strong = statistics.mean(float(p >= 0.5) for p in found) if found else 0.0
@@ -84,6 +90,10 @@ def agent_report(on: list[Any], off: list[Any], floors: dict[str, float]) -> dic
     for name, floor in floors.items():
         out[f"off_topic_empty@{name}={floor:g}"] = statistics.mean(
             float(not [p for p in r.relevance[:10] if p >= floor]) for r in off
+        )
+    if "context" in floors:
+        out[f"off_topic_empty@context+unseen_name={unseen_name_floor:g}"] = statistics.mean(
+            float(not context_kept(r.relevance[:10], r.signals[:10], floors["context"], unseen_name_floor)) for r in off
         )
     print(f"\n## Agent memory ({len(on)} questions over stores of 3-300 memories, {len(off)} off-topic)")
     for k, v in out.items():
@@ -173,6 +183,53 @@ def floor_rows(on: list[Any], off: list[Any], model: tuple[float, np.ndarray] | 
     return out
 
 
+def context_kept(
+    probs: Sequence[float], signals: Sequence[dict[str, Any]], floor: float, name_floor: float
+) -> list[float]:
+    """The relevances automatic context keeps: each at least its hit's context floor (funes.memory.relevance)."""
+    from funes.memory.relevance import context_floor
+
+    return [p for p, s in zip(probs, signals, strict=False) if p >= context_floor(s, floor, name_floor)]
+
+
+UNSEEN_NAME_FLOORS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
+
+
+def unseen_name_rows(
+    on: list[Any], off: list[Any], model: tuple[float, np.ndarray] | None, floor: float = 0.005
+) -> dict[float, dict[str, float]]:
+    """At the context floor: recall@10 kept and off-topic empty when a query naming what no record holds needs more."""
+    on_r = [rescored(r, model) for r in on]
+    off_r = [rescored(r, model) for r in off]
+    # A query's absent_name is the same for all its hits: read it from its first recorded hit.
+    named_on = [bool(r.signals and r.signals[0].get("absent_name")) for r in on]
+    named_off = [bool(r.signals and r.signals[0].get("absent_name")) for r in off]
+
+    def keep(probs: list[float], named: bool, name_floor: float) -> list[int]:
+        need = max(floor, name_floor) if named else floor
+        return [n for n, p in enumerate(probs[:10]) if p >= need]
+
+    def recall(units: list[str], idx: list[int], relevant: set[str]) -> float:
+        return len({units[n] for n in idx} & relevant) / len(relevant) if relevant else 0.0
+
+    base = statistics.mean(
+        recall(u, list(range(min(10, len(u)))), set(r.relevant)) for (u, _), r in zip(on_r, on, strict=True)
+    )
+    out = {}
+    for name_floor in UNSEEN_NAME_FLOORS:
+        kept = statistics.mean(
+            recall(u, keep(p, named, name_floor), set(r.relevant))
+            for (u, p), r, named in zip(on_r, on, named_on, strict=True)
+        )
+        empty = [float(not keep(p, named, name_floor)) for (_, p), named in zip(off_r, named_off, strict=True)]
+        out[name_floor] = {
+            "recall_kept": kept / base if base else 1.0,
+            "off_topic_empty": statistics.mean(empty) if empty else 0.0,
+            "on_topic_unseen_name": sum(named_on) / max(1, len(on)),
+        }
+    return out
+
+
 def leave_one_out(sets: dict[str, tuple[list[Any], list[Any]]]) -> dict[str, Any]:
     """Fit on all sets but one, rank and judge the floor on the one left out; then the shipped constants."""
     report: dict[str, Any] = {}
@@ -183,7 +240,8 @@ def leave_one_out(sets: dict[str, tuple[list[Any], list[Any]]]) -> dict[str, Any
         metrics = own_metrics(on, [rescored(r, model)[0] for r in on])
         shipped = own_metrics(on)
         rows = floor_rows(on, off, model)
-        report[held] = {"own_refit": metrics, "own_shipped": shipped, "floors": rows}
+        names = unseen_name_rows(on, off, model)
+        report[held] = {"own_refit": metrics, "own_shipped": shipped, "floors": rows, "unseen_name": names}
         print(
             f"\n{held}: own-unit R@1 {metrics['R@1']:.3f} R@10 {metrics['R@10']:.3f} MRR {metrics['MRR']:.3f} "
             f"NDCG@10 {metrics['NDCG@10']:.3f} (shipped constants: R@1 {shipped['R@1']:.3f} "
@@ -192,6 +250,11 @@ def leave_one_out(sets: dict[str, tuple[list[Any], list[Any]]]) -> dict[str, Any
         print(f"{'floor':>6} {'recall kept':>12} {'off-topic empty':>16}")
         for floor, row in rows.items():
             print(f"{floor:>6.3f} {row['recall_kept']:>12.3f} {row['off_topic_empty']:>16.1%}")
+        share = names[0.0]["on_topic_unseen_name"]
+        print(f"context floor 0.005, a query naming what no record holds needs (on-topic such queries: {share:.1%}):")
+        print(f"{'needs':>6} {'recall kept':>12} {'off-topic empty':>16}")
+        for name_floor, row in names.items():
+            print(f"{name_floor:>6.3f} {row['recall_kept']:>12.3f} {row['off_topic_empty']:>16.1%}")
     # The floors that keep 0.99 of recall on every held-out set, and what they abstain on.
     print(f"\n{'floor':>6} {'min recall kept':>16} {'min off-topic empty':>20}  (over held-out sets)")
     worst = {}
@@ -201,6 +264,11 @@ def leave_one_out(sets: dict[str, tuple[list[Any], list[Any]]]) -> dict[str, Any
         worst[floor] = {"recall_kept": kept, "off_topic_empty": empty}
         print(f"{floor:>6.3f} {kept:>16.3f} {empty:>20.1%}")
     report["worst"] = worst
+    print(f"\n{'needs':>6} {'min recall kept':>16} {'min off-topic empty':>20}  (context 0.005, unseen name, held out)")
+    for name_floor in UNSEEN_NAME_FLOORS:
+        kept = min(report[h]["unseen_name"][name_floor]["recall_kept"] for h in sets)
+        empty = min(report[h]["unseen_name"][name_floor]["off_topic_empty"] for h in sets)
+        print(f"{name_floor:>6.3f} {kept:>16.3f} {empty:>20.1%}")
     return report
 
 

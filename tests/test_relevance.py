@@ -11,7 +11,15 @@ from click.testing import CliRunner
 
 import funes
 from funes.interfaces.cli import main
-from funes.memory.relevance import Signals, coverage, fold, idf, keyword_signal, relevance
+from funes.memory.relevance import (
+    Signals,
+    context_floor,
+    coverage,
+    fold,
+    idf,
+    keyword_signal,
+    relevance,
+)
 
 
 def test_idf_matches_fts5_and_never_goes_negative() -> None:
@@ -48,6 +56,13 @@ def test_relevance_is_a_probability_that_grows_with_each_signal() -> None:
         assert relevance(better) > relevance(low), field
     # Keyword-only search (embedder down) has no cosine and still gets a probability.
     assert 0.0 < relevance(Signals(None, 0.5, 1.0, 0.0)) < 1.0
+
+
+def test_a_query_naming_what_no_memory_mentions_needs_the_higher_context_floor() -> None:
+    assert context_floor({"absent_name": 1.0}, 0.005, 0.1) == 0.1
+    assert context_floor({"absent_name": 0.0}, 0.005, 0.1) == 0.005
+    assert context_floor(None, 0.005, 0.1) == 0.005
+    assert context_floor({"absent_name": 1.0}, 0.3, 0.1) == 0.3  # never lower than the plain floor
 
 
 def test_every_hit_carries_relevance_in_its_explanation(mem: funes.Funes) -> None:

@@ -520,6 +520,7 @@ class Conversations:
         # The message being answered is not its own "relevant history": apps often
         # store it before building context, and it then matched itself at relevance 1.
         hits = [h for h in hits if not (h.memory.session_id == sess.id and _part_of(h.memory.content, query))]
+        hits = [h for h in hits if not h.weak]  # e.g. about someone else: the question names whom no memory does
         rel = {h.memory.id: h.relevance if calibrated else None for h in hits}
         recalled = [
             Recalled(h.memory, h.explanation.vector_similarity, "recalled", h.context, rel[h.memory.id])

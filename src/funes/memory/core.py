@@ -68,7 +68,7 @@ from .record_input import (
     search_filters,
     with_entity_filters,
 )
-from .relevance import CALIBRATED_MODELS
+from .relevance import CALIBRATED_MODELS, marked_weak
 from .safety import flag_instruction_like
 from .search import HybridSearch, rank_settings
 from .timeline import as_of_time, at_time
@@ -679,8 +679,8 @@ class Core:
         plan = self.plan(query)
         hits = self.hybrid.search(plan, self._event_windows(plan))
         hits = at_time(self._recallable(hits, plan.filters.tenant), plan.as_of, query.include_superseded)
-        weak = self.abstain_floor()  # hits automatic context would leave out are returned marked weak
-        kept = (replace(h, weak=h.relevance < weak) for h in hits if h.relevance >= plan.min_relevance)
+        floors = self.abstain_floor(), self.abstain_floor("context_unseen_name_relevance")  # under them: weak
+        kept = marked_weak(hits, plan.min_relevance, *floors)  # hits automatic context leaves out are marked weak
         hits = SearchResults(kept, degraded=hits.degraded)
         grouped_hits = grouped(hits, query.group_by, plan.limit)
         hits = with_turns(self.store, plan.filters.tenant, grouped_hits, plan.context_turns, plan.as_of)
@@ -790,9 +790,9 @@ class Core:
         ident = self.store.identity()
         return ident is not None and ident.model_id in CALIBRATED_MODELS
 
-    def abstain_floor(self) -> float:
-        """The relevance automatic context needs (``context_min_relevance``; 0 when the embedder is not calibrated)."""
-        return float(self.config.context_min_relevance) if self.relevance_calibrated() else 0.0
+    def abstain_floor(self, name: str = "context_min_relevance") -> float:
+        """The relevance automatic context needs: the setting ``name`` (0 when the embedder is not calibrated)."""
+        return float(getattr(self.config, name)) if self.relevance_calibrated() else 0.0
 
     def default_min_relevance(self) -> float:
         """The relevance floor of explicit search: the setting, or 0 when the embedder is not calibrated."""

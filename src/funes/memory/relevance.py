@@ -23,7 +23,10 @@ Month and weekday names in a query are dates, not names (``absent_name``
 ignores them).
 
 (``absent`` and ``absent_name``, per query: the share of the query's terms
-no visible record holds, and whether a word written as a name is one.)
+no visible record holds, and whether a word written as a name is one.
+``absent_name`` is the same for every hit of a query, so it moves the level,
+not the order; automatic context holds such a query's hits to the higher
+``context_unseen_name_relevance``: :func:`context_floor`.)
 
 A logistic model maps them (with ``cosine²``, ``√keyword`` and ``coverage ×
 cosine``) to a probability, fitted on every top-20 hit of LoCoMo (evidence
@@ -49,10 +52,10 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
-from ..models import Explanation, Memory
+from ..models import Explanation, Memory, SearchHit
 from .dates import MONTHS, WEEKDAYS
 
 # FTS5's bm25() constants (fixed in SQLite).
@@ -292,6 +295,29 @@ def boosted(probability: float, boosts: Mapping[str, float]) -> float:
     return odds / (1.0 + odds)
 
 
+def context_floor(signals: Mapping[str, float | None] | None, floor: float, unseen_name_floor: float) -> float:
+    """The relevance a hit needs for automatic context: ``floor``, or ``unseen_name_floor`` when higher and the
+    query names someone or something no visible record mentions (``absent_name``).
+
+    The hit then matches the question's other words about someone else ("What did Gina make in the pottery
+    class?" of Caroline's pottery turns): its calibrated relevance is low but not negligible, and injecting it
+    would answer about the wrong person.
+    """
+    if signals and signals.get("absent_name"):
+        return max(floor, unseen_name_floor)
+    return floor
+
+
+def marked_weak(
+    hits: Iterable[SearchHit], min_relevance: float, floor: float, unseen_name_floor: float
+) -> Iterator[SearchHit]:
+    """The hits at ``min_relevance`` or above, each marked ``weak`` when under its :func:`context_floor`."""
+    for hit in hits:
+        if hit.relevance >= min_relevance:
+            need = context_floor(hit.explanation.signals, floor, unseen_name_floor)
+            yield replace(hit, weak=hit.relevance < need)
+
+
 def relevance(signals: Signals) -> float:
     """The calibrated probability that the hit answers the query, in [0, 1]."""
     if signals.cosine is None:
@@ -310,11 +336,13 @@ __all__ = [
     "INTERCEPT",
     "Signals",
     "boosted",
+    "context_floor",
     "coverage",
     "feature_vector",
     "fold",
     "idf",
     "keyword_signal",
+    "marked_weak",
     "question_share",
     "relevance",
     "relevance_judge",

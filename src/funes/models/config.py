@@ -222,6 +222,14 @@ register(
     "search marks hits under it as weak.",
 )
 register(
+    "context_unseen_name_relevance",
+    0.1,
+    float,
+    "Calibrated relevance a memory needs to be put into an assembled context when the question names someone or "
+    "something no memory mentions ('What did Gina make?' of a store that only knows Caroline); search marks hits "
+    "under it as weak (docs/benchmarks.md).",
+)
+register(
     "context_all_sessions",
     True,
     bool,

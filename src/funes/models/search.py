@@ -187,8 +187,10 @@ class SearchHit:
     "Yes, last Tuesday" means little without the question it answers.
 
     ``weak`` marks a hit under the floor automatic context abstains at
-    (``context_min_relevance``): search still returns it, ranked by the same
-    ``relevance`` it shows, but it is likely not what was asked for.
+    (``context_min_relevance``, or ``context_unseen_name_relevance`` when the
+    query names someone or something no memory mentions): search still
+    returns it, ranked by the same ``relevance`` it shows, but it is likely
+    not what was asked for.
     """
 
     memory: Memory
