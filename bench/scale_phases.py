@@ -32,8 +32,9 @@ import json, sys, time
 t0 = time.perf_counter()
 sys.path[:0] = [{src!r}, {bench!r}]
 import numpy as np
+from dataclasses import replace
 from datetime import UTC, datetime
-from funes.models import SearchFilters
+from funes.models import SearchFilters, SearchQuery
 from funes.service import open as open_funes
 from store_bench import Corpus
 corpus = Corpus(seed={seed}, tenants=[{tenant!r}])  # the bench's data, not the engine: before the clock
@@ -44,12 +45,13 @@ t1 = time.perf_counter()
 svc = open_funes({path!r}, worker="off", query_threads=1, **{settings!r})
 svc.embedding.embed_query = lambda _q: vec
 t2 = time.perf_counter()
-svc.core.hybrid.search(text, filters, now, 10, None, None)
+plan = lambda text: replace(svc.core.plan(SearchQuery.of(text, tenant={tenant!r}, limit=10)), filters=filters, now=now)
+svc.core.hybrid.search(plan(text))
 t3 = time.perf_counter()
 for _ in range({more}):
     text, vec = corpus.query("rare")
     svc.embedding.embed_query = lambda _q, v=vec: v
-    svc.core.hybrid.search(text, filters, now, 10, None, None)
+    svc.core.hybrid.search(plan(text))
 mem = {{}}
 with open("/proc/self/status") as fh:
     for line in fh:

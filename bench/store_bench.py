@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ import numpy as np
 import scale_phases
 
 from funes.memory.ranking import STOPWORDS, query_terms
-from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id
+from funes.models import Memory, SearchFilters, SearchQuery, SourceRef, content_hash, new_id
 from funes.store.sqlite import SqliteStore
 from funes.store.vector_cache import LOAD_ON_SEARCH
 
@@ -387,8 +387,9 @@ class Bench:
             text, qvec = corpus.query(kind)
             filters = SearchFilters(tenant=tenant)
             svc.embedding.embed_query = lambda _q, v=qvec: v  # the store path only: no model
+            plan = replace(svc.core.plan(SearchQuery.of(text, tenant=tenant, limit=10)), filters=filters, now=now)
             t0 = time.perf_counter()
-            svc.core.hybrid.search(text, filters, now, 10, None, None)
+            svc.core.hybrid.search(plan)
             t1 = time.perf_counter()
             kw = store.keyword_search(
                 query_terms(text), filters, limit=50, scan_cap=svc.config.keyword_scan_cap, now=now

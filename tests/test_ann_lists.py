@@ -12,7 +12,7 @@ from test_ann_index import DIMS, built, fill, open_pair, queries, recall, warm
 from test_vector_cache import NOW, make_record, random_filters
 
 from funes.models import SearchFilters
-from funes.store import ann_index, ann_lists
+from funes.store import ann_build, ann_index, ann_lists
 from funes.store.ann_columns import IndexColumns, quantize
 from funes.store.sqlite import SqliteStore
 
@@ -98,8 +98,8 @@ def test_the_guard_returns_the_exact_top_k_when_the_graph_is_lost(
 ) -> None:
     # A graph with two links per node and a beam no wider than its pool: it strands many searches.
     monkeypatch.setattr(ann_index, "GUARD_MIN_ROWS", 0)  # guarded at any size (by default from 200k rows)
-    monkeypatch.setattr(ann_index, "CONNECTIVITY", 2)
-    monkeypatch.setattr(ann_index, "EXPANSION_ADD", 16)
+    monkeypatch.setattr(ann_build, "CONNECTIVITY", 2)
+    monkeypatch.setattr(ann_build, "EXPANSION_ADD", 16)
     monkeypatch.setattr(ann_index, "EXPANSION_SEARCH", 16)
     monkeypatch.setattr(ann_index, "BEAM", 1)
     ann, exact = open_pair(tmp_path / "g.db")
@@ -171,7 +171,7 @@ def test_an_index_of_the_previous_format_is_rebuilt_once(tmp_path: Path) -> None
     warm(again)
     assert again.ann.builds == 1
     upgraded = json.loads(manifest_path.read_text())
-    assert upgraded["format"] == ann_index.FORMAT == 3 and "lists_crc" in upgraded["columns"]
+    assert upgraded["format"] == ann_build.FORMAT == 3 and "lists_crc" in upgraded["columns"]
     assert recall(again, exact, queries(42, 40, filtered=False)) >= 0.99
     third = SqliteStore(path, vector_cache_min=0, ann_min=500)
     warm(third)

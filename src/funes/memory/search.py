@@ -141,7 +141,9 @@ class HybridSearch:
         # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
         # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
-        records = self.store.get_many([s.id for s in scored])
+        # SQLite reads what judging reads of every candidate, and whole records of the hits returned only.
+        partial = getattr(self.store, "judge_records", None)
+        records = (partial or self.store.get_many)([s.id for s in scored])
         judged = [
             SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory))
             for s in scored
@@ -165,6 +167,9 @@ class HybridSearch:
             hits.append(hit)
             if len(hits) == limit:
                 break
+        if partial is not None:
+            whole = self.store.get_many([h.memory.id for h in hits])
+            hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
         return SearchResults(hits, degraded=degraded)
 
 

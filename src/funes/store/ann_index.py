@@ -42,21 +42,21 @@ Building and catching up cost seconds (a build is ~20 s at 100k), so a
 search never does either: it answers exactly and asks for the work
 (:meth:`AnnIndexes.take_wanted`); the service queues it as an ``ann-index``
 job on the durable runner, whose worker calls :meth:`AnnIndexes.maintain`.
+That work holds no lock a search takes, and on a large tenant it runs in a
+child process, since usearch holds the GIL while it adds (``ann_build.py``):
+searches meanwhile use the previous index or the exact path, and the new
+index is swapped in with the changes made since its snapshot.
 
 Crash safety: a new index file and its columns are written under fresh
 names, fsynced and renamed; only then is the manifest replaced (write, fsync, rename), so a
 writer killed at any point leaves the old manifest and its complete file,
-and the next open catches up from the old position. Catch-ups and builds are
-serialised across processes with an exclusive ``flock``.
+and the next open catches up from the old position. Catch-ups, builds and
+drops are serialised across processes with an exclusive ``flock``.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
 import math
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -68,14 +68,13 @@ from typing import Any
 import numpy as np
 
 from ..models import SearchFilters
-from . import ann_lists
-from .ann_columns import IndexColumns, columns_of, merged_columns, write_columns
+from . import ann_build
+from .ann_build import FileLock, Saved, manifest_path, open_saved, saved_seq, stem
+from .ann_build import usearch as _usearch
+from .ann_columns import IndexColumns
 from .sqlite_rows import knn_visibility
-from .vector_cache import _TENANT_SQL, TenantVectors, _log_bounds, _snapshot, changed_ids, rows_of
+from .vector_cache import TenantVectors, _log_bounds, _snapshot, changed_ids, rows_of
 
-FORMAT = 3  # 2: with the .cols file; 3: with the recall guard's lists in it
-CONNECTIVITY = 16  # HNSW M; see bench/README.md for the measured choice
-EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256  # the least search beam: 128 gave recall@10 0.97 on the tests' tight clusters
 MAX_POOL = 4096  # a filter needing more graph candidates than this is answered by scanning its rows
 SCAN_FACTOR = 8  # ... and so is one passing fewer rows than this many times the pool it needs
@@ -88,24 +87,6 @@ GUARD_MIN_ROWS = 200_000
 DELTA_MIN = 2000  # changed vectors tolerated before the index file is caught up
 BUILD_ON_SEARCH = 2  # like the vector cache: a one-shot process never asks for a build
 LOOKUPS_ON_SEARCH = 2  # a view gains key lookups on its second search (a one-shot process never pays)
-
-
-def _usearch() -> Any:
-    try:
-        from usearch.index import Index
-    except ImportError as exc:  # pragma: no cover - usearch is a runtime dependency
-        raise RuntimeError(
-            "the approximate vector index needs usearch: pip install usearch (or set ann_min = 0)"
-        ) from exc
-    return Index
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass
@@ -136,6 +117,7 @@ class AnnIndexes:
 
     def __init__(self, db_path: str, min_vectors: int) -> None:
         self.min_vectors = min_vectors
+        self.db_path = db_path
         self.dir = Path(db_path + ".ann") if db_path != ":memory:" and min_vectors > 0 else None
         self._tenants: dict[str, _Tenant] = {}
         self._searches: dict[str, int] = {}
@@ -144,6 +126,7 @@ class AnnIndexes:
         self._lock = threading.Lock()
         self.delta_min = DELTA_MIN
         self.build_threads = 1  # of builds and catch-ups: one, as a job beside searches (and a deterministic graph)
+        self.isolate_min = ann_build.ISOLATE_MIN  # tenants this large are built in a child process
         self.builds = 0  # counters, for tests and the bench
         self.catchups = 0
         self.searches = 0  # queries answered from an index (by its graph or a scan of its columns)
@@ -171,19 +154,10 @@ class AnnIndexes:
             wanted, self._wanted = sorted(self._wanted), set()
         return wanted
 
-    # -- paths -----------------------------------------------------------------
-    def _stem(self, tenant: str) -> str:
-        return "t" + hashlib.sha1(tenant.encode("utf-8")).hexdigest()[:16]
-
     def manifest_path(self, tenant: str) -> Path:
         """Where the tenant's manifest (position, files, sizes) lives."""
         assert self.dir is not None
-        return self.dir / f"{self._stem(tenant)}.json"
-
-    def _locked(self, tenant: str) -> Any:
-        assert self.dir is not None
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return _FileLock(self.dir / f"{self._stem(tenant)}.lock")
+        return manifest_path(self.dir, tenant)
 
     # -- search ----------------------------------------------------------------
     def search(
@@ -279,33 +253,12 @@ class AnnIndexes:
             return self._tenants.setdefault(tenant, entry)
 
     def _open(self, conn: Any, tenant: str) -> _Tenant | None:
-        """The saved index when its manifest and files check out and the log still reaches it, else None."""
-        try:
-            manifest = json.loads(self.manifest_path(tenant).read_text(encoding="utf-8"))
-            assert self.dir is not None
-            path = self.dir / manifest["file"]
-            cols = manifest["columns"]
-            cols_path = self.dir / cols["file"]
-            if manifest.get("format") != FORMAT or path.stat().st_size != manifest["bytes"]:
-                return None
-            if cols_path.stat().st_size != cols["bytes"]:
-                return None
-            floor, _ = _log_bounds(conn)
-            if int(manifest["seq"]) < floor:
-                return None  # the changes since were trimmed (or a reindex): rebuild
-            # No key lookups: building them is most of a view's opening time (~1 ms per 10k
-            # vectors), and a search needs none (exact vectors come from SQLite when asked).
-            index = _usearch().restore(str(path), view=True, enable_key_lookups=False)
-            if index is None or index.ndim != manifest["dims"] or len(index) != manifest["count"]:
-                return None
-            columns = IndexColumns.open(cols_path, cols["layout"])
-            if columns.n != cols["rows"] or columns.q8.shape[1:] != (manifest["dims"],):
-                return None
-            ann_lists.check(columns.arrays, columns.n, int(manifest["dims"]), int(cols["lists_crc"]))
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError, json.JSONDecodeError):
+        """The saved index, mapped, when its manifest and files check out and the log still reaches it, else None."""
+        assert self.dir is not None
+        saved = open_saved(conn, self.dir, tenant, view=True)
+        if saved is None:
             return None
-        seq, dims = int(manifest["seq"]), int(manifest["dims"])
-        return _Tenant(index, columns, seq, dims, view=True, file=path, lookups=False)
+        return _Tenant(saved.index, saved.columns, saved.seq, saved.dims, view=True, file=saved.file, lookups=False)
 
     def _refresh(self, conn: Any, tenant: str, entry: _Tenant) -> bool:
         """Read the vectors changed since the index (False: the index is too old to use; a rebuild is asked for).
@@ -349,13 +302,16 @@ class AnnIndexes:
         """Bring a tenant's saved index up to date: build it, catch it up, or nothing (returns which).
 
         The background half of :meth:`search` (run by the ``ann-index`` job):
-        safe to run in any process, at any time, any number of times.
+        safe to run in any process, at any time, any number of times. The work
+        holds no lock a search takes (a large tenant's runs in a child process,
+        see ``ann_build.py``); the new index is swapped in once it is saved.
         """
         if self.dir is None:
             return "none"
         with self._lock:
             entry = self._tenants.get(tenant)
-        if entry is not None and entry.view and self._saved_seq(tenant) != entry.seq:
+        seen = saved_seq(self.dir, tenant)
+        if entry is not None and entry.view and seen != entry.seq:
             with self._lock:  # another process saved a newer index: map that one instead
                 self._tenants.pop(tenant, None)
             entry = None
@@ -364,155 +320,77 @@ class AnnIndexes:
         if entry is None:
             if not _has_vectors(conn, tenant, self.min_vectors):
                 return "none"
-            fresh = self.build(conn, tenant)
+            return self._work(conn, tenant, "build", seen)
+        with entry.lock:
+            fresh = self._refresh(conn, tenant, entry)
+        if not fresh:
+            if not _has_vectors(conn, tenant, self.min_vectors):
+                self.drop(tenant)  # too old to catch up, and too small to index again: the exact path answers
+                return "none"
+            return self._work(conn, tenant, "build", seen)
+        with self._lock:
+            self._wanted.discard(tenant)
+            self._tenants.setdefault(tenant, entry)
+        if not entry.delta:
+            return "current"
+        return self._work(conn, tenant, "catch-up", seen)
+
+    def _work(self, conn: Any, tenant: str, mode: str, seen: int | None) -> str:
+        """Build or catch up the saved files (in a child process for a large tenant), then swap the new index in.
+
+        Searches meanwhile use the entry there is (or the exact path); the new
+        one is swapped in with the changes made since its snapshot read.
+        """
+        assert self.dir is not None
+        if self.isolate_min <= 0 or _has_vectors(conn, tenant, self.isolate_min):
+            done = ann_build.in_child(self.db_path, tenant, mode, threads=self.build_threads, seen=seen)
+            fresh = self._open(conn, tenant)
+            if fresh is None:
+                raise RuntimeError(f"the vector index the build process saved ({done}) cannot be opened")
+        else:
+            done, saved = ann_build.work(conn, self.dir, tenant, mode, threads=self.build_threads, seen=seen)
+            fresh = self._entry_of(saved, view=done == "current")
+        with fresh.lock:
+            current = self._refresh(conn, tenant, fresh)  # the changes committed since the snapshot the work read
+        if current:  # (else the log was trimmed past it meanwhile: a rebuild is asked for)
             with self._lock:
                 self._tenants[tenant] = fresh
-            return "built"
-        with entry.lock:
-            if not self._refresh(conn, tenant, entry):
-                if not _has_vectors(conn, tenant, self.min_vectors):
-                    self.drop(tenant)  # too old to catch up, and too small to index again: the exact path answers
-                    return "none"
-                fresh = self.build(conn, tenant)
-                with self._lock:
-                    self._tenants[tenant] = fresh
-                    self._wanted.discard(tenant)
-                return "built"
-            with self._lock:
                 self._wanted.discard(tenant)
-                self._tenants.setdefault(tenant, entry)
-            if not entry.delta:
-                return "current"
-            self.catch_up(conn, tenant, entry)
-        return "caught up"
+        if done == "built":
+            self.builds += 1
+        elif done == "caught up":
+            self.catchups += 1
+        return done
 
-    def _saved_seq(self, tenant: str) -> int | None:
-        """The change-log position of the tenant's saved index (None: no readable manifest)."""
-        try:
-            return int(json.loads(self.manifest_path(tenant).read_text(encoding="utf-8"))["seq"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+    @staticmethod
+    def _entry_of(saved: Saved, *, view: bool) -> _Tenant:
+        if view:
+            return _Tenant(saved.index, saved.columns, saved.seq, saved.dims, view=True, file=saved.file, lookups=False)
+        return _Tenant(saved.index, saved.columns, saved.seq, saved.dims, view=False, delta_seq=saved.seq)
 
     # -- maintenance -------------------------------------------------------------
     def build(self, conn: Any, tenant: str) -> _Tenant:
-        """Build the tenant's index and its columns from the store and save them (replacing any other)."""
-        with self._locked(tenant), _snapshot(conn):
-            _, top = _log_bounds(conn)
-            keys, matrix = _tenant_matrix(conn, tenant)
-            rows = conn.execute(_TENANT_SQL + " ORDER BY v.vector_id", (tenant,)).fetchall()
-            row_keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
-            if not np.array_equal(row_keys, keys):
-                # Vectors and records disagree (not expected inside one snapshot): index what both have.
-                both = np.intersect1d(keys, row_keys)
-                keep = np.isin(keys, both)
-                keys, matrix = keys[keep], matrix[keep]
-                rows = [r for r, ok in zip(rows, np.isin(row_keys, both).tolist(), strict=True) if ok]
-            dims = matrix.shape[1]
-            index = _new_index(dims)
-            if len(keys):
-                index.add(keys, matrix, threads=self.build_threads)
-            arrays = columns_of(rows, matrix, dims)
-            del matrix
-            columns = self._save(tenant, index, arrays, top, dims)
-        self.builds += 1
-        return _Tenant(index, columns, top, dims, view=False, delta_seq=top)
-
-    def catch_up(self, conn: Any, tenant: str, entry: _Tenant) -> None:
-        """Apply the delta to the index and its columns, save them, and move their position forward."""
-        with self._locked(tenant), _snapshot(conn):
-            _, top = _log_bounds(conn)
-            ids = list(dict.fromkeys([*entry.delta, *changed_ids(conn, tenant, entry.delta_seq, top)]))
-            present = rows_of(conn, ids, tenant)
-            if entry.view:
-                # A view is read-only: load the file it maps (maintain() made sure it is the saved one).
-                entry.index = _usearch().restore(str(entry.file), view=False)
-                entry.view, entry.lookups = False, True
-            index = entry.index
-            changed = np.asarray(ids, dtype=np.uint64)
-            stale = changed[np.asarray(index.contains(changed), dtype=bool)] if len(changed) else changed
-            if len(stale):
-                index.remove(stale)
-            vectors = np.zeros((len(present), entry.dims), dtype=np.float32)
-            for i, row in enumerate(present):
-                vectors[i] = np.frombuffer(row[1], dtype=np.float32)
-            if present:
-                index.add(np.asarray([r[0] for r in present], dtype=np.uint64), vectors, threads=self.build_threads)
-            meta = [(r[0], *r[2:]) for r in present]
-            arrays = merged_columns(entry.columns, changed, meta, vectors, entry.dims)
-            entry.columns = self._save(tenant, index, arrays, top, entry.dims)
-            entry.seq = entry.delta_seq = top
-            entry.delta, entry.changed = [], np.zeros(0, dtype=np.uint64)
-            entry.live = TenantVectors(entry.dims, capacity=0)
-        self.catchups += 1
-
-    def _save(self, tenant: str, index: Any, arrays: dict[str, np.ndarray], seq: int, dims: int) -> IndexColumns:
-        """Write the index and its columns under new names, then point the manifest at them (all atomic)."""
+        """Build the tenant's index and its columns from the store and save them, in this thread."""
         assert self.dir is not None
-        stem = self._stem(tenant)
-        name = f"{stem}-{seq}-{os.getpid()}.usearch"
-        cols_name = f"{stem}-{seq}-{os.getpid()}.cols"
-        tmp = self.dir / (cols_name + ".tmp")
-        layout = write_columns(tmp, arrays)
-        os.replace(tmp, self.dir / cols_name)
-        tmp = self.dir / (name + ".tmp")
-        index.save(str(tmp))
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.dir / name)
-        manifest = {
-            "format": FORMAT,
-            "tenant": tenant,
-            "seq": seq,
-            "file": name,
-            "bytes": (self.dir / name).stat().st_size,
-            "dims": dims,
-            "count": len(index),
-            "columns": {
-                "file": cols_name,
-                "bytes": (self.dir / cols_name).stat().st_size,
-                "rows": len(arrays["keys"]),
-                "layout": layout,
-                "lists_crc": ann_lists.crc(arrays),
-            },
-        }
-        mtmp = self.dir / f"{stem}.json.{os.getpid()}.tmp"
-        with open(mtmp, "w", encoding="utf-8") as fh:
-            json.dump(manifest, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(mtmp, self.manifest_path(tenant))
-        _fsync_dir(self.dir)
-        # Older files of this tenant are garbage now (an open mapping keeps its inode alive).
-        for old in self.dir.glob(f"{stem}-*"):
-            if old.name not in (name, cols_name):
-                old.unlink(missing_ok=True)
-        return IndexColumns.open(self.dir / cols_name, layout)
+        _, saved = ann_build.work(
+            conn, self.dir, tenant, "build", threads=self.build_threads, seen=saved_seq(self.dir, tenant)
+        )
+        self.builds += 1
+        return self._entry_of(saved, view=False)
 
     def drop(self, tenant: str) -> None:
-        """Delete a tenant's index files (the next large search rebuilds)."""
+        """Delete a tenant's index files (the next large search rebuilds); waits for a build under way."""
         if self.dir is None:
             return
         with self._lock:
             self._tenants.pop(tenant, None)
-        stem = self._stem(tenant)
-        for path in self.dir.glob(f"{stem}*"):
-            if not path.name.endswith(".lock"):
-                path.unlink(missing_ok=True)
-
-
-def _new_index(dims: int) -> Any:
-    return _usearch()(
-        ndim=dims,
-        metric="cos",
-        dtype="f32",
-        connectivity=CONNECTIVITY,
-        expansion_add=EXPANSION_ADD,
-        expansion_search=EXPANSION_SEARCH,
-    )
-
-
-def _tenant_vectors(conn: Any, tenant: str) -> int:
-    return int(conn.execute("SELECT COUNT(*) FROM vec_memories WHERE tenant = ?", (tenant,)).fetchone()[0])
+        if not self.dir.is_dir():
+            return
+        name = stem(tenant)
+        with FileLock(self.dir / f"{name}.lock"):
+            for path in self.dir.glob(f"{name}*"):
+                if not path.name.endswith(".lock"):
+                    path.unlink(missing_ok=True)
 
 
 def _has_vectors(conn: Any, tenant: str, at_least: int) -> bool:
@@ -525,29 +403,6 @@ def _has_vectors(conn: Any, tenant: str, at_least: int) -> bool:
         "WHERE m.tenant = ? LIMIT ?)"
     )
     return int(conn.execute(sql, (tenant, max(0, at_least))).fetchone()[0]) >= at_least
-
-
-def _tenant_matrix(conn: Any, tenant: str) -> tuple[np.ndarray, np.ndarray]:
-    """(vector ids ascending, their vectors) of the tenant, filled in place (no list of a million blobs)."""
-    count = _tenant_vectors(conn, tenant)
-    keys = np.zeros(count, dtype=np.uint64)
-    matrix: np.ndarray | None = None
-    n = 0
-    for vector_id, blob in conn.execute("SELECT vector_id, embedding FROM vec_memories WHERE tenant = ?", (tenant,)):
-        vector = np.frombuffer(blob, dtype=np.float32)
-        if matrix is None:
-            matrix = np.zeros((count, len(vector)), dtype=np.float32)
-        if n == count:
-            break  # inside one snapshot the count holds; a guard all the same
-        keys[n], matrix[n] = vector_id, vector
-        n += 1
-    if matrix is None:
-        return keys[:0], np.zeros((0, 1), dtype=np.float32)
-    keys, matrix = keys[:n], matrix[:n]
-    if n > 1 and bool((np.diff(keys.astype(np.int64)) < 0).any()):
-        order = np.argsort(keys, kind="stable")
-        keys, matrix = keys[order], matrix[order]
-    return keys, matrix
 
 
 def _isin_sorted(values: np.ndarray, sorted_array: np.ndarray) -> np.ndarray:
@@ -779,19 +634,3 @@ def _merged(
             if sim > best.get(memory_id, -2.0):
                 best[memory_id] = sim
     return sorted(best.items(), key=lambda kv: kv[1], reverse=True)
-
-
-class _FileLock:
-    """An exclusive flock held for a build or catch-up, across processes."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = -1
-
-    def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)

@@ -198,6 +198,36 @@ def to_memory(row: Sequence[Any]) -> Memory:
     )
 
 
+# What judging and ordering read of every search candidate (:func:`to_judged`): its text and its place in a chat.
+JUDGE_COLUMNS = (
+    "id, title, content, kind, session_id, source_type, source_uri, source_id, locator, author, created_at, updated_at"
+)
+
+
+def to_judged(row: Sequence[Any]) -> Memory:
+    """A row of ``JUDGE_COLUMNS`` as a partial record: id, text, kind, session and source, nothing else.
+
+    Search judges every candidate but returns only ``limit`` of them; this
+    skips what a whole record costs (34 columns, three JSON documents) for
+    the rest. Only the search's ordering reads it: the hits are then read whole.
+    """
+    id_, title, content, kind, session_id, source_type, source_uri, source_id, locator, author, created, updated = row
+    source = None
+    if source_type:
+        source = SourceRef(type=source_type, uri=source_uri, source_id=source_id or None, locator=_loads(locator))
+    return Memory(
+        id=id_,
+        content=content,
+        title=title,
+        kind=kind,
+        session_id=session_id,
+        source=source,
+        author=author or "",
+        created_at=from_epoch(created),  # type: ignore[arg-type]
+        updated_at=from_epoch(updated),  # type: ignore[arg-type]
+    )
+
+
 def sql_in(column: str, values: Sequence[Any], params: list[Any]) -> str:
     params.extend(values)
     return f"{column} IN ({', '.join('?' for _ in values)})"
