@@ -200,3 +200,15 @@ def test_a_very_common_terms_count_is_estimated_from_the_newest_rows(tmp_path: P
         assert counts["note"] == 900
         mem.remember("One note about the zeppelin")
         assert mem.store.term_stats(["zeppelin"])[1]["zeppelin"] == 1  # under the bound: counted exactly
+
+
+def test_term_counts_follow_the_data_not_the_clock(tmp_path: Path) -> None:
+    """The keyword signal's IDF inputs: a count is reused while the store grows by under 1%, and counted
+    again once it has grown more, at once (no wait), so the same writes and queries give the same relevance."""
+    with funes.open(str(tmp_path / "stats.db"), embedder=HashEmbedder(32)) as mem:
+        mem.remember_many([f"Glacier note {n}" if n % 10 == 0 else f"Desert note {n}" for n in range(300)])
+        assert mem.store.term_stats(["glacier"]) == (300, {"glacier": 30})
+        mem.remember("One more glacier note")  # 1 row on 300: under 1%, the count stands
+        assert mem.store.term_stats(["glacier"]) == (301, {"glacier": 30})
+        mem.remember_many([f"Later glacier note {n}" for n in range(20)])  # 21 rows on 300: counted again
+        assert mem.store.term_stats(["glacier"]) == (321, {"glacier": 51})

@@ -17,8 +17,12 @@ Three costs grow with the store, and each has its answer here:
   (``_single_term_bm25``): the cached row count, the term frequencies FTS5
   marks with ``highlight()`` and the row sizes in ``memories_fts_docsize``.
 
-Term counts are cached for ``_STATS_TTL`` seconds: they choose plans and
-feed IDFs, where a count a few writes old changes nothing that matters.
+Term counts are cached while the store has grown by less than
+``_STATS_GROWTH`` of its rows since they were counted: they choose plans and
+feed IDFs (the calibrated relevance's keyword signal), where a count a few
+writes old changes nothing that matters. The cache follows the data, not the
+clock, so the same writes and queries give the same relevance however fast
+they run.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from ..models import Memory, RankFields, SearchFilters, to_epoch
 from .sqlite_cjk import cjk_runs, merge_hits
 from .sqlite_rows import JUDGE_COLUMNS, RANK_COLUMNS, tenant_token, to_judged, to_rank_fields
 
-_STATS_TTL = 120.0  # seconds a term count is trusted
+_STATS_TTL = 120.0  # seconds a planning statistic is trusted where no store generation is at hand (PostgreSQL)
+_STATS_GROWTH = 0.01  # share of new rows after which a cached term count is counted again
 PRESENCE_SCAN = 5000  # index matches looked at per term by term_presence
 IDF_WALK_MAX = 100_000  # rows of a lone common term past which its BM25 is computed without FTS5's IDF walk
 COUNT_EXACT_MAX = 20_000  # a term in more records than this has its count estimated (_term_count)
@@ -361,21 +366,30 @@ class KeywordSearch:
         rarest = min(common, key=lambda t: self._term_count(conn, t, None))
         return [rarest], True, self._term_count(conn, rarest, None)
 
-    def _planning_stat(self, key: str, compute: Callable[[], int]) -> int:
-        """A query-planning statistic, recomputed after _STATS_TTL (a stale value only changes a plan)."""
+    def _planning_stat(self, key: str, compute: Callable[[], int], generation: int | None = None) -> int:
+        """A query-planning statistic, cached (a stale value only changes a plan or an IDF by a little).
+
+        With ``generation`` (the store's newest rowid) the cached value holds
+        until the store has grown by ``_STATS_GROWTH`` of its rows, or shrunk:
+        the data decides, never the time. Without one, it holds ``_STATS_TTL``.
+        """
         cached = self._fts_stats.get(key)
-        if cached is not None and time.monotonic() - cached[1] < _STATS_TTL:
-            return cached[0]
+        if cached is not None:
+            value, mark = cached
+            if generation is None:
+                if time.monotonic() - mark < _STATS_TTL:
+                    return value
+            elif mark <= generation <= mark + max(1.0, mark * _STATS_GROWTH):
+                return value
         value = compute()
         if len(self._fts_stats) > 10_000:
             self._fts_stats.clear()
-        self._fts_stats[key] = (value, time.monotonic())
+        self._fts_stats[key] = (value, time.monotonic() if generation is None else float(generation))
         return value
 
     def _record_estimate(self, conn: Any) -> int:
-        return self._planning_stat(
-            "\0total", lambda: int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
-        )
+        """The store's newest rowid: the row count BM25's IDF reads, and the generation the term counts follow."""
+        return int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
 
     def _term_count(self, conn: Any, term: str, bound: int | None) -> int:
         """How many records contain the term, counting at most ``bound`` (cached for a while).
@@ -387,22 +401,25 @@ class KeywordSearch:
         IDF that low moves nothing by a few percent.
         """
         phrase = '"' + term.replace('"', '""') + '"'
+        generation = self._record_estimate(conn)
         if bound is not None:
             return self._planning_stat(
-                f"{term}\0{bound}", lambda: int(conn.execute(_BOUNDED_COUNT, (phrase, bound)).fetchone()[0])
+                f"{term}\0{bound}",
+                lambda: int(conn.execute(_BOUNDED_COUNT, (phrase, bound)).fetchone()[0]),
+                generation,
             )
 
         def count() -> int:
             seen = int(conn.execute(_BOUNDED_COUNT, (phrase, COUNT_EXACT_MAX + 1)).fetchone()[0])
             if seen <= COUNT_EXACT_MAX:
                 return seen
-            newest = self._record_estimate(conn)
+            newest = generation
             start = max(0, newest - COUNT_WINDOW)
             sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ? AND rowid > ?"
             in_window = int(conn.execute(sql, (phrase, start)).fetchone()[0])
             return max(seen, round(in_window * newest / max(1, newest - start)))
 
-        return self._planning_stat(f"{term}\0{bound}", count)
+        return self._planning_stat(f"{term}\0{bound}", count, generation)
 
     def _tenant_dominates(self, conn: Any, tenant: str, sample: int = 64) -> bool:
         """Whether the tenant holds most of the newest records (a cheap sample, only a plan choice)."""
@@ -411,7 +428,7 @@ class KeywordSearch:
             rows = conn.execute("SELECT tenant FROM memories ORDER BY rowid DESC LIMIT ?", (sample,)).fetchall()
             return int(sum(1 for (t,) in rows if t == tenant) * 2 > len(rows))
 
-        return bool(self._planning_stat(f"\0tenant\0{tenant}", share))
+        return bool(self._planning_stat(f"\0tenant\0{tenant}", share, self._record_estimate(conn)))
 
 
 def _varints(blob: bytes) -> list[int]:
