@@ -371,15 +371,14 @@ def _stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 
 
-def topic_of(material: str, *, body: str = "") -> str:
+def topic_of(material: str) -> str:
     """A topic label: the text's most frequent content word (by English stem), with its partner when they recur as a pair.
 
     One strong word is what two texts on one subject in other words most often
     share ("probation" in "vendors on probation" and "a probationary
     supplier"); a pair that recurs ("offsite catering" twice) is kept whole.
-    With ``body`` (a document's text under its title), the label is still a
-    word of the material, and the body breaks ties: the title word the
-    document says most (see :func:`funes.memory.topics.document_topics`).
+    Documents and notes are labelled by the same rule (:func:`strongest_words`,
+    see :mod:`funes.memory.topics`).
     """
     try:
         data = json.loads(material)
@@ -389,7 +388,7 @@ def topic_of(material: str, *, body: str = "") -> str:
     named = next((fields[k] for k in ("title", "name") if isinstance(fields.get(k), str) and fields[k].strip()), None)
     heading = _HEADING.search(material) if data is None else None
     # A name or a heading says what the rest is about.
-    return strongest_words(named or (heading.group(1) if heading else plain_text(material)), body)
+    return strongest_words(named or (heading.group(1) if heading else plain_text(material)))
 
 
 def _stems(text: str) -> tuple[list[str], list[str | None]]:
@@ -423,6 +422,7 @@ def strongest_words(text: str, body: str = "", *, ignore: frozenset[str] = froze
     for word, stem in zip([*tokens, *body_tokens], [*stems, *body_stems], strict=True):
         if stem in counts:
             spelled.setdefault(stem, Counter())[word] += 1
+    # Ties go to the longer word (a rough "more specific": "postgres" over "picked"), then the earlier.
     top = min(counts, key=lambda x: (-counts[x], -in_body[x], -len(spelled[x].most_common(1)[0][0]), first[x]))
     pairs = Counter(
         (a, b)
@@ -432,9 +432,10 @@ def strongest_words(text: str, body: str = "", *, ignore: frozenset[str] = froze
     )
     pair = min(pairs, key=lambda p: (-pairs[p], first.get(p[0], len(stems))), default=None)
     chosen = pair if pair is not None and pairs[pair] >= 2 else (top,)
-    for stem in chosen:  # a partner seen only in the body is spelled as the body spells it
+    for stem in chosen:  # a partner that is no candidate itself is spelled as the texts spell it
         if stem not in spelled:
-            spelled[stem] = Counter(w for w, x in zip(body_tokens, body_stems, strict=True) if x == stem)
+            words = zip([*tokens, *body_tokens], [*stems, *body_stems], strict=True)
+            spelled[stem] = Counter(w for w, x in words if x == stem)
     # The commonest spelling; of two as common, the shorter ("vendor" of "vendors" and "vendor").
     return " ".join(min(spelled[x].items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] for x in chosen)
 
