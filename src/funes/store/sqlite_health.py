@@ -76,39 +76,44 @@ class HealthChecks:
         if result != ["ok"]:
             problems += [f"SQLite: {r}" for r in result[:20]]
             self._flag_corrupt(f"`funes doctor` found damage ({result[0]}).")
-        if not self.db.read_only and result == ["ok"]:
-            # FTS5's own check is a write statement: a read-only store skips it rather than
-            # blaming the keyword index (issue 9: an immutable file was told to run reindex).
-            try:
-                with self.db.write() as w:
-                    w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
-            except self.db.error as exc:
-                problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
-        rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-        fts_rows = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
-        if rows != fts_rows:
-            problems.append(f"{rows} records but {fts_rows} keyword entries; run `funes reindex`.")
-        without = conn.execute(
-            f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id NOT IN ({_AWAITED})"
-        ).fetchone()[0]
-        if without:
-            problems.append(f"{without} records have no vector and no job to make one; run `funes reindex`.")
-        orphans = conn.execute(
-            "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rowid = v.memory_rowid)"
-        ).fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} vectors belong to no record; run `funes reindex`.")
-        if self._dims is not None:
-            bad = self._bad_vectors(conn)
-            if bad:
-                problems.append(
-                    f"{bad} vectors are zero or have NaN/infinite values (they break similarity search); "
-                    "run `funes reindex` to re-embed them from their text."
-                )
-            vec_rows = conn.execute("SELECT COUNT(*) FROM vec_memories").fetchone()[0]
-            mapped = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
-            if vec_rows != mapped:
-                problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
+        try:
+            if not self.db.read_only and result == ["ok"]:
+                # FTS5's own check is a write statement: a read-only store skips it rather than
+                # blaming the keyword index (issue 9: an immutable file was told to run reindex).
+                try:
+                    with self.db.write() as w:
+                        w.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+                except self.db.error as exc:
+                    problems.append(f"Keyword index disagrees with the records ({exc}); run `funes reindex`.")
+            rows = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+            fts_rows = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
+            if rows != fts_rows:
+                problems.append(f"{rows} records but {fts_rows} keyword entries; run `funes reindex`.")
+            without = conn.execute(
+                f"SELECT COUNT(*) FROM memories m WHERE {_NO_VECTOR} AND m.id NOT IN ({_AWAITED})"
+            ).fetchone()[0]
+            if without:
+                problems.append(f"{without} records have no vector and no job to make one; run `funes reindex`.")
+            orphans = conn.execute(
+                "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rowid = v.memory_rowid)"
+            ).fetchone()[0]
+            if orphans:
+                problems.append(f"{orphans} vectors belong to no record; run `funes reindex`.")
+            if self._dims is not None:
+                bad = self._bad_vectors(conn)
+                if bad:
+                    problems.append(
+                        f"{bad} vectors are zero or have NaN/infinite values (they break similarity search); "
+                        "run `funes reindex` to re-embed them from their text."
+                    )
+                vec_rows = conn.execute("SELECT COUNT(*) FROM vec_memories").fetchone()[0]
+                mapped = conn.execute("SELECT COUNT(*) FROM memory_vectors").fetchone()[0]
+                if vec_rows != mapped:
+                    problems.append(f"{vec_rows} vectors in the index but {mapped} mapped; run `funes reindex`.")
+        except self.db.error as exc:
+            # A damaged page the integrity check did not reach (a vector blob): reported, never a crash.
+            self._flag_corrupt(f"`funes doctor` could not read every row ({exc}).")
+            problems.append(f"SQLite: a row cannot be read ({exc}); run `funes doctor --repair`.")
         return problems
 
     def _flag_corrupt(self, reason: str) -> None:
