@@ -656,9 +656,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", help="Where the stores go (default: a new temporary directory).")
     parser.add_argument("--keep", action="store_true", help="Keep the stores afterwards.")
+    parser.add_argument(
+        "--backend", choices=("sqlite", "postgres"), default="sqlite", help="postgres: both stores side by side"
+    )
     args = parser.parse_args(argv)
     args.sizes = sorted(int(s) for s in args.sizes.split(","))
     args.layouts = [s.strip() for s in args.layouts.split(",") if s.strip()]
+    if args.backend == "postgres":
+        import store_bench_pg  # the same corpus and queries on SQLite and PostgreSQL (bench/store_bench_pg.py)
+
+        store_bench_pg.run(args)
+        return
     Bench(args).run()
 
 
