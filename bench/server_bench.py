@@ -89,7 +89,10 @@ def prefill(db: str, count: int, team: str, cold_index: bool = False) -> tuple[s
         fill = time.perf_counter() - started
         print(f"prefill: {count - have} memories in {fill:.1f} s", file=sys.stderr)
         key = service.keys.create(team, "admin", name="bench")[0]
-        service.run_jobs(max_seconds=300)
+        # Jobs due now (maintenance), but never a queued index build when the server is to build it.
+        service.run_jobs(
+            max_seconds=300, kinds=[k for k in service.jobs.kinds if not (cold_index and k == "ann-index")]
+        )
         if not cold_index:
             for _ in range(3):  # a large team's searches ask for its vector index: build it, so the server starts warm
                 service.search(" ".join(rng.sample(WORDS, 3)), tenant=team, limit=10, track=False)
@@ -148,7 +151,8 @@ def main() -> None:
         [sys.executable, "-c", code, "serve", "--db", db, "--port", str(port)], env=env, stderr=subprocess.PIPE
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    launched = time.monotonic()
+    deadline = launched + 300
     while True:
         try:
             if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
@@ -158,6 +162,7 @@ def main() -> None:
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("funes serve did not start: " + (proc.stderr.read().decode() if proc.stderr else ""))
         time.sleep(0.2)
+    ready = time.monotonic() - launched  # a server busy holding the GIL (an index build, before issue 29) is late
 
     headers = {"Authorization": f"Bearer {key}"}
     lock = threading.Lock()
@@ -220,6 +225,7 @@ def main() -> None:
     total = sum(len(v) for v in latencies.values())
     print(f"\nfunes serve on {backend}, {args.memories:,} memories, {args.concurrency} clients, {os.cpu_count()} cores")
     print(f"{total} requests in {wall:.1f} s = {total / wall:.0f} req/s; 5xx: {errors['5xx']}; 4xx: {errors['other']}")
+    print(f"server answered its first health check {ready:.1f} s after launch")
     print(f"timeouts (no answer in 60 s): {errors['timeout']}")
     print(f"{'operation':<10} {'count':>6} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for op, values in latencies.items():

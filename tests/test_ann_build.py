@@ -73,8 +73,9 @@ def test_searches_during_a_build_answer_exactly_and_the_swap_brings_the_writes_m
     job = threading.Thread(target=lambda: outcome.update(done=ann.maintain_index("big")))
     job.start()
     try:
-        while not _build_processes():
+        while job.is_alive() and not _build_processes():
             time.sleep(0.05)
+        assert _build_processes(), "no build process started"
         # The build is under way (its process waits): searches are answered by the exact path meanwhile.
         for query, filters in queries(41, 30, filtered=True):
             got = ann.vector_search(query, filters, k=10, now=NOW)
@@ -134,8 +135,10 @@ def test_a_build_process_killed_leaves_the_store_as_it_was_and_the_job_runs_agai
         runner = threading.Thread(target=lambda: ran.update(mem.run_jobs(kinds=["ann-index"])))
         runner.start()
         try:
-            while not (children := _build_processes()):
+            children: list[int] = []
+            while runner.is_alive() and not (children := _build_processes()):
                 time.sleep(0.05)
+            assert children, "no build process started"
             os.kill(children[0], signal.SIGKILL)
             runner.join()
         finally:

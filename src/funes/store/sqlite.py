@@ -65,6 +65,7 @@ from .sqlite_rows import (
     record_filters,
     records_only_filters,
     row_values,
+    rows_by_id,
     serialize,
     split_sql,
     sql_in,
@@ -383,27 +384,11 @@ class SqliteStore(
 
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """Records by id."""
-        out: dict[str, Memory] = {}
-        ids = list(dict.fromkeys(memory_ids))
-        conn = self.db.reader()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for row in conn.execute(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
-                out[row[0]] = to_memory(row)
-        return out
+        return rows_by_id(self.db.reader(), COLUMNS, memory_ids, to_memory)
 
     def rank_fields(self, memory_ids: Sequence[str]) -> dict[str, RankFields]:
         """What ranking reads of each record (no content, no JSON to decode)."""
-        out: dict[str, RankFields] = {}
-        ids = list(dict.fromkeys(memory_ids))
-        conn = self.db.reader()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for row in conn.execute(f"SELECT {', '.join(RANK_COLUMNS)} FROM memories WHERE id IN ({marks})", chunk):
-                out[row[0]] = to_rank_fields(row)
-        return out
+        return rows_by_id(self.db.reader(), ", ".join(RANK_COLUMNS), memory_ids, to_rank_fields)
 
     def find_by_hash(
         self, tenant: str, vis: str, content_hash: str, kind: str, user_id: str | None = None

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..models import Memory, RankFields, SearchFilters, to_epoch
 from .sqlite_cjk import cjk_runs, merge_hits
-from .sqlite_rows import JUDGE_COLUMNS, RANK_COLUMNS, tenant_token, to_judged, to_rank_fields
+from .sqlite_rows import JUDGE_COLUMNS, RANK_COLUMNS, rows_by_id, tenant_token, to_judged, to_rank_fields
 
 _STATS_TTL = 120.0  # seconds a planning statistic is trusted where no store generation is at hand (PostgreSQL)
 _STATS_GROWTH = 0.01  # share of new rows after which a cached term count is counted again
@@ -268,15 +268,7 @@ class KeywordSearch:
 
         Search reads whole records (``get_many``) only for the hits it returns.
         """
-        out: dict[str, Memory] = {}
-        ids = list(dict.fromkeys(memory_ids))
-        conn = self.db.reader()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for row in conn.execute(f"SELECT {JUDGE_COLUMNS} FROM memories WHERE id IN ({marks})", chunk):
-                out[row[0]] = to_judged(row)
-        return out
+        return rows_by_id(self.db.reader(), JUDGE_COLUMNS, memory_ids, to_judged)
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """Rows in the keyword index and how many contain each term: BM25's IDF inputs (cached a while).

@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,8 @@ from ..models import (
     to_epoch,
 )
 from .base import Visibility, vis_key
+
+T = TypeVar("T")
 
 COLUMNS = (
     "id, tenant, user_id, scope, session_id, project_id, vis, kind, memory_type, entity_type, "
@@ -162,9 +164,7 @@ def to_memory(row: Sequence[Any]) -> Memory:
         author,
         proposal,
     ) = row
-    source = None
-    if source_type:
-        source = SourceRef(type=source_type, uri=source_uri, source_id=source_id or None, locator=_loads(locator))
+    source = _source(source_type, source_uri, source_id, locator)
     return Memory(
         id=id_,
         content=content,
@@ -212,20 +212,35 @@ def to_judged(row: Sequence[Any]) -> Memory:
     the rest. Only the search's ordering reads it: the hits are then read whole.
     """
     id_, title, content, kind, session_id, source_type, source_uri, source_id, locator, author, created, updated = row
-    source = None
-    if source_type:
-        source = SourceRef(type=source_type, uri=source_uri, source_id=source_id or None, locator=_loads(locator))
     return Memory(
         id=id_,
         content=content,
         title=title,
         kind=kind,
         session_id=session_id,
-        source=source,
+        source=_source(source_type, source_uri, source_id, locator),
         author=author or "",
         created_at=from_epoch(created),  # type: ignore[arg-type]
         updated_at=from_epoch(updated),  # type: ignore[arg-type]
     )
+
+
+def _source(source_type: str | None, uri: str | None, source_id: str | None, locator: str) -> SourceRef | None:
+    if not source_type:
+        return None
+    return SourceRef(type=source_type, uri=uri, source_id=source_id or None, locator=_loads(locator))
+
+
+def rows_by_id(conn: Any, columns: str, memory_ids: Sequence[str], to: Callable[[Sequence[Any]], T]) -> dict[str, T]:
+    """``to`` of the ``memories`` rows of those ids (``columns`` lead with ``id``), by id, 500 ids a statement."""
+    out: dict[str, T] = {}
+    ids = list(dict.fromkeys(memory_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        for row in conn.execute(f"SELECT {columns} FROM memories WHERE id IN ({marks})", chunk):
+            out[row[0]] = to(row)
+    return out
 
 
 def sql_in(column: str, values: Sequence[Any], params: list[Any]) -> str:
