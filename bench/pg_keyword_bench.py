@@ -16,6 +16,10 @@ evidence turns. The options on PostgreSQL:
 
 * ``bm25`` (the store's): Okapi BM25 with FTS5's IDF, term frequencies and the
   document length read from the tsvector's positions per match;
+* ``bm25, suffix fold``: the same with the words folded as before issue 29
+  (lowercase, no diacritics, one common English suffix cut) instead of the
+  Porter stems FTS5 indexes: the same records in a second database of the
+  same server, the fold swapped in for their writes and queries;
 * (a stored document length was measured too and dropped: the store reads the
   length in the same pass over the tsvector as the term frequencies, so a
   column saves nothing; see docs/postgres.md);
@@ -31,25 +35,30 @@ is the ``has_cjk`` substring scan, see funes.store.postgres_search).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
+import psycopg
 import quality_data as qd
 from pg_write_bench import postgres_url
 from quality_metrics import ndcg_at, recall_at
 
 from funes.memory.ranking import query_terms
 from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
+from funes.store import postgres_search
 from funes.store.postgres import PostgresStore
 from funes.store.postgres_search import fold_words
 from funes.store.sqlite import SqliteStore
@@ -134,6 +143,29 @@ class PgOptions:
         return [r[0] for r in self.store.db.reader().native(sql, params).fetchall()]
 
 
+_SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s")
+
+
+def suffix_fold(word: str) -> str:
+    """The fold before issue 29: lowercased, without diacritics, one common English suffix removed."""
+    word = "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+    for suffix in _SUFFIXES:
+        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+@contextlib.contextmanager
+def folding(fold: Callable[[str], str]) -> Iterator[None]:
+    """Writes and queries of the PostgreSQL store fold words with ``fold`` meanwhile."""
+    saved = postgres_search.fold_word
+    postgres_search.fold_word = fold  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        postgres_search.fold_word = saved
+
+
 def _idf(total: int, count: int) -> float:
     total = max(total, count)
     return max(math.log((total - count + 0.5) / (count + 0.5)), 1e-6)
@@ -193,11 +225,34 @@ def main() -> None:
 
         with postgres_url(work) as url:
             pg = PostgresStore(url)
+            t0 = time.perf_counter()
             pg.put_many((m, None) for m in records)
+            wrote = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            pg.rebuild_keyword_index()  # what migration 013's backfill runs
+            refold = time.perf_counter() - t0
+            print(
+                f"refold of {len(records)} keyword vectors (013's backfill): {refold:.1f} s; "
+                f"writing {len(records)} records: {wrote:.1f} s",
+                flush=True,
+            )
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute("DROP DATABASE IF EXISTS fold0")
+                admin.execute("CREATE DATABASE fold0")
+            with folding(suffix_fold):  # the same records in a database of their own, as folded before issue 29
+                pg0 = PostgresStore(urlunsplit(urlsplit(url)._replace(path="/fold0")))
+                pg0.put_many((m, None) for m in records)
             options = PgOptions(pg, args.scan_cap)
+            options0 = PgOptions(pg0, args.scan_cap)
+
+            def old_bm25(tenant: str, terms: Sequence[str]) -> list[str]:
+                with folding(suffix_fold):
+                    return options0.bm25(tenant, terms)
+
             runs: dict[str, Callable[[str, Sequence[str]], list[str]]] = {
                 "sqlite fts5 bm25": fts5,
                 "pg bm25 (store)": options.bm25,
+                "pg bm25, suffix fold": old_bm25,
                 "pg ts_rank_cd": options.ts_rank_cd,
                 "pg idf x ts_rank": options.idf_ts_rank,
             }
@@ -207,6 +262,7 @@ def main() -> None:
                 results[name] = measure(search, ids, scifact, locomo, args.repeat)
                 print(f"  {name} done", flush=True)
             pg.close()
+            pg0.close()
         sqlite.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)

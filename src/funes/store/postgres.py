@@ -40,7 +40,7 @@ from ..errors import InvalidInput
 from ..models import EmbedderIdentity, Memory
 from .base import refuse_other_embedder
 from .pg_connection import PgDatabase, redact
-from .postgres_bulk import PostgresBulk
+from .postgres_bulk import PostgresBulk, refold_keywords
 from .postgres_extras import PostgresExtras
 from .postgres_forget import PostgresForget
 from .postgres_search import PostgresSearch, fold_words
@@ -58,6 +58,7 @@ from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
 
 log = logging.getLogger("funes.store.postgres")
+_PORTER_MIGRATION = 13  # pg_sql/013: keyword vectors of Porter stems, backfilled in Python
 _IDENTITY_TTL = 5.0  # seconds the recorded embedder identity is trusted without a read
 
 
@@ -173,6 +174,8 @@ class PostgresStore(
                 except self.db.error as exc:
                     raise _migration_error(file.name, exc) from exc
                 conn.native("INSERT INTO migrations (version, name) VALUES (%s, %s)", (int(match.group(1)), file.name))
+                if int(match.group(1)) == _PORTER_MIGRATION:  # its backfill: the stems are computed in Python
+                    refold_keywords(conn)
         self.db.vector_ready()
 
     def _warn_if_rls_bypassed(self) -> None:
@@ -291,14 +294,7 @@ class PostgresStore(
     def rebuild_keyword_index(self) -> None:
         """Recompute every record's keyword vector (``funes reindex`` after a change of folding)."""
         with self.db.write() as conn:
-            for rowid, title, content, topic in conn.execute(
-                "SELECT rowid, title, content, topic FROM memories"
-            ).fetchall():
-                conn.execute(
-                    "UPDATE memories SET fts = setweight(to_tsvector('simple', ?), 'A') || to_tsvector('simple', ?) "
-                    "|| setweight(to_tsvector('simple', ?), 'C') WHERE rowid = ?",
-                    (fold_words(title), fold_words(content), fold_words(topic), rowid),
-                )
+            refold_keywords(conn)
 
     def close(self) -> None:
         """Write the held access rows, then close every connection and the pool."""

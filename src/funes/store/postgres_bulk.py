@@ -33,7 +33,7 @@ from ..models import Memory, utcnow
 from .base import checked_vectors, vis_key
 from .postgres_search import fold_words
 from .sqlite_rows import COLUMNS, row_values, to_memory
-from .tenancy import current_tenant
+from .tenancy import acting_for, current_tenant
 
 BATCH = 1000  # records per round of statements
 ANALYZE_AFTER = 1000  # records written at once that refresh the planner's statistics
@@ -307,6 +307,35 @@ def _typed(values: Sequence[Any], sql_type: str) -> list[Any]:
     if sql_type in ("integer", "bigint", "smallint"):
         return [None if v is None else int(v) for v in values]
     return list(values)
+
+
+def refold_keywords(conn: Any) -> int:
+    """Recompute every record's keyword vector from its text, ``BATCH`` records a statement; the records refolded.
+
+    Run by ``rebuild_keyword_index`` and once by migration 013 (the words became
+    Porter stems): the folding is Python's, so SQL alone cannot backfill it.
+    """
+    done, after = 0, -1
+    while True:
+        with acting_for(None):  # every tenant's records (row-level security passes all when none is set)
+            rows = conn.native(
+                "SELECT tenant, rowid, title, content, topic FROM memories WHERE rowid > %s ORDER BY rowid LIMIT %s",
+                [after, BATCH],
+            ).fetchall()
+            if not rows:
+                return done
+            conn.native(
+                f"UPDATE memories m SET fts = {_FTS_OF_U} FROM unnest(%s::text[], %s::int8[], %s::text[], "
+                "%s::text[], %s::text[]) AS u(tenant, at, fold_title, fold_content, fold_topic) "
+                "WHERE m.tenant = u.tenant AND m.rowid = u.at",
+                [
+                    [r[0] for r in rows],
+                    [r[1] for r in rows],
+                    *([fold_words(r[i]) for r in rows] for i in (2, 3, 4)),
+                ],
+            )
+        done += len(rows)
+        after = rows[-1][1]
 
 
 def _fts_values(m: Memory) -> tuple[str, str, str]:

@@ -1,7 +1,9 @@
 """Keyword and vector search of the PostgreSQL store.
 
-Keyword: ``memories.fts`` is a generated tsvector ('simple': lowercased
-words of any script, no stemming) with a GIN index. The query is an OR of
+Keyword: ``memories.fts`` is a tsvector of the words :func:`fold_words`
+gives (lowercased, without diacritics, Porter-stemmed as FTS5's ``porter``
+tokenizer stems them; put through 'simple', which adds nothing) with a GIN
+index. The query is an OR of
 ``plainto_tsquery('simple', term)`` per term, with every term a bound
 parameter, so no user text is ever parsed as tsquery syntax. Matches are
 scored with Okapi BM25 (k1 1.2, b 0.75, FTS5's IDF) computed from the
@@ -26,6 +28,7 @@ records survive. Numbers: docs/postgres.md and bench/pg_recall.py.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -59,17 +62,29 @@ _VECTORS = (
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-# The crude English suffix fold of funes.relevance.fold (SQLite's index stems with porter).
-_SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s")
+# FTS5's porter tokenizer leaves words shorter than 3 or longer than 64 characters as they are.
+_STEM_MIN, _STEM_MAX = 3, 64
 
 
+@functools.cache
+def _porter() -> Any:
+    import snowballstemmer  # a base dependency; lazy so importing the store stays light
+
+    return snowballstemmer.stemmer("porter")
+
+
+@functools.lru_cache(maxsize=65536)
 def fold_word(word: str) -> str:
-    """A word lowercased, without diacritics, with a common English suffix removed."""
+    """A word lowercased, without diacritics, Porter-stemmed as SQLite's FTS5 ``porter`` tokenizer stems it.
+
+    The stemmer is Snowball's ``porter`` (the original 1980 algorithm that
+    FTS5's porter implements), so "vendors", "relational" and "running" meet
+    the same words on both stores (bench/pg_keyword_bench.py, docs/postgres.md).
+    """
     word = "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
-    for suffix in _SUFFIXES:
-        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+    if not word.isascii() or not _STEM_MIN <= len(word) <= _STEM_MAX:
+        return word  # FTS5 stems ASCII words only; CJK and other scripts stay as they are
+    return str(_porter().stemWord(word))
 
 
 def fold_words(text: str | None) -> str:
