@@ -6,6 +6,7 @@ keyword vectors of records written with the earlier suffix fold.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,20 @@ def record(content: str, tenant: str = "t") -> Memory:
 def test_the_index_words_are_porter_stems() -> None:
     assert fold_words("Relational generalization ponies running Café") == "relat gener poni run cafe"
     assert fold_words("東京タワー ab") == "東京タワー ab"  # other scripts and short words stay as they are
+
+
+def test_the_words_are_those_sqlite_fts5_indexes() -> None:
+    """Against FTS5's own tokenizer (the one sql/001_core.sql declares), Porter's C departures included."""
+    text = (
+        "Technology and biology of physiology; possibly reversibly assembled ponies were running. "
+        "Generalization, relational hopefulness, caresses, agreed, feed, snake_case, naïve café, "
+        "happiness sensibility responsibly electrical adjustable conformabli"
+    )
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE f USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'row')")
+    conn.execute("INSERT INTO f (x) VALUES (?)", (text,))
+    assert set(fold_words(text).split()) == {t for (t,) in conn.execute("SELECT term FROM v")}
 
 
 def test_postgres_matches_the_records_sqlite_matches(pg_url: str, tmp_path: Path) -> None:

@@ -61,9 +61,12 @@ _VECTORS = (
 )
 
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # as unicode61: letters and digits, "_" separates
 # FTS5's porter tokenizer leaves words shorter than 3 or longer than 64 characters as they are.
 _STEM_MIN, _STEM_MAX = 3, 64
+# A vowel (y after a consonant is one) then a consonant: Porter's measure m > 0, near enough.
+_VC = re.compile(r"(?:[aeiou]|(?<=[^aeiou])y)[^aeiou]")
+_ASCII_LETTER = re.compile(r"[a-z]")
 
 
 @functools.cache
@@ -82,9 +85,16 @@ def fold_word(word: str) -> str:
     the same words on both stores (bench/pg_keyword_bench.py, docs/postgres.md).
     """
     word = "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
-    if not word.isascii() or not _STEM_MIN <= len(word) <= _STEM_MAX:
-        return word  # FTS5 stems ASCII words only; CJK and other scripts stay as they are
-    return str(_porter().stemWord(word))
+    if not _STEM_MIN <= len(word) <= _STEM_MAX or not _ASCII_LETTER.search(word):
+        return word  # CJK and other scripts stay as they are
+    stem = str(_porter().stemWord(word))
+    # Two departures of Porter's own C code (and so FTS5's) from the 1980 paper, which Snowball follows:
+    # step 2 also turns "logi" into "log" and "bli" into "ble" (which steps 4 and 5 then shorten).
+    if stem.endswith("logi") and _VC.search(stem[:-4]):
+        return stem[:-1]
+    if stem.endswith("bli") and not stem.endswith("abli") and _VC.search(stem[:-3]):
+        return str(_porter().stemWord(stem[:-1] + "e"))
+    return stem
 
 
 def fold_words(text: str | None) -> str:
