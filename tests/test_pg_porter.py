@@ -95,3 +95,17 @@ def test_migration_013_refolds_the_keyword_vectors_of_existing_records(pg_url: s
         assert [store.get(i).content for i, _ in hits] == [TEXTS[1]]  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_the_average_length_is_of_the_whole_store_not_of_its_newest_records(pg_url: str) -> None:
+    """Long records first, then many short ones: FTS5 averages over its whole index, and so must BM25 here."""
+    store = PostgresStore(pg_url)
+    try:
+        long_text = " ".join(f"word{n}" for n in range(40))
+        store.put_many([(record(f"alpha {long_text}"), None) for _ in range(400)])
+        store.put_many([(record("beta gamma"), None) for _ in range(1200)])
+        assert store.keyword_search(["alpha"], SearchFilters(tenant="t"), limit=5, now=utcnow())
+        avgdl = store._fts_stats["\0avgdl"][0]
+        assert 9 <= avgdl <= 13, avgdl  # (400 x 41 + 1200 x 2) / 1600 = 11.75; the newest 1,000 alone: 2
+    finally:
+        store.close()
