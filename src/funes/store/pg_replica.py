@@ -38,6 +38,7 @@ served a statement.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import threading
@@ -67,8 +68,12 @@ _NEEDS_PRIMARY = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=2048)
 def is_pure_read(sql: str) -> bool:
-    """Whether a statement only reads, so a hot standby can run it (``SELECT``/``WITH`` naming no write)."""
+    """Whether a statement only reads, so a hot standby can run it (``SELECT``/``WITH`` naming no write).
+
+    Cached: statements are parameterised templates, and the keyword leg's is several kB to scan.
+    """
     return _READ_START.match(sql) is not None and _NEEDS_PRIMARY.search(sql) is None
 
 

@@ -278,7 +278,8 @@ class KeywordSearch:
         statistics (the per-tenant bound is in docs/benchmarks.md).
         """
         conn = self.db.reader()
-        return self._record_estimate(conn), {t: self._term_count(conn, t, None) for t in terms}
+        total = self._record_estimate(conn)
+        return total, {t: self._term_count(conn, t, None, total) for t in terms}
 
     def term_presence(self, terms: Sequence[str], filters: SearchFilters, now: datetime | None = None) -> set[str]:
         """The query terms that occur in at least one record the filters admit (CJK terms always count as present).
@@ -347,7 +348,7 @@ class KeywordSearch:
         if total <= scan_cap or ratio <= 0:
             return list(terms), False, total  # everything fits under the cap: rank it exactly
         limit = max(1, int(ratio * total))
-        counts = {t: self._term_count(conn, t, limit + 1) for t in terms}
+        counts = {t: self._term_count(conn, t, limit + 1, total) for t in terms}
         kept = [t for t in terms if 0 < counts[t] <= limit]
         if kept:
             return kept, False, sum(counts[t] for t in kept)
@@ -355,8 +356,8 @@ class KeywordSearch:
         if not common:
             return [], False, 0
         # Only common words: keep the rarest one (a full count, cached).
-        rarest = min(common, key=lambda t: self._term_count(conn, t, None))
-        return [rarest], True, self._term_count(conn, rarest, None)
+        rarest = min(common, key=lambda t: self._term_count(conn, t, None, total))
+        return [rarest], True, self._term_count(conn, rarest, None, total)
 
     def _planning_stat(self, key: str, compute: Callable[[], int], generation: int | None = None) -> int:
         """A query-planning statistic, cached (a stale value only changes a plan or an IDF by a little).
@@ -383,8 +384,8 @@ class KeywordSearch:
         """The store's newest rowid: the row count BM25's IDF reads, and the generation the term counts follow."""
         return int(conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
 
-    def _term_count(self, conn: Any, term: str, bound: int | None) -> int:
-        """How many records contain the term, counting at most ``bound`` (cached for a while).
+    def _term_count(self, conn: Any, term: str, bound: int | None, generation: int) -> int:
+        """How many records contain the term, counting at most ``bound`` (cached while ``generation`` holds).
 
         Without a bound, a term in more than ``COUNT_EXACT_MAX`` records is
         estimated from its share of the newest ``COUNT_WINDOW`` rows instead
@@ -393,7 +394,6 @@ class KeywordSearch:
         IDF that low moves nothing by a few percent.
         """
         phrase = '"' + term.replace('"', '""') + '"'
-        generation = self._record_estimate(conn)
         if bound is not None:
             return self._planning_stat(
                 f"{term}\0{bound}",
