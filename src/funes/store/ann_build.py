@@ -51,6 +51,12 @@ EXPANSION_ADD = 128
 ISOLATE_MIN = 5000  # a tenant with this many vectors is built and caught up in a child process (~1 s of GIL idle)
 
 
+RETRY_HINT = (
+    "Searches go on, on the previous index or exactly, and the ann-index job is retried; `funes doctor` checks the store, "
+    "and ann_min = 0 (FUNES_ANN_MIN=0) turns the index off"
+)
+
+
 def usearch() -> Any:
     """usearch's ``Index`` class (imported on first use: ~50 ms)."""
     try:
@@ -242,7 +248,7 @@ def in_child(db_path: str, tenant: str, mode: str, *, threads: int, seen: int | 
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        raise RuntimeError(f"the vector index build process failed: {tail[0]}")
+        raise RuntimeError(f"the vector index build process failed: {tail[0]}. {RETRY_HINT}")
     return str(json.loads(lines[-1])["done"])
 
 

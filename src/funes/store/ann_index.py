@@ -346,7 +346,9 @@ class AnnIndexes:
             done = ann_build.in_child(self.db_path, tenant, mode, threads=self.build_threads, seen=seen)
             fresh = self._open(conn, tenant)
             if fresh is None:
-                raise RuntimeError(f"the vector index the build process saved ({done}) cannot be opened")
+                raise RuntimeError(
+                    f"the vector index the build process saved ({done}) cannot be opened. {ann_build.RETRY_HINT}"
+                )
         else:
             done, saved = ann_build.work(conn, self.dir, tenant, mode, threads=self.build_threads, seen=seen)
             fresh = self._entry_of(saved, view=done == "current")
