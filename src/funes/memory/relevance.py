@@ -55,7 +55,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
-from ..models import Explanation, Memory, SearchHit
+from ..models import Explanation, JudgedRecord, Memory, SearchHit
 from .dates import MONTHS, WEEKDAYS
 
 # FTS5's bm25() constants (fixed in SQLite).
@@ -228,7 +228,7 @@ def absent_share(terms: Sequence[str], present: Set[str], weights: Mapping[str, 
     return 0.0 if total <= 0 else missing / total
 
 
-def relevance_judge(
+def signal_judge(
     terms: Sequence[str],
     total: int,
     counts: Mapping[str, int],
@@ -236,35 +236,62 @@ def relevance_judge(
     has_vector: bool,
     present: Set[str] | None = None,
     names: Set[str] = frozenset(),
-) -> Callable[[Explanation, Memory], Explanation]:
-    """A function adding relevance and its signals to a hit's explanation, for one query.
+) -> Callable[[Explanation, Memory | JudgedRecord], tuple[float, Signals, float]]:
+    """A function judging one hit for one query: (relevance shown, signals, calibrated probability).
 
     ``terms`` are the query's keyword terms; ``total`` and ``counts`` the
     keyword index's row count and each term's row count (``Store.term_stats``);
     ``present`` the terms some visible record contains (``Store.term_presence``;
     None: all of them).
     Without a query vector (keyword-only search) the keyword model is used.
+    Search judges every candidate but explains only the hits it returns
+    (:mod:`funes.memory.judging`); :func:`signal_dict` makes an explanation's signals.
     """
     weights = {t: idf(total, counts.get(t, 0)) for t in terms}
     idfs = list(weights.values())
-    pattern = term_pattern(terms)
+    covered = _prepared_coverage(terms, weights)
     absent = 0.0 if present is None else absent_share(terms, present, weights)
     absent_name = float(present is not None and any(t in names and t not in present for t in terms))
 
-    def judge(explanation: Explanation, memory: Memory) -> Explanation:
+    def judge(explanation: Explanation, memory: Memory | JudgedRecord) -> tuple[float, Signals, float]:
         signals = Signals(
             cosine=explanation.vector_similarity if has_vector else None,
             keyword=keyword_signal(explanation.keyword_score, idfs),
-            coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights, pattern),
+            coverage=covered(f"{memory.title or ''} {memory.content}"),
             question=question_share(memory.content),
             absent=absent,
             absent_name=absent_name,
         )
         calibrated = relevance(signals)
-        shown = boosted(calibrated, explanation.boosts)
-        return replace(explanation, relevance=shown, signals={**signals.to_dict(), "calibrated": calibrated})
+        return boosted(calibrated, explanation.boosts), signals, calibrated
 
     return judge
+
+
+def signal_dict(signals: Signals, calibrated: float) -> dict[str, float | None]:
+    """The signals an explanation shows: each signal and the calibrated probability before boosts."""
+    return {**signals.to_dict(), "calibrated": calibrated}
+
+
+def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Callable[[str], float]:
+    """:func:`coverage` of one query's terms, with what does not depend on the text worked out once.
+
+    The same sums in the same order as :func:`coverage`, so the same doubles.
+    """
+    if not terms:
+        return lambda _text: 0.0
+    pattern = term_pattern(terms)
+    total = sum(weights.get(t, 1.0) for t in terms)
+    if total <= 0:
+        return lambda _text: 0.0
+    checks = [(fold(t), weights.get(t, 1.0), t, not t.isascii() and len(t) >= 2) for t in terms]
+
+    def covered(text: str) -> float:
+        words = {fold(m) for m in pattern.findall(text.lower())}
+        found = sum(w for folded, w, t, anywhere in checks if folded in words or (anywhere and t in text))
+        return found / total
+
+    return covered
 
 
 _SENTENCE = re.compile(r"[^.?!]*\w[^.?!]*(?:[.?!]+|$)", re.UNICODE)
@@ -272,7 +299,10 @@ _SENTENCE = re.compile(r"[^.?!]*\w[^.?!]*(?:[.?!]+|$)", re.UNICODE)
 
 def question_share(text: str) -> float:
     """The share of a text's sentences that are questions (end with a question mark), in [0, 1]."""
-    sentences = [m.group(0) for m in _SENTENCE.finditer(text[:2000])]
+    head = text[:2000]
+    if "?" not in head:
+        return 0.0  # no sentence can end with one (most records: no regex)
+    sentences = [m.group(0) for m in _SENTENCE.finditer(head)]
     if not sentences:
         return 0.0
     return sum(s.rstrip().endswith("?") for s in sentences) / len(sentences)
@@ -345,5 +375,6 @@ __all__ = [
     "marked_weak",
     "question_share",
     "relevance",
-    "relevance_judge",
+    "signal_dict",
+    "signal_judge",
 ]

@@ -10,7 +10,8 @@ Python many small rows (the keyword leg ranks inside SQLite for that). The
 legs are fused on light rows (:func:`funes.memory.ranking.rank_scored`); every
 candidate is then judged (:mod:`funes.memory.relevance`) and the hits are
 ordered by the relevance they show, with the parts of one chat message
-collapsed into one hit. :class:`funes.memory.core.Core` owns the filters, the floor, the turns
+collapsed into one hit (:mod:`funes.memory.judging`: only the hits returned
+are explained). :class:`funes.memory.core.Core` owns the filters, the floor, the turns
 around each hit and the access log; this module only ranks.
 """
 
@@ -18,20 +19,21 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
 
 from ..errors import EmbedderUnavailable, InvalidInput
-from ..models import KEYWORD_ONLY, Memory, RankFields, SearchHit, SearchPlan, SearchResults
+from ..models import KEYWORD_ONLY, RankFields, SearchPlan, SearchResults
 from ..models import config as config_mod
 from ..store import Store
 from .dates import DateWindow, find_dates
 from .embedding import Embedding
+from .judging import ordered_hits
 from .ranking import RankSettings, query_terms, rank_scored
-from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
+from .relevance import CALIBRATED_MODELS, named_terms, signal_judge
 
 log = logging.getLogger("funes")
 
@@ -137,36 +139,17 @@ class HybridSearch:
         sims = dict(nearest)
         if vector is not None:
             sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
-        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
+        judge = signal_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
         # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
         # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
         # SQLite reads what judging reads of every candidate, and whole records of the hits returned only.
         partial = getattr(self.store, "judge_records", None)
         records = (partial or self.store.get_many)([s.id for s in scored])
-        judged = [
-            SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory))
-            for s in scored
-            if (memory := records.get(s.id)) is not None  # deleted between the two reads: left out
-        ]
         ident = self.store.identity()
-        if ident is not None and ident.model_id in CALIBRATED_MODELS:
-            ordered: Iterable[SearchHit] = answers_first(judged)
-        else:
-            # Another model's cosines make relevance a rough signal, not a ranker: the fused score
-            # orders, and the relevance shown is capped by the hit above (one order, one number).
-            ordered = monotone(sorted(judged, key=lambda h: (-h.score, h.memory.id)))
-        hits: list[SearchHit] = []
-        seen: set[str] = set()
-        for hit in ordered:
-            message = _message_of(hit.memory)
-            if message is not None:
-                if message in seen:
-                    continue  # a long message's better part is already a hit: one message, one hit
-                seen.add(message)
-            hits.append(hit)
-            if len(hits) == limit:
-                break
+        # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
+        calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
+        hits = ordered_hits(scored, records, judge, calibrated=calibrated, limit=limit)
         if partial is not None:
             whole = self.store.get_many([h.memory.id for h in hits])
             hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
@@ -215,64 +198,3 @@ def best_cosines(vectors: dict[str, list[np.ndarray]], query: np.ndarray) -> dic
     sims = np.vstack([row for parts in vectors.values() for row in parts]) @ query
     best = np.maximum.reduceat(sims, np.cumsum(counts) - counts)
     return dict(zip(vectors, best.tolist(), strict=True))
-
-
-def answers_first(hits: list[SearchHit]) -> list[SearchHit]:
-    """The hits best first by the relevance they show, a stored question never above the turn that answers it.
-
-    A chat message that asks (``question`` signal at least one half) repeats
-    the words of a later query without answering it; the next message of its
-    session is the answer. When both are candidates, the answer shows at least
-    the question's relevance (``signals["answers"]`` says so) and, on a tie,
-    comes first.
-    """
-    turns = {key: n for n, h in enumerate(hits) if (key := _turn_of(h.memory)) is not None}
-    out = list(hits)
-    for hit in hits:
-        key = _turn_of(hit.memory)
-        if key is None or _question(hit) < 0.5:
-            continue
-        n = turns.get((key[0], key[1] + 1))
-        if n is None or _question(out[n]) >= 0.5 or out[n].relevance >= hit.relevance:
-            continue
-        answer = out[n]
-        signals = {**(answer.explanation.signals or {}), "answers": hit.relevance}
-        out[n] = replace(answer, explanation=replace(answer.explanation, relevance=hit.relevance, signals=signals))
-    out.sort(key=lambda h: (-h.relevance, _question(h), -h.score, h.memory.id))
-    return out
-
-
-def monotone(hits: Iterable[SearchHit]) -> Iterator[SearchHit]:
-    """Hits in their order, each showing at most the relevance of the hit above it.
-
-    Lazy: the caller stops at ``limit``, so only the hits returned are copied, not every candidate.
-    """
-    cap = 1.0
-    for hit in hits:
-        if hit.relevance > cap:
-            hit = replace(hit, explanation=replace(hit.explanation, relevance=cap))
-        cap = hit.relevance
-        yield hit
-
-
-def _question(hit: SearchHit) -> float:
-    return float((hit.explanation.signals or {}).get("question") or 0.0)
-
-
-def _turn_of(memory: Memory) -> tuple[str, int] | None:
-    """A chat message's session and place in it (None for other records)."""
-    if memory.kind != "message" or memory.source is None:
-        return None
-    seq = memory.source.locator.get("seq")
-    session = memory.session_id or memory.source.locator.get("session")
-    if not isinstance(seq, int) or isinstance(seq, bool) or not session:
-        return None
-    return str(session), seq
-
-
-def _message_of(memory: Memory) -> str | None:
-    """The chat message a record is a part of (None for other records)."""
-    if memory.kind != "message" or memory.source is None:
-        return None
-    message = memory.source.locator.get("message_id")
-    return str(message) if message else None

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import Memory, RankFields, SearchFilters, to_epoch
+from ..models import JudgedRecord, RankFields, SearchFilters, to_epoch
 from .sqlite_cjk import cjk_runs, merge_hits
 from .sqlite_rows import JUDGE_COLUMNS, RANK_COLUMNS, rows_by_id, tenant_token, to_judged, to_rank_fields
 
@@ -263,7 +263,7 @@ class KeywordSearch:
         scored.sort(key=lambda r: -r[1])  # stable: ties stay newest first, as the bm25() plan orders them
         return scored[:limit]
 
-    def judge_records(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+    def judge_records(self, memory_ids: Sequence[str]) -> dict[str, JudgedRecord]:
         """Partial records of search candidates: what judging and ordering read (``to_judged``), by id.
 
         Search reads whole records (``get_many``) only for the hits it returns.
