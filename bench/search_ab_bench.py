@@ -12,7 +12,8 @@ rare-word and common-word queries alternating, query vectors precomputed:
 no model) go through ``core.hybrid.search`` in blocks that alternate between
 the sides, so both see the same machine load. A numpy brute-force scan of
 the tenant's vectors, timed in a third process in the same blocks, is a
-second baseline, as in store_bench. Prints p50/p95/p99 of each side, their ratios, and
+second baseline, as in store_bench. Prints p50/p95/p99 of each side, their ratios, the
+process CPU time per search (both threads; less sensitive to other load), and
 whether every query returned the same hits with the same scores, relevance
 and signals on both sides.
 """
@@ -60,7 +61,7 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         start, end = json.loads(line)
-        out: dict[str, Any] = {"times": [], "answers": []}
+        out: dict[str, Any] = {"times": [], "cpu": [], "answers": []}
         for n in range(start, end):
             vector = vectors[n]
             svc.embedding.embed_query = lambda _q, v=vector: v  # the store path only: no model
@@ -72,9 +73,10 @@ def child(args: argparse.Namespace) -> None:
                 np.argpartition(-(matrix @ vector), 10)[:10]
                 out["times"].append(time.perf_counter() - t0)
                 continue
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             hits = svc.core.hybrid.search(plan)
             out["times"].append(time.perf_counter() - t0)
+            out["cpu"].append(time.process_time() - c0)
             out["answers"].append(
                 [[h.memory.id, h.score, h.explanation.relevance, h.explanation.signals] for h in hits]
             )
@@ -138,6 +140,7 @@ def main() -> None:
     for name in sides:
         run(name, 0, args.warm)
     times: dict[str, list[float]] = {"before": [], "after": [], "numpy": []}
+    cpu: dict[str, list[float]] = {"before": [], "after": []}
     answers: dict[str, list[Any]] = {"before": [], "after": [], "numpy": []}
     loads = []
     for n, start in enumerate(range(args.warm, total, args.block)):
@@ -146,6 +149,7 @@ def main() -> None:
             got = run(name, start, end)
             times[name] += got["times"]
             answers[name] += got["answers"]
+            cpu.setdefault(name, []).extend(got["cpu"])
         loads.append(os.getloadavg()[0])
     for proc in sides.values():
         assert proc.stdin is not None
@@ -161,6 +165,10 @@ def main() -> None:
         f"after / before: p50 {pct(after, 50) / pct(before, 50):.2f}x, p95 {pct(after, 95) / pct(before, 95):.2f}x; "
         f"after / numpy p50 {pct(after, 50) / pct(times['numpy'], 50):.2f}x, "
         f"before / numpy p50 {pct(before, 50) / pct(times['numpy'], 50):.2f}x"
+    )
+    print(
+        f"CPU time of the process (both threads) per search, p50: before {pct(cpu['before'], 50):.2f} ms, "
+        f"after {pct(cpu['after'], 50):.2f} ms ({pct(cpu['after'], 50) / pct(cpu['before'], 50):.2f}x)"
     )
     print(
         f"identical answers (ids, scores, relevance, signals) {same}/{args.queries}; "

@@ -28,7 +28,19 @@ from test_search_parity import _fill, _queries
 import funes
 import funes.memory.search as search_mod
 from funes.memory import judging
-from funes.memory.relevance import _prepared_coverage, coverage, idf, question_share, signal_dict
+from funes.memory.relevance import (
+    COEFFICIENTS,
+    INTERCEPT,
+    Signals,
+    _prepared_coverage,
+    _sigmoid,
+    coverage,
+    feature_vector,
+    idf,
+    question_share,
+    relevance,
+    signal_dict,
+)
 from funes.models import SearchHit, utcnow
 from funes.providers.embed import HashEmbedder
 
@@ -150,3 +162,23 @@ def _question_share_reference(text: str) -> float:
 def test_question_share_without_a_question_mark_skips_the_regex(text: str, pad: int) -> None:
     for candidate in (text, "word " * (pad // 5) + text):
         assert question_share(candidate) == _question_share_reference(candidate)
+
+
+_unit = st.floats(0.0, 1.0, allow_nan=False)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    cosine=st.one_of(st.floats(-1.0, 1.0, allow_nan=False), st.just(0.0)),
+    keyword=_unit,
+    cover=_unit,
+    question=_unit,
+    absent=_unit,
+    named=st.sampled_from([0.0, 1.0]),
+)
+def test_relevance_adds_the_features_as_the_fitted_model_sums_them(
+    cosine: float, keyword: float, cover: float, question: float, absent: float, named: float
+) -> None:
+    signals = Signals(cosine, keyword, cover, question, absent, named)
+    x = INTERCEPT + sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals), strict=True))
+    assert relevance(signals) == _sigmoid(x)

@@ -11,7 +11,8 @@ objects.
 * Calibrated model (:func:`answers_first` order): best relevance first, a
   stored question never above the turn of its session that answers it.
 * Another model (:func:`monotone` order): the fused score orders, and the
-  relevance shown is capped by the hit above.
+  relevance shown is capped by the hit above; candidates are judged in that
+  order until ``limit`` hits are found.
 
 The parts of one chat message collapse into one hit (its best part).
 
@@ -80,15 +81,15 @@ def ordered_hits(
     without one was deleted meanwhile: left out); ``calibrated``: the
     embedder is one the relevance model was fitted for.
     """
-    judged = [
-        _Judged(s, memory, judge(s.explanation, memory))
-        for s in scored
-        if (memory := records.get(s.id)) is not None  # deleted between the two reads: left out
-    ]
+    # A candidate deleted between the two reads has no record: left out.
+    present = [(s, memory) for s in scored if (memory := records.get(s.id)) is not None]
     if calibrated:
+        judged = [_Judged(s, memory, judge(s.explanation, memory)) for s, memory in present]
         order: Iterable[tuple[_Judged, float]] = ((j, j.relevance) for j in answers_first(judged))
     else:
-        order = monotone(sorted(judged, key=lambda j: (-j.scored.score, j.memory.id)))
+        # The fused score orders: candidates are judged in that order until ``limit`` hits are found.
+        present.sort(key=lambda p: (-p[0].score, p[1].id))
+        order = monotone(_Judged(s, memory, judge(s.explanation, memory)) for s, memory in present)
     hits: list[SearchHit] = []
     seen: set[str] = set()
     for candidate, relevance in order:

@@ -355,8 +355,29 @@ def relevance(signals: Signals) -> float:
             w * v for w, v in zip(KEYWORD_COEFFICIENTS, keyword_feature_vector(signals), strict=True)
         )
     else:
-        x = INTERCEPT + sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals), strict=True))
+        x = INTERCEPT + _weighted(signals)
     return _sigmoid(x)
+
+
+_C = COEFFICIENTS
+
+
+def _weighted(signals: Signals) -> float:
+    """``sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals)))`` without the list: the same
+    products added in the same order, so the same double (search computes it for every candidate)."""
+    cos = max(0.0, signals.cosine or 0.0)
+    keyword, cover = signals.keyword, signals.coverage
+    return (
+        _C[0] * cos
+        + _C[1] * (cos * cos)
+        + _C[2] * keyword
+        + _C[3] * cover
+        + _C[4] * signals.question
+        + _C[5] * signals.absent
+        + _C[6] * signals.absent_name
+        + _C[7] * math.sqrt(max(0.0, keyword))
+        + _C[8] * (cover * cos)
+    )
 
 
 __all__ = [
