@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import EmbedderUnavailable, InvalidInput
-from ..models import KEYWORD_ONLY, RankFields, SearchPlan, SearchResults
+from ..models import KEYWORD_ONLY, JudgedRecord, RankFields, SearchPlan, SearchResults
 from ..models import config as config_mod
 from ..store import Store
 from .dates import DateWindow, find_dates
@@ -72,6 +72,10 @@ class HybridSearch:
 
         # PostgreSQL answers the whole keyword leg, term presence included, in one round trip.
         one_trip = getattr(self.store, "keyword_leg", None)
+        # SQLite reads what judging reads of every candidate with its rank fields (a partial record), and
+        # whole records of the hits returned only.
+        partial = getattr(self.store, "judge_records", None)
+        judged: dict[str, JudgedRecord] = {}
 
         def keyword_leg() -> tuple[
             list[tuple[str, float]],
@@ -79,6 +83,7 @@ class HybridSearch:
             tuple[int, dict[str, int]],
             dict[str, list[np.ndarray]],
             set[str] | None,
+            dict[str, JudgedRecord],
         ]:
             # What fusion and relevance read from the keyword index and of the keyword hits'
             # records: their light rows, their stored vectors (for the cosines of those the vector
@@ -90,11 +95,14 @@ class HybridSearch:
                 "now": now,
             }
             if one_trip is not None:
-                return one_trip(terms, filters, **scan)  # type: ignore[no-any-return]
+                return (*one_trip(terms, filters, **scan), {})  # type: ignore[no-any-return]
             fields: dict[str, RankFields] = {}
             found = self.store.keyword_search(terms, filters, fields=fields, **scan)
             stats = self.store.term_stats(terms)
-            return found, fields, stats, self.store.vectors_for([i for i, _ in found]), None
+            vectors = self.store.vectors_for([i for i, _ in found])
+            # SQLite: the hits' partial records (and rank fields) are read here, beside the vector leg.
+            judged = partial([i for i, _ in found], fields) if partial is not None else {}
+            return found, fields, stats, vectors, None, judged
 
         worker = self._worker()
         # The worker runs in this caller's context (its tenant, which PostgreSQL's row-level security reads).
@@ -116,7 +124,10 @@ class HybridSearch:
                     nearest, fields = vector_leg(vector, filters, k=candidates, now=now)
                 else:
                     nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
-                    fields = self.store.rank_fields([i for i, _ in nearest])
+                    if partial is not None:
+                        judged = partial([i for i, _ in nearest], fields)
+                    else:
+                        fields = self.store.rank_fields([i for i, _ in nearest])
                 self._after_vector_search()
             except EmbedderUnavailable as exc:
                 # Keywords still find things: answer with them and say so, rather than fail.
@@ -131,7 +142,7 @@ class HybridSearch:
         finally:
             if presence is not None:
                 presence.cancel()
-            keyword, keyword_fields, stats, stored, found_present = pending.result()
+            keyword, keyword_fields, stats, stored, found_present, keyword_judged = pending.result()
         if found_present is not None:
             present = found_present
         fields.update(keyword_fields)
@@ -143,9 +154,11 @@ class HybridSearch:
         # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
         # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
-        # SQLite reads what judging reads of every candidate, and whole records of the hits returned only.
-        partial = getattr(self.store, "judge_records", None)
-        records = (partial or self.store.get_many)([s.id for s in scored])
+        if partial is not None:
+            records = {**keyword_judged, **judged}
+            records.update(partial([s.id for s in scored if s.id not in records]))
+        else:
+            records = self.store.get_many([s.id for s in scored])
         ident = self.store.identity()
         # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
         calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
