@@ -31,12 +31,15 @@ from funes.memory import judging
 from funes.memory.relevance import (
     COEFFICIENTS,
     INTERCEPT,
+    KEYWORD_COEFFICIENTS,
+    KEYWORD_INTERCEPT,
     Signals,
     _prepared_coverage,
     _sigmoid,
     coverage,
     feature_vector,
     idf,
+    keyword_feature_vector,
     question_share,
     relevance,
     signal_dict,
@@ -169,7 +172,7 @@ _unit = st.floats(0.0, 1.0, allow_nan=False)
 
 @settings(max_examples=500, deadline=None)
 @given(
-    cosine=st.one_of(st.floats(-1.0, 1.0, allow_nan=False), st.just(0.0)),
+    cosine=st.one_of(st.floats(-1.0, 1.0, allow_nan=False), st.just(0.0), st.none()),
     keyword=_unit,
     cover=_unit,
     question=_unit,
@@ -177,8 +180,11 @@ _unit = st.floats(0.0, 1.0, allow_nan=False)
     named=st.sampled_from([0.0, 1.0]),
 )
 def test_relevance_adds_the_features_as_the_fitted_model_sums_them(
-    cosine: float, keyword: float, cover: float, question: float, absent: float, named: float
+    cosine: float | None, keyword: float, cover: float, question: float, absent: float, named: float
 ) -> None:
     signals = Signals(cosine, keyword, cover, question, absent, named)
-    x = INTERCEPT + sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals), strict=True))
-    assert relevance(signals) == _sigmoid(x)
+    if cosine is None:  # keyword-only search: the keyword model
+        features, intercept, weights = keyword_feature_vector(signals), KEYWORD_INTERCEPT, KEYWORD_COEFFICIENTS
+    else:
+        features, intercept, weights = feature_vector(signals), INTERCEPT, COEFFICIENTS
+    assert relevance(signals) == _sigmoid(intercept + sum(w * v for w, v in zip(weights, features, strict=True)))

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from ..models import Explanation, JudgedRecord, Memory, SearchHit
-from .relevance import Signals
+from .relevance import SignalValues, signal_dict
 
 
 class Candidate(Protocol):
@@ -43,7 +43,7 @@ class Candidate(Protocol):
 
 
 # (relevance shown, signals, calibrated probability): funes.memory.relevance.signal_judge's answer.
-Judge = Callable[[Explanation, Memory | JudgedRecord], tuple[float, Signals, float]]
+Judge = Callable[[Explanation, Memory | JudgedRecord], tuple[float, SignalValues, float]]
 
 
 class _Judged:
@@ -51,15 +51,17 @@ class _Judged:
 
     __slots__ = ("answers", "calibrated", "memory", "question", "relevance", "scored", "signals")
 
-    def __init__(self, scored: Candidate, memory: Memory | JudgedRecord, judged: tuple[float, Signals, float]) -> None:
+    def __init__(
+        self, scored: Candidate, memory: Memory | JudgedRecord, judged: tuple[float, SignalValues, float]
+    ) -> None:
         self.scored, self.memory = scored, memory
         self.relevance, self.signals, self.calibrated = judged
         # As the signals dict reads it back: ``float(signals.get("question") or 0.0)``.
-        self.question = float(self.signals.question or 0.0)
+        self.question = float(self.signals[3] or 0.0)
         self.answers: float | None = None  # the relevance of the question this turn answers
 
     def hit(self, relevance: float) -> SearchHit:
-        signals = {**self.signals.to_dict(), "calibrated": self.calibrated}
+        signals = signal_dict(self.signals, self.calibrated)
         if self.answers is not None:
             signals["answers"] = self.answers
         explanation = replace(self.scored.explanation, relevance=relevance, signals=signals)

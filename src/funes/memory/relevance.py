@@ -236,8 +236,8 @@ def signal_judge(
     has_vector: bool,
     present: Set[str] | None = None,
     names: Set[str] = frozenset(),
-) -> Callable[[Explanation, Memory | JudgedRecord], tuple[float, Signals, float]]:
-    """A function judging one hit for one query: (relevance shown, signals, calibrated probability).
+) -> Callable[[Explanation, Memory | JudgedRecord], tuple[float, SignalValues, float]]:
+    """A function judging one hit for one query: (relevance shown, signal values, calibrated probability).
 
     ``terms`` are the query's keyword terms; ``total`` and ``counts`` the
     keyword index's row count and each term's row count (``Store.term_stats``);
@@ -253,24 +253,28 @@ def signal_judge(
     absent = 0.0 if present is None else absent_share(terms, present, weights)
     absent_name = float(present is not None and any(t in names and t not in present for t in terms))
 
-    def judge(explanation: Explanation, memory: Memory | JudgedRecord) -> tuple[float, Signals, float]:
-        signals = Signals(
-            cosine=explanation.vector_similarity if has_vector else None,
-            keyword=keyword_signal(explanation.keyword_score, idfs),
-            coverage=covered(f"{memory.title or ''} {memory.content}"),
-            question=question_share(memory.content),
-            absent=absent,
-            absent_name=absent_name,
+    def judge(explanation: Explanation, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
+        values = (
+            explanation.vector_similarity if has_vector else None,
+            keyword_signal(explanation.keyword_score, idfs),
+            covered(f"{memory.title or ''} {memory.content}"),
+            question_share(memory.content),
+            absent,
+            absent_name,
         )
-        calibrated = relevance(signals)
-        return boosted(calibrated, explanation.boosts), signals, calibrated
+        calibrated = _probability(*values)
+        return boosted(calibrated, explanation.boosts), values, calibrated
 
     return judge
 
 
-def signal_dict(signals: Signals, calibrated: float) -> dict[str, float | None]:
+# A hit's signals in :class:`Signals`' field order (``Signals(*values)``): what judging keeps of every candidate.
+SignalValues = tuple[float | None, float, float, float, float, float]
+
+
+def signal_dict(values: SignalValues, calibrated: float) -> dict[str, float | None]:
     """The signals an explanation shows: each signal and the calibrated probability before boosts."""
-    return {**signals.to_dict(), "calibrated": calibrated}
+    return {**Signals(*values).to_dict(), "calibrated": calibrated}
 
 
 def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Callable[[str], float]:
@@ -285,9 +289,13 @@ def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Ca
     if total <= 0:
         return lambda _text: 0.0
     checks = [(fold(t), weights.get(t, 1.0), t, not t.isascii() and len(t) >= 2) for t in terms]
+    stems = {fold(t) for t in terms if t}  # what the pattern's words start with
 
     def covered(text: str) -> float:
-        words = {fold(m) for m in pattern.findall(text.lower())}
+        lowered = text.lower()
+        # The pattern matches nothing in a text holding none of its stems (most vector-only candidates):
+        # substring checks in C instead of the regex's scan.
+        words = {fold(m) for m in pattern.findall(lowered)} if any(s in lowered for s in stems) else ()
         found = sum(w for folded, w, t, anywhere in checks if folded in words or (anywhere and t in text))
         return found / total
 
@@ -350,34 +358,38 @@ def marked_weak(
 
 def relevance(signals: Signals) -> float:
     """The calibrated probability that the hit answers the query, in [0, 1]."""
-    if signals.cosine is None:
-        x = KEYWORD_INTERCEPT + sum(
-            w * v for w, v in zip(KEYWORD_COEFFICIENTS, keyword_feature_vector(signals), strict=True)
-        )
-    else:
-        x = INTERCEPT + _weighted(signals)
-    return _sigmoid(x)
+    return _probability(
+        signals.cosine, signals.keyword, signals.coverage, signals.question, signals.absent, signals.absent_name
+    )
 
 
 _C = COEFFICIENTS
 
 
-def _weighted(signals: Signals) -> float:
-    """``sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals)))`` without the list: the same
-    products added in the same order, so the same double (search computes it for every candidate)."""
-    cos = max(0.0, signals.cosine or 0.0)
-    keyword, cover = signals.keyword, signals.coverage
-    return (
+def _probability(
+    cosine: float | None, keyword: float, cover: float, question: float, absent: float, absent_name: float
+) -> float:
+    """:func:`relevance` of the signals' values (search computes it for every candidate).
+
+    ``INTERCEPT + sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals)))``
+    without the list: the same products added in the same order, so the same double.
+    """
+    if cosine is None:
+        features = (keyword, cover, absent, absent_name)  # keyword_feature_vector's order
+        return _sigmoid(KEYWORD_INTERCEPT + sum(w * v for w, v in zip(KEYWORD_COEFFICIENTS, features, strict=True)))
+    cos = max(0.0, cosine or 0.0)
+    x = (
         _C[0] * cos
         + _C[1] * (cos * cos)
         + _C[2] * keyword
         + _C[3] * cover
-        + _C[4] * signals.question
-        + _C[5] * signals.absent
-        + _C[6] * signals.absent_name
+        + _C[4] * question
+        + _C[5] * absent
+        + _C[6] * absent_name
         + _C[7] * math.sqrt(max(0.0, keyword))
         + _C[8] * (cover * cos)
     )
+    return _sigmoid(INTERCEPT + x)
 
 
 __all__ = [
@@ -385,6 +397,7 @@ __all__ = [
     "COEFFICIENTS",
     "FEATURES",
     "INTERCEPT",
+    "SignalValues",
     "Signals",
     "boosted",
     "context_floor",
