@@ -39,11 +39,20 @@ class Candidate(Protocol):
     def score(self) -> float: ...
 
     @property
+    def keyword_score(self) -> float | None: ...
+
+    @property
+    def vector_similarity(self) -> float | None: ...
+
+    @property
+    def boosts(self) -> Mapping[str, float]: ...
+
+    @property
     def explanation(self) -> Explanation: ...
 
 
 # (relevance shown, signals, calibrated probability): funes.memory.relevance.signal_judge's answer.
-Judge = Callable[[Explanation, Memory | JudgedRecord], tuple[float, SignalValues, float]]
+Judge = Callable[[Candidate, Memory | JudgedRecord], tuple[float, SignalValues, float]]
 
 
 class _Judged:
@@ -86,12 +95,12 @@ def ordered_hits(
     # A candidate deleted between the two reads has no record: left out.
     present = [(s, memory) for s in scored if (memory := records.get(s.id)) is not None]
     if calibrated:
-        judged = [_Judged(s, memory, judge(s.explanation, memory)) for s, memory in present]
+        judged = [_Judged(s, memory, judge(s, memory)) for s, memory in present]
         order: Iterable[tuple[_Judged, float]] = ((j, j.relevance) for j in answers_first(judged))
     else:
         # The fused score orders: candidates are judged in that order until ``limit`` hits are found.
         present.sort(key=lambda p: (-p[0].score, p[1].id))
-        order = monotone(_Judged(s, memory, judge(s.explanation, memory)) for s, memory in present)
+        order = monotone(_Judged(s, memory, judge(s, memory)) for s, memory in present)
     hits: list[SearchHit] = []
     seen: set[str] = set()
     for candidate, relevance in order:

@@ -54,8 +54,9 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
+from typing import Protocol
 
-from ..models import Explanation, JudgedRecord, Memory, SearchHit
+from ..models import JudgedRecord, Memory, SearchHit
 from .dates import MONTHS, WEEKDAYS
 
 # FTS5's bm25() constants (fixed in SQLite).
@@ -228,6 +229,20 @@ def absent_share(terms: Sequence[str], present: Set[str], weights: Mapping[str, 
     return 0.0 if total <= 0 else missing / total
 
 
+class Judged(Protocol):
+    """What judging reads of a fused candidate (an :class:`~funes.models.Explanation` has it, and so has
+    :class:`funes.memory.ranking.Scored`)."""
+
+    @property
+    def keyword_score(self) -> float | None: ...
+
+    @property
+    def vector_similarity(self) -> float | None: ...
+
+    @property
+    def boosts(self) -> Mapping[str, float]: ...
+
+
 def signal_judge(
     terms: Sequence[str],
     total: int,
@@ -236,7 +251,7 @@ def signal_judge(
     has_vector: bool,
     present: Set[str] | None = None,
     names: Set[str] = frozenset(),
-) -> Callable[[Explanation, Memory | JudgedRecord], tuple[float, SignalValues, float]]:
+) -> Callable[[Judged, Memory | JudgedRecord], tuple[float, SignalValues, float]]:
     """A function judging one hit for one query: (relevance shown, signal values, calibrated probability).
 
     ``terms`` are the query's keyword terms; ``total`` and ``counts`` the
@@ -253,7 +268,7 @@ def signal_judge(
     absent = 0.0 if present is None else absent_share(terms, present, weights)
     absent_name = float(present is not None and any(t in names and t not in present for t in terms))
 
-    def judge(explanation: Explanation, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
+    def judge(explanation: Judged, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
         values = (
             explanation.vector_similarity if has_vector else None,
             keyword_signal(explanation.keyword_score, idfs),
