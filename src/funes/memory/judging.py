@@ -26,10 +26,10 @@ from dataclasses import replace
 from typing import Protocol
 
 from ..models import Explanation, JudgedRecord, Memory, SearchHit
-from .relevance import SignalValues, signal_dict
+from .relevance import Judged, SignalValues, signal_dict
 
 
-class Candidate(Protocol):
+class Candidate(Judged, Protocol):
     """A fused candidate (:class:`funes.memory.ranking.Scored`)."""
 
     @property
@@ -37,15 +37,6 @@ class Candidate(Protocol):
 
     @property
     def score(self) -> float: ...
-
-    @property
-    def keyword_score(self) -> float | None: ...
-
-    @property
-    def vector_similarity(self) -> float | None: ...
-
-    @property
-    def boosts(self) -> Mapping[str, float]: ...
 
     @property
     def explanation(self) -> Explanation: ...
