@@ -14,6 +14,7 @@ checked against the plain functions on generated texts.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -188,3 +189,33 @@ def test_relevance_adds_the_features_as_the_fitted_model_sums_them(
     else:
         features, intercept, weights = feature_vector(signals), INTERCEPT, COEFFICIENTS
     assert relevance(signals) == _sigmoid(intercept + sum(w * v for w, v in zip(weights, features, strict=True)))
+
+
+def test_a_candidate_explains_itself_once_with_what_judging_read() -> None:
+    from datetime import timedelta
+
+    from funes.memory.ranking import RankSettings, rank_scored
+    from funes.models import RankFields
+
+    now = utcnow()
+    records = {
+        i: RankFields(
+            id=i, scope="team", project_id=None, importance=0.5, updated_at=now - timedelta(days=n), expires_at=None
+        )
+        for n, i in enumerate("abc")
+    }
+    keyword, vector = [("a", 3.0), ("b", 1.0)], [("b", 0.9), ("c", 0.5)]
+    scored = rank_scored(keyword, vector, {"a": 0.2, "b": 0.9, "c": 0.5}, records, RankSettings(), now, 10)
+    ranks = {s.id: (s.explanation.keyword_rank, s.explanation.vector_rank) for s in scored}
+    assert ranks == {"a": (1, None), "b": (2, 1), "c": (None, 2)}
+    for s in scored:
+        explanation = s.explanation
+        assert explanation is s.explanation  # made once
+        assert (explanation.keyword_score, explanation.vector_similarity, explanation.boosts, explanation.score) == (
+            s.keyword_score,
+            s.vector_similarity,
+            s.boosts,
+            s.score,
+        )
+        assert sum(explanation.contributions.values()) == explanation.fused
+        assert explanation.score == pytest.approx(explanation.fused * math.prod(explanation.boosts.values()))
