@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..models import Explanation, Memory, SearchHit
 from .dates import DateWindow
@@ -114,13 +114,63 @@ class Rankable(Protocol):
     def is_expired(self, now: datetime | None = None) -> bool: ...
 
 
-@dataclass(frozen=True)
 class Scored:
-    """A ranked record id with its score and explanation."""
+    """A ranked record id with its score and explanation.
 
-    id: str
-    score: float
-    explanation: Explanation
+    The explanation is made when first read: search judges every candidate
+    from the fields it reads here (``keyword_score``, ``vector_similarity``,
+    ``boosts``, as an :class:`~funes.models.Explanation` names them) but
+    explains only the hits it returns.
+    """
+
+    __slots__ = (
+        "_dates",
+        "_explanation",
+        "_fused",
+        "_parts",
+        "_ranks",
+        "boosts",
+        "id",
+        "keyword_score",
+        "score",
+        "vector_similarity",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        score: float,
+        *,
+        keyword_rank: int | None,
+        keyword_score: float | None,
+        vector_rank: int | None,
+        vector_similarity: float | None,
+        fused: float,
+        boosts: dict[str, float],
+        contributions: dict[str, float],
+        dates: tuple[dict[str, Any], ...],
+    ) -> None:
+        self.id, self.score, self.keyword_score, self.vector_similarity = id, score, keyword_score, vector_similarity
+        self.boosts, self._fused, self._parts, self._dates = boosts, fused, contributions, dates
+        self._ranks = (keyword_rank, vector_rank)
+        self._explanation: Explanation | None = None
+
+    @property
+    def explanation(self) -> Explanation:
+        """Per-signal explanation of the score (made once, on first read)."""
+        if self._explanation is None:
+            self._explanation = Explanation(
+                keyword_rank=self._ranks[0],
+                keyword_score=self.keyword_score,
+                vector_rank=self._ranks[1],
+                vector_similarity=self.vector_similarity,
+                fused=self._fused,
+                boosts=self.boosts,
+                contributions=self._parts,
+                score=self.score,
+                dates=self._dates,
+            )
+        return self._explanation
 
 
 @dataclass(frozen=True)
@@ -347,19 +397,16 @@ def rank_scored(
     kept.sort(key=lambda h: (-h[0], h[1]))
     return [
         Scored(
-            id=memory_id,
-            score=score,
-            explanation=Explanation(
-                keyword_rank=kw_rank.get(memory_id),
-                keyword_score=kw_score.get(memory_id),
-                vector_rank=vec_rank.get(memory_id),
-                vector_similarity=sim,
-                fused=fused,
-                boosts=boosts,
-                contributions=parts[memory_id],
-                score=score,
-                dates=dates,
-            ),
+            memory_id,
+            score,
+            keyword_rank=kw_rank.get(memory_id),
+            keyword_score=kw_score.get(memory_id),
+            vector_rank=vec_rank.get(memory_id),
+            vector_similarity=sim,
+            fused=fused,
+            boosts=boosts,
+            contributions=parts[memory_id],
+            dates=dates,
         )
         for score, memory_id, fused, sim, boosts in kept[:limit]
     ]

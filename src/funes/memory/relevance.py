@@ -54,8 +54,9 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
+from typing import Protocol
 
-from ..models import Explanation, Memory, SearchHit
+from ..models import JudgedRecord, Memory, SearchHit
 from .dates import MONTHS, WEEKDAYS
 
 # FTS5's bm25() constants (fixed in SQLite).
@@ -228,7 +229,21 @@ def absent_share(terms: Sequence[str], present: Set[str], weights: Mapping[str, 
     return 0.0 if total <= 0 else missing / total
 
 
-def relevance_judge(
+class Judged(Protocol):
+    """What judging reads of a fused candidate (an :class:`~funes.models.Explanation` has it, and so has
+    :class:`funes.memory.ranking.Scored`)."""
+
+    @property
+    def keyword_score(self) -> float | None: ...
+
+    @property
+    def vector_similarity(self) -> float | None: ...
+
+    @property
+    def boosts(self) -> Mapping[str, float]: ...
+
+
+def signal_judge(
     terms: Sequence[str],
     total: int,
     counts: Mapping[str, int],
@@ -236,35 +251,70 @@ def relevance_judge(
     has_vector: bool,
     present: Set[str] | None = None,
     names: Set[str] = frozenset(),
-) -> Callable[[Explanation, Memory], Explanation]:
-    """A function adding relevance and its signals to a hit's explanation, for one query.
+) -> Callable[[Judged, Memory | JudgedRecord], tuple[float, SignalValues, float]]:
+    """A function judging one hit for one query: (relevance shown, signal values, calibrated probability).
 
     ``terms`` are the query's keyword terms; ``total`` and ``counts`` the
     keyword index's row count and each term's row count (``Store.term_stats``);
     ``present`` the terms some visible record contains (``Store.term_presence``;
     None: all of them).
     Without a query vector (keyword-only search) the keyword model is used.
+    Search judges every candidate but explains only the hits it returns
+    (:mod:`funes.memory.judging`); :func:`signal_dict` makes an explanation's signals.
     """
     weights = {t: idf(total, counts.get(t, 0)) for t in terms}
     idfs = list(weights.values())
-    pattern = term_pattern(terms)
+    covered = _prepared_coverage(terms, weights)
     absent = 0.0 if present is None else absent_share(terms, present, weights)
     absent_name = float(present is not None and any(t in names and t not in present for t in terms))
 
-    def judge(explanation: Explanation, memory: Memory) -> Explanation:
-        signals = Signals(
-            cosine=explanation.vector_similarity if has_vector else None,
-            keyword=keyword_signal(explanation.keyword_score, idfs),
-            coverage=coverage(terms, f"{memory.title or ''} {memory.content}", weights, pattern),
-            question=question_share(memory.content),
-            absent=absent,
-            absent_name=absent_name,
+    def judge(explanation: Judged, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
+        values = (
+            explanation.vector_similarity if has_vector else None,
+            keyword_signal(explanation.keyword_score, idfs),
+            covered(f"{memory.title or ''} {memory.content}"),
+            question_share(memory.content),
+            absent,
+            absent_name,
         )
-        calibrated = relevance(signals)
-        shown = boosted(calibrated, explanation.boosts)
-        return replace(explanation, relevance=shown, signals={**signals.to_dict(), "calibrated": calibrated})
+        calibrated = _probability(*values)
+        return boosted(calibrated, explanation.boosts), values, calibrated
 
     return judge
+
+
+# A hit's signals in :class:`Signals`' field order (``Signals(*values)``): what judging keeps of every candidate.
+SignalValues = tuple[float | None, float, float, float, float, float]
+
+
+def signal_dict(values: SignalValues, calibrated: float) -> dict[str, float | None]:
+    """The signals an explanation shows: each signal and the calibrated probability before boosts."""
+    return {**Signals(*values).to_dict(), "calibrated": calibrated}
+
+
+def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Callable[[str], float]:
+    """:func:`coverage` of one query's terms, with what does not depend on the text worked out once.
+
+    The same sums in the same order as :func:`coverage`, so the same doubles.
+    """
+    if not terms:
+        return lambda _text: 0.0
+    pattern = term_pattern(terms)
+    total = sum(weights.get(t, 1.0) for t in terms)
+    if total <= 0:
+        return lambda _text: 0.0
+    checks = [(fold(t), weights.get(t, 1.0), t, not t.isascii() and len(t) >= 2) for t in terms]
+    stems = {fold(t) for t in terms if t}  # what the pattern's words start with
+
+    def covered(text: str) -> float:
+        lowered = text.lower()
+        # The pattern matches nothing in a text holding none of its stems (most vector-only candidates):
+        # substring checks in C instead of the regex's scan.
+        words = {fold(m) for m in pattern.findall(lowered)} if any(s in lowered for s in stems) else ()
+        found = sum(w for folded, w, t, anywhere in checks if folded in words or (anywhere and t in text))
+        return found / total
+
+    return covered
 
 
 _SENTENCE = re.compile(r"[^.?!]*\w[^.?!]*(?:[.?!]+|$)", re.UNICODE)
@@ -272,7 +322,10 @@ _SENTENCE = re.compile(r"[^.?!]*\w[^.?!]*(?:[.?!]+|$)", re.UNICODE)
 
 def question_share(text: str) -> float:
     """The share of a text's sentences that are questions (end with a question mark), in [0, 1]."""
-    sentences = [m.group(0) for m in _SENTENCE.finditer(text[:2000])]
+    head = text[:2000]
+    if "?" not in head:
+        return 0.0  # no sentence can end with one (most records: no regex)
+    sentences = [m.group(0) for m in _SENTENCE.finditer(head)]
     if not sentences:
         return 0.0
     return sum(s.rstrip().endswith("?") for s in sentences) / len(sentences)
@@ -320,13 +373,38 @@ def marked_weak(
 
 def relevance(signals: Signals) -> float:
     """The calibrated probability that the hit answers the query, in [0, 1]."""
-    if signals.cosine is None:
-        x = KEYWORD_INTERCEPT + sum(
-            w * v for w, v in zip(KEYWORD_COEFFICIENTS, keyword_feature_vector(signals), strict=True)
-        )
-    else:
-        x = INTERCEPT + sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals), strict=True))
-    return _sigmoid(x)
+    return _probability(
+        signals.cosine, signals.keyword, signals.coverage, signals.question, signals.absent, signals.absent_name
+    )
+
+
+_C = COEFFICIENTS
+
+
+def _probability(
+    cosine: float | None, keyword: float, cover: float, question: float, absent: float, absent_name: float
+) -> float:
+    """:func:`relevance` of the signals' values (search computes it for every candidate).
+
+    ``INTERCEPT + sum(w * v for w, v in zip(COEFFICIENTS, feature_vector(signals)))``
+    without the list: the same products added in the same order, so the same double.
+    """
+    if cosine is None:
+        features = (keyword, cover, absent, absent_name)  # keyword_feature_vector's order
+        return _sigmoid(KEYWORD_INTERCEPT + sum(w * v for w, v in zip(KEYWORD_COEFFICIENTS, features, strict=True)))
+    cos = max(0.0, cosine or 0.0)
+    x = (
+        _C[0] * cos
+        + _C[1] * (cos * cos)
+        + _C[2] * keyword
+        + _C[3] * cover
+        + _C[4] * question
+        + _C[5] * absent
+        + _C[6] * absent_name
+        + _C[7] * math.sqrt(max(0.0, keyword))
+        + _C[8] * (cover * cos)
+    )
+    return _sigmoid(INTERCEPT + x)
 
 
 __all__ = [
@@ -334,6 +412,7 @@ __all__ = [
     "COEFFICIENTS",
     "FEATURES",
     "INTERCEPT",
+    "SignalValues",
     "Signals",
     "boosted",
     "context_floor",
@@ -345,5 +424,6 @@ __all__ = [
     "marked_weak",
     "question_share",
     "relevance",
-    "relevance_judge",
+    "signal_dict",
+    "signal_judge",
 ]

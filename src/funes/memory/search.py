@@ -10,7 +10,8 @@ Python many small rows (the keyword leg ranks inside SQLite for that). The
 legs are fused on light rows (:func:`funes.memory.ranking.rank_scored`); every
 candidate is then judged (:mod:`funes.memory.relevance`) and the hits are
 ordered by the relevance they show, with the parts of one chat message
-collapsed into one hit. :class:`funes.memory.core.Core` owns the filters, the floor, the turns
+collapsed into one hit (:mod:`funes.memory.judging`: only the hits returned
+are explained). :class:`funes.memory.core.Core` owns the filters, the floor, the turns
 around each hit and the access log; this module only ranks.
 """
 
@@ -18,20 +19,21 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
 
 from ..errors import EmbedderUnavailable, InvalidInput
-from ..models import KEYWORD_ONLY, Memory, RankFields, SearchHit, SearchPlan, SearchResults
+from ..models import KEYWORD_ONLY, JudgedRecord, RankFields, SearchPlan, SearchResults
 from ..models import config as config_mod
 from ..store import Store
 from .dates import DateWindow, find_dates
 from .embedding import Embedding
+from .judging import ordered_hits
 from .ranking import RankSettings, query_terms, rank_scored
-from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
+from .relevance import CALIBRATED_MODELS, named_terms, signal_judge
 
 log = logging.getLogger("funes")
 
@@ -70,6 +72,10 @@ class HybridSearch:
 
         # PostgreSQL answers the whole keyword leg, term presence included, in one round trip.
         one_trip = getattr(self.store, "keyword_leg", None)
+        # SQLite reads what judging reads of every candidate with its rank fields (a partial record), and
+        # whole records of the hits returned only.
+        partial = getattr(self.store, "judge_records", None)
+        judged: dict[str, JudgedRecord] = {}
 
         def keyword_leg() -> tuple[
             list[tuple[str, float]],
@@ -77,6 +83,7 @@ class HybridSearch:
             tuple[int, dict[str, int]],
             dict[str, list[np.ndarray]],
             set[str] | None,
+            dict[str, JudgedRecord],
         ]:
             # What fusion and relevance read from the keyword index and of the keyword hits'
             # records: their light rows, their stored vectors (for the cosines of those the vector
@@ -88,11 +95,14 @@ class HybridSearch:
                 "now": now,
             }
             if one_trip is not None:
-                return one_trip(terms, filters, **scan)  # type: ignore[no-any-return]
+                return (*one_trip(terms, filters, **scan), {})  # type: ignore[no-any-return]
             fields: dict[str, RankFields] = {}
             found = self.store.keyword_search(terms, filters, fields=fields, **scan)
             stats = self.store.term_stats(terms)
-            return found, fields, stats, self.store.vectors_for([i for i, _ in found]), None
+            vectors = self.store.vectors_for([i for i, _ in found])
+            # SQLite: the hits' partial records (and rank fields) are read here, beside the vector leg.
+            judged = partial([i for i, _ in found], fields) if partial is not None else {}
+            return found, fields, stats, vectors, None, judged
 
         worker = self._worker()
         # The worker runs in this caller's context (its tenant, which PostgreSQL's row-level security reads).
@@ -114,7 +124,10 @@ class HybridSearch:
                     nearest, fields = vector_leg(vector, filters, k=candidates, now=now)
                 else:
                     nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
-                    fields = self.store.rank_fields([i for i, _ in nearest])
+                    if partial is not None:
+                        judged = partial([i for i, _ in nearest], fields)
+                    else:
+                        fields = self.store.rank_fields([i for i, _ in nearest])
                 self._after_vector_search()
             except EmbedderUnavailable as exc:
                 # Keywords still find things: answer with them and say so, rather than fail.
@@ -129,7 +142,7 @@ class HybridSearch:
         finally:
             if presence is not None:
                 presence.cancel()
-            keyword, keyword_fields, stats, stored, found_present = pending.result()
+            keyword, keyword_fields, stats, stored, found_present, keyword_judged = pending.result()
         if found_present is not None:
             present = found_present
         fields.update(keyword_fields)
@@ -137,36 +150,19 @@ class HybridSearch:
         sims = dict(nearest)
         if vector is not None:
             sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
-        judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
+        judge = signal_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
         # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
         # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
-        # SQLite reads what judging reads of every candidate, and whole records of the hits returned only.
-        partial = getattr(self.store, "judge_records", None)
-        records = (partial or self.store.get_many)([s.id for s in scored])
-        judged = [
-            SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory))
-            for s in scored
-            if (memory := records.get(s.id)) is not None  # deleted between the two reads: left out
-        ]
-        ident = self.store.identity()
-        if ident is not None and ident.model_id in CALIBRATED_MODELS:
-            ordered: Iterable[SearchHit] = answers_first(judged)
+        if partial is not None:
+            records = {**keyword_judged, **judged}
+            records.update(partial([s.id for s in scored if s.id not in records]))
         else:
-            # Another model's cosines make relevance a rough signal, not a ranker: the fused score
-            # orders, and the relevance shown is capped by the hit above (one order, one number).
-            ordered = monotone(sorted(judged, key=lambda h: (-h.score, h.memory.id)))
-        hits: list[SearchHit] = []
-        seen: set[str] = set()
-        for hit in ordered:
-            message = _message_of(hit.memory)
-            if message is not None:
-                if message in seen:
-                    continue  # a long message's better part is already a hit: one message, one hit
-                seen.add(message)
-            hits.append(hit)
-            if len(hits) == limit:
-                break
+            records = self.store.get_many([s.id for s in scored])
+        ident = self.store.identity()
+        # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
+        calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
+        hits = ordered_hits(scored, records, judge, calibrated=calibrated, limit=limit)
         if partial is not None:
             whole = self.store.get_many([h.memory.id for h in hits])
             hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
@@ -215,64 +211,3 @@ def best_cosines(vectors: dict[str, list[np.ndarray]], query: np.ndarray) -> dic
     sims = np.vstack([row for parts in vectors.values() for row in parts]) @ query
     best = np.maximum.reduceat(sims, np.cumsum(counts) - counts)
     return dict(zip(vectors, best.tolist(), strict=True))
-
-
-def answers_first(hits: list[SearchHit]) -> list[SearchHit]:
-    """The hits best first by the relevance they show, a stored question never above the turn that answers it.
-
-    A chat message that asks (``question`` signal at least one half) repeats
-    the words of a later query without answering it; the next message of its
-    session is the answer. When both are candidates, the answer shows at least
-    the question's relevance (``signals["answers"]`` says so) and, on a tie,
-    comes first.
-    """
-    turns = {key: n for n, h in enumerate(hits) if (key := _turn_of(h.memory)) is not None}
-    out = list(hits)
-    for hit in hits:
-        key = _turn_of(hit.memory)
-        if key is None or _question(hit) < 0.5:
-            continue
-        n = turns.get((key[0], key[1] + 1))
-        if n is None or _question(out[n]) >= 0.5 or out[n].relevance >= hit.relevance:
-            continue
-        answer = out[n]
-        signals = {**(answer.explanation.signals or {}), "answers": hit.relevance}
-        out[n] = replace(answer, explanation=replace(answer.explanation, relevance=hit.relevance, signals=signals))
-    out.sort(key=lambda h: (-h.relevance, _question(h), -h.score, h.memory.id))
-    return out
-
-
-def monotone(hits: Iterable[SearchHit]) -> Iterator[SearchHit]:
-    """Hits in their order, each showing at most the relevance of the hit above it.
-
-    Lazy: the caller stops at ``limit``, so only the hits returned are copied, not every candidate.
-    """
-    cap = 1.0
-    for hit in hits:
-        if hit.relevance > cap:
-            hit = replace(hit, explanation=replace(hit.explanation, relevance=cap))
-        cap = hit.relevance
-        yield hit
-
-
-def _question(hit: SearchHit) -> float:
-    return float((hit.explanation.signals or {}).get("question") or 0.0)
-
-
-def _turn_of(memory: Memory) -> tuple[str, int] | None:
-    """A chat message's session and place in it (None for other records)."""
-    if memory.kind != "message" or memory.source is None:
-        return None
-    seq = memory.source.locator.get("seq")
-    session = memory.session_id or memory.source.locator.get("session")
-    if not isinstance(seq, int) or isinstance(seq, bool) or not session:
-        return None
-    return str(session), seq
-
-
-def _message_of(memory: Memory) -> str | None:
-    """The chat message a record is a part of (None for other records)."""
-    if memory.kind != "message" or memory.source is None:
-        return None
-    message = memory.source.locator.get("message_id")
-    return str(message) if message else None

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import Memory, RankFields, SearchFilters, to_epoch
+from ..models import JudgedRecord, RankFields, SearchFilters, to_epoch
 from .sqlite_cjk import cjk_runs, merge_hits
 from .sqlite_rows import JUDGE_COLUMNS, RANK_COLUMNS, rows_by_id, tenant_token, to_judged, to_rank_fields
 
@@ -263,12 +263,20 @@ class KeywordSearch:
         scored.sort(key=lambda r: -r[1])  # stable: ties stay newest first, as the bm25() plan orders them
         return scored[:limit]
 
-    def judge_records(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+    def judge_records(
+        self, memory_ids: Sequence[str], fields: dict[str, RankFields] | None = None
+    ) -> dict[str, JudgedRecord]:
         """Partial records of search candidates: what judging and ordering read (``to_judged``), by id.
 
-        Search reads whole records (``get_many``) only for the hits it returns.
+        ``fields``, when given, receives the rank fields of the same rows, read
+        in the same statement (one lookup per record instead of two). Search
+        reads whole records (``get_many``) only for the hits it returns.
         """
-        return rows_by_id(self.db.reader(), JUDGE_COLUMNS, memory_ids, to_judged)
+        if fields is None:
+            return rows_by_id(self.db.reader(), JUDGE_COLUMNS, memory_ids, to_judged)
+        both = rows_by_id(self.db.reader(), f"{JUDGE_COLUMNS}, {', '.join(RANK_COLUMNS)}", memory_ids, _judged_ranked)
+        fields.update((memory_id, ranked) for memory_id, (_, ranked) in both.items())
+        return {memory_id: judged for memory_id, (judged, _) in both.items()}
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """Rows in the keyword index and how many contain each term: BM25's IDF inputs (cached a while).
@@ -433,3 +441,11 @@ def _varints(blob: bytes) -> list[int]:
             out.append(value)
             value = 0
     return out
+
+
+_JUDGED = len(JUDGE_COLUMNS.split(","))
+
+
+def _judged_ranked(row: Sequence[Any]) -> tuple[JudgedRecord, RankFields]:
+    """A row of ``JUDGE_COLUMNS`` then ``RANK_COLUMNS`` as both light records."""
+    return to_judged(row[:_JUDGED]), to_rank_fields(row[_JUDGED:])

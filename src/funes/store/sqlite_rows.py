@@ -17,12 +17,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..models import (
+    JudgedRecord,
     Memory,
     PreviousVersion,
     RankFields,
     Reference,
     SearchFilters,
     SourceRef,
+    default_author,
     from_epoch,
     to_epoch,
 )
@@ -204,25 +206,19 @@ JUDGE_COLUMNS = (
 )
 
 
-def to_judged(row: Sequence[Any]) -> Memory:
+def to_judged(row: Sequence[Any]) -> JudgedRecord:
     """A row of ``JUDGE_COLUMNS`` as a partial record: id, text, kind, session and source, nothing else.
 
     Search judges every candidate but returns only ``limit`` of them; this
-    skips what a whole record costs (34 columns, three JSON documents) for
-    the rest. Only the search's ordering reads it: the hits are then read whole.
+    skips what a whole record costs (34 columns, three JSON documents, a
+    ``Memory``) for the rest. Only the search's ordering reads it: the hits
+    are then read whole.
     """
     id_, title, content, kind, session_id, source_type, source_uri, source_id, locator, author, created, updated = row
-    return Memory(
-        id=id_,
-        content=content,
-        title=title,
-        kind=kind,
-        session_id=session_id,
-        source=_source(source_type, source_uri, source_id, locator),
-        author=author or "",
-        created_at=from_epoch(created),  # type: ignore[arg-type]
-        updated_at=from_epoch(updated),  # type: ignore[arg-type]
-    )
+    source = _source(source_type, source_uri, source_id, locator)
+    if not author:  # as Memory works it out for a record that does not say who wrote it
+        author = default_author(kind, source.type if source else None, source.locator.get("role") if source else None)
+    return JudgedRecord(id_, title, content, kind, session_id, source, author, from_epoch(created), from_epoch(updated))  # type: ignore[arg-type]
 
 
 def _source(source_type: str | None, uri: str | None, source_id: str | None, locator: str) -> SourceRef | None:

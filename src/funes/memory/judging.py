@@ -1,0 +1,165 @@
+"""Judging and ordering a search's candidates: every candidate judged, only the hits returned explained.
+
+Search judges every candidate (:func:`funes.memory.relevance.signal_judge`)
+so that the order never depends on ``limit``, but returns ``limit`` hits.
+This module orders the candidates on plain numbers (relevance, question
+share, fused score, id, chat place) and builds the explanation, signals and
+:class:`~funes.models.SearchHit` of the hits returned only: the same hits,
+order and numbers as explaining every candidate first, at a fraction of the
+objects.
+
+* Calibrated model (:func:`answers_first` order): best relevance first, a
+  stored question never above the turn of its session that answers it.
+* Another model (:func:`monotone` order): the fused score orders, and the
+  relevance shown is capped by the hit above; candidates are judged in that
+  order until ``limit`` hits are found.
+
+The parts of one chat message collapse into one hit (its best part).
+
+May import: ``funes.models``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from ..models import Explanation, JudgedRecord, Memory, SearchHit
+from .relevance import Judged, SignalValues, signal_dict
+
+
+class Candidate(Judged, Protocol):
+    """A fused candidate (:class:`funes.memory.ranking.Scored`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def explanation(self) -> Explanation: ...
+
+
+# (relevance shown, signals, calibrated probability): funes.memory.relevance.signal_judge's answer.
+Judge = Callable[[Candidate, Memory | JudgedRecord], tuple[float, SignalValues, float]]
+
+
+class _Judged:
+    """One judged candidate, before it is explained."""
+
+    __slots__ = ("answers", "calibrated", "memory", "question", "relevance", "scored", "signals")
+
+    def __init__(
+        self, scored: Candidate, memory: Memory | JudgedRecord, judged: tuple[float, SignalValues, float]
+    ) -> None:
+        self.scored, self.memory = scored, memory
+        self.relevance, self.signals, self.calibrated = judged
+        # As the signals dict reads it back: ``float(signals.get("question") or 0.0)``.
+        self.question = float(self.signals[3] or 0.0)
+        self.answers: float | None = None  # the relevance of the question this turn answers
+
+    def hit(self, relevance: float) -> SearchHit:
+        signals = signal_dict(self.signals, self.calibrated)
+        if self.answers is not None:
+            signals["answers"] = self.answers
+        explanation = replace(self.scored.explanation, relevance=relevance, signals=signals)
+        # A partial record (JudgedRecord) until search swaps in the whole one for the hits it returns.
+        return SearchHit(memory=self.memory, score=self.scored.score, explanation=explanation)  # type: ignore[arg-type]
+
+
+def ordered_hits(
+    scored: Sequence[Candidate],
+    records: Mapping[str, Memory] | Mapping[str, JudgedRecord],
+    judge: Judge,
+    *,
+    calibrated: bool,
+    limit: int,
+) -> list[SearchHit]:
+    """The best ``limit`` hits of the candidates, judged and ordered, one per chat message.
+
+    ``records`` holds what judging reads of each candidate (a candidate
+    without one was deleted meanwhile: left out); ``calibrated``: the
+    embedder is one the relevance model was fitted for.
+    """
+    # A candidate deleted between the two reads has no record: left out.
+    present = [(s, memory) for s in scored if (memory := records.get(s.id)) is not None]
+    if calibrated:
+        judged = [_Judged(s, memory, judge(s, memory)) for s, memory in present]
+        order: Iterable[tuple[_Judged, float]] = ((j, j.relevance) for j in answers_first(judged))
+    else:
+        # The fused score orders: candidates are judged in that order until ``limit`` hits are found.
+        present.sort(key=lambda p: (-p[0].score, p[1].id))
+        order = monotone(_Judged(s, memory, judge(s, memory)) for s, memory in present)
+    hits: list[SearchHit] = []
+    seen: set[str] = set()
+    for candidate, relevance in order:
+        message = _message_of(candidate.memory)
+        if message is not None:
+            if message in seen:
+                continue  # a long message's better part is already a hit: one message, one hit
+            seen.add(message)
+        hits.append(candidate.hit(relevance))
+        if len(hits) == limit:
+            break
+    return hits
+
+
+def answers_first(judged: list[_Judged]) -> list[_Judged]:
+    """The candidates best first by the relevance they show, a stored question never above the turn that answers it.
+
+    A chat message that asks (``question`` signal at least one half) repeats
+    the words of a later query without answering it; the next message of its
+    session is the answer. When both are candidates, the answer shows at least
+    the question's relevance (``signals["answers"]`` says so) and, on a tie,
+    comes first.
+    """
+    turns = {key: n for n, j in enumerate(judged) if (key := _turn_of(j.memory)) is not None}
+    asked = [j.relevance for j in judged]  # each question's own relevance, before any answer was raised
+    for n, j in enumerate(judged):
+        key = _turn_of(j.memory)
+        if key is None or j.question < 0.5:
+            continue
+        at = turns.get((key[0], key[1] + 1))
+        if at is None:
+            continue
+        answer = judged[at]
+        if answer.question >= 0.5 or answer.relevance >= asked[n]:
+            continue
+        answer.relevance = answer.answers = asked[n]
+    return sorted(judged, key=lambda j: (-j.relevance, j.question, -j.scored.score, j.memory.id))
+
+
+def monotone(judged: Iterable[_Judged]) -> Iterator[tuple[_Judged, float]]:
+    """Candidates in their order, each with at most the relevance of the one above it.
+
+    Lazy: the caller stops at ``limit``.
+    """
+    cap = 1.0
+    for j in judged:
+        relevance = cap if j.relevance > cap else j.relevance
+        cap = relevance
+        yield j, relevance
+
+
+def _turn_of(memory: Memory | JudgedRecord) -> tuple[str, int] | None:
+    """A chat message's session and place in it (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    seq = memory.source.locator.get("seq")
+    session = memory.session_id or memory.source.locator.get("session")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not session:
+        return None
+    return str(session), seq
+
+
+def _message_of(memory: Memory | JudgedRecord) -> str | None:
+    """The chat message a record is a part of (None for other records)."""
+    if memory.kind != "message" or memory.source is None:
+        return None
+    message = memory.source.locator.get("message_id")
+    return str(message) if message else None
+
+
+__all__ = ["answers_first", "monotone", "ordered_hits"]
