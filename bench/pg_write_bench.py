@@ -79,10 +79,11 @@ def timed_load(put_many: Callable[[list], int], items: list, batch: int) -> floa
 
 def built(store: PostgresStore) -> float:
     """Seconds of the ``ann-index`` job's work a load left (the HNSW build), as the job runs it once the load is over."""
-    store.load_quiet = 0.0
+    quiet, store.load_quiet = store.load_quiet, 0.0
     start = time.perf_counter()
     for tenant in store.index_work():
         store.maintain_index(tenant)
+    store.load_quiet = quiet  # the next load is tracked again
     return time.perf_counter() - start
 
 
