@@ -9,8 +9,9 @@ import pytest
 
 from funes.errors import InvalidInput
 from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
+from funes.store.pg_load import REBUILD_MIN
 from funes.store.postgres import PostgresStore
-from funes.store.postgres_bulk import BATCH, REBUILD_MIN
+from funes.store.postgres_bulk import BATCH
 
 pytestmark = pytest.mark.postgres
 

@@ -112,6 +112,23 @@ def test_a_load_of_many_small_calls_drops_the_index_once_and_the_job_builds_it_o
         assert found[0][0] == memory.id
 
 
+def test_remember_many_calls_each_in_its_own_transaction_are_counted_as_one_load(mem: funes.Funes) -> None:
+    store = _store(mem)
+    store.load_quiet = 0.0
+    mem.remember_many([f"first note {i} about ships" for i in range(3 * REBUILD_MIN)])
+    assert not _indexed(store)  # dropped inside remember_many's transaction, its build queued in it
+    mem.jobs.run_pending()
+    assert _indexed(store)
+    store.load_quiet = 3600.0
+    call = 3 * REBUILD_MIN // 10
+    for n in range(1, 5):
+        mem.remember_many([f"call {n} note {i} about zeppelins" for i in range(call)])
+        assert _indexed(store) == (n * call < REBUILD_MIN)
+    assert [s for s, _ in _ann_jobs(store)] == ["done", "queued"]
+    hits = mem.search("call 4 note 7 about zeppelins", limit=3)
+    assert hits and hits[0].memory.content == "call 4 note 7 about zeppelins"
+
+
 _LOADER = textwrap.dedent(
     """
     import sys

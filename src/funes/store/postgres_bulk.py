@@ -33,7 +33,7 @@ from ..errors import InvalidInput
 from ..models import Memory, utcnow
 from .base import checked_vectors, refuse_other_tenant, vis_key
 from .pg_load import HELD as _HELD
-from .pg_load import LOAD_QUIET, REBUILD_MIN, TRACK_MIN, end_load, quiet_in, record_load, worth_rebuilding
+from .pg_load import LOAD_QUIET, TRACK_MIN, end_load, quiet_in, record_load, worth_rebuilding
 from .postgres_search import fold_words
 from .sqlite_rows import COLUMNS, row_values, to_memory
 from .tenancy import acting_for, current_tenant
@@ -79,11 +79,11 @@ class PostgresBulk:
             return 0
         dropped = True if decided else self._drop_index_for(items)
         with self.db.write() as conn:
-            if dropped is None and self._rebuild_worth_it(conn, items):
-                # Inside a caller's transaction (a reindex): other sessions wait on the lock this takes
+            if dropped is None and self._plan_load(conn, items) == "drop":
+                # Inside a caller's transaction (remember_many, an import, a reindex): the load is counted and
+                # the index dropped in it (a rollback undoes both); other sessions wait on the lock this takes
                 # until it commits, not for the build.
                 conn.native("DROP INDEX IF EXISTS memory_vectors_hnsw")
-                self._queue_build(items[0][0].tenant)
             for start in range(0, len(items), BATCH):
                 self._put_batch(conn, items[start : start + BATCH])
             if len(items) >= ANALYZE_AFTER and conn.native(_STALE, [len(items), ANALYZE_AFTER]).fetchone()[0]:
@@ -107,26 +107,24 @@ class PostgresBulk:
         """
         if self.db.in_transaction():
             return None
+        with self.db.write() as conn:
+            plan = self._plan_load(conn, items)
+        if plan == "drop":
+            self.db.reader().native("DROP INDEX CONCURRENTLY IF EXISTS memory_vectors_hnsw")
+        return plan != "keep"
+
+    def _plan_load(self, conn: Any, items: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> str:
+        """Count the write into the load under way: "keep" the index (extended as it goes), write with it
+        already "away", or "drop" it (the build job queued, to run once the store is quiet)."""
         incoming = sum(len(v) for _, v in items if v)
         if incoming < TRACK_MIN or self._dims is None:
-            return False
-        with self.db.write() as conn:
-            load, state, held = record_load(conn, incoming, self.load_quiet)
-        if state is None:  # a load before this one dropped it: its build waits for this one too
-            self._queue_build(items[0][0].tenant)
-            return True
-        if not state or not worth_rebuilding(load, held):  # False: a build under way, which this load joins
-            return False
-        self._queue_build(items[0][0].tenant)
-        self.db.reader().native("DROP INDEX CONCURRENTLY IF EXISTS memory_vectors_hnsw")
-        return True
-
-    def _rebuild_worth_it(self, conn: Any, items: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> bool:
-        incoming = sum(len(v) for _, v in items if v)
-        if incoming < REBUILD_MIN or self._dims is None:
-            return False
-        held = conn.native(_HELD).fetchone()[0]
-        return worth_rebuilding(incoming, float(held))
+            return "keep"
+        load, state, held = record_load(conn, incoming, self.load_quiet)
+        if state is not None and (not state or not worth_rebuilding(load, held)):
+            return "keep"  # state False: a build under way, which this load joins
+        # Away (a load before this one dropped it; its build waits for this one too) or worth dropping.
+        self._queue_build(items[0][0].tenant, self.load_quiet)
+        return "away" if state is None else "drop"
 
     def _queue_build(self, tenant: str, wait: float = 0.0) -> None:
         """Queue the ``ann-index`` job that builds the HNSW index (in the caller's transaction when there is one).
