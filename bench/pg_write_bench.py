@@ -6,12 +6,14 @@ Run from the repository root (starts its own PostgreSQL + pgvector 0.8 with pgse
     FUNES_BENCH_PG_URL=postgresql://user:pw@host/db .venv/bin/python bench/pg_write_bench.py
 
 Records with precomputed unit vectors (embedding excluded) are written with
-``put_many`` in batches of ``--batch``, into an empty store of each backend:
-records/s for the load; on PostgreSQL also with the HNSW index built (the
-``ann-index`` job the load queued, see funes.store.postgres_bulk; SQLite's
-tenants here are under its ``ann_min`` and need no index); then a second,
-smaller load into the now full store (the index extended row by row). The
-SQLite figures are the baseline; the ratio is PostgreSQL's rate over SQLite's.
+``put_many`` in calls of ``--batch`` (1,000: an import loop), into an empty
+store of each backend: records/s for the load; on PostgreSQL also with the
+HNSW index built (the ``ann-index`` job the load queued once the load turned
+quiet, see funes.store.pg_load); then a second, smaller load into the now full
+store, in calls of 1,000. Vector searches (k=10, one tenant of ``--tenants``)
+are timed on PostgreSQL while the load has the index away (the exact scan it
+falls back to) and after the build, and on SQLite. The SQLite figures are the
+baseline; the ratio is PostgreSQL's figure over SQLite's.
 """
 
 from __future__ import annotations
@@ -24,16 +26,17 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import numpy as np
 
-from funes.models import EmbedderIdentity, Memory, SourceRef, content_hash, new_id, utcnow
+from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store.postgres import PostgresStore
 from funes.store.sqlite import SqliteStore
 
 
-def records(n: int, dims: int, rng: np.random.Generator) -> list[tuple[Memory, list[np.ndarray]]]:
-    """``n`` short memories over ten tenants, each with one unit vector."""
+def records(n: int, dims: int, rng: np.random.Generator, tenants: int = 10) -> list[tuple[Memory, list[np.ndarray]]]:
+    """``n`` short memories over ``tenants`` tenants, each with one unit vector."""
     now = utcnow()
     vectors = rng.standard_normal((n, dims)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -41,7 +44,7 @@ def records(n: int, dims: int, rng: np.random.Generator) -> list[tuple[Memory, l
     for i in range(n):
         text = f"memory {i}: the team met about item {i % 97} and agreed on step {i % 13}"
         m = Memory(
-            id=new_id(), content=text, content_hash=content_hash(text), tenant=f"t{i % 10}", title=f"note {i}",
+            id=new_id(), content=text, content_hash=content_hash(text), tenant=f"t{i % tenants}", title=f"note {i}",
             created_at=now, updated_at=now, source=SourceRef(type="user"),
         )  # fmt: skip
         out.append((m, [vectors[i]]))
@@ -75,11 +78,25 @@ def timed_load(put_many: Callable[[list], int], items: list, batch: int) -> floa
 
 
 def built(store: PostgresStore) -> float:
-    """Seconds of the ``ann-index`` job's work a load left (the HNSW build), as the job runs it."""
+    """Seconds of the ``ann-index`` job's work a load left (the HNSW build), as the job runs it once the load is over."""
+    quiet, store.load_quiet = store.load_quiet, 0.0
     start = time.perf_counter()
     for tenant in store.index_work():
         store.maintain_index(tenant)
+    store.load_quiet = quiet  # the next load is tracked again
     return time.perf_counter() - start
+
+
+def searched(store: PostgresStore | SqliteStore, queries: np.ndarray) -> tuple[float, float]:
+    """p50 and p95 ms of a vector search (k=10) in tenant t0 for each query."""
+    filters = SearchFilters(tenant="t0")
+    later = utcnow() + timedelta(seconds=1)
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        store.vector_search(q, filters, k=10, now=later)
+        times.append((time.perf_counter() - start) * 1000)
+    return float(np.percentile(times, 50)), float(np.percentile(times, 95))
 
 
 def main() -> None:
@@ -87,10 +104,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10000)
     parser.add_argument("--more", type=int, default=2000, help="Records of the second load, into the full store.")
     parser.add_argument("--dims", type=int, default=384)
-    parser.add_argument("--batch", type=int, default=10000, help="Records per put_many (one transaction).")
+    parser.add_argument("--batch", type=int, default=1000, help="Records per put_many (one transaction).")
+    parser.add_argument("--tenants", type=int, default=10)
+    parser.add_argument("--queries", type=int, default=50)
     args = parser.parse_args()
     rng = np.random.default_rng(3)
-    first, second = records(args.rows, args.dims, rng), records(args.more, args.dims, rng)
+    first, second = records(args.rows, args.dims, rng, args.tenants), records(args.more, args.dims, rng, args.tenants)
+    queries = np.stack([v[0] for _, v in first[: args.queries * args.tenants : args.tenants]])
+    searches: dict[str, tuple[float, float]] = {}
     ident = EmbedderIdentity("bench", args.dims)
     work = tempfile.mkdtemp(prefix="funes-write-bench-")
     rates: dict[str, tuple[float, float, float]] = {}
@@ -98,6 +119,7 @@ def main() -> None:
         sqlite = SqliteStore(os.path.join(work, "bench.db"))
         sqlite.set_identity(ident)
         load = timed_load(sqlite.put_many, first, args.batch)
+        searches["sqlite"] = searched(sqlite, queries)
         more = timed_load(sqlite.put_many, second, 1000)
         rates["sqlite"] = (args.rows / load, args.rows / load, args.more / more)
         sqlite.close()
@@ -106,7 +128,9 @@ def main() -> None:
             pg.set_identity(ident)
             print(f"PostgreSQL, pgvector {'.'.join(map(str, pg.pgvector_version))}")
             load = timed_load(pg.put_many, first, args.batch)
+            searches["postgres, index away"] = searched(pg, queries)
             build = built(pg)
+            searches["postgres, index built"] = searched(pg, queries)
             more = timed_load(pg.put_many, second, 1000)
             rates["postgres"] = (args.rows / load, args.rows / (load + build), args.more / more)
             pg.close()
@@ -119,6 +143,10 @@ def main() -> None:
         print(f"{name:<10}{load:>12.0f}{indexed:>14.0f}{more:>12.0f}")
     pg, sq = rates["postgres"], rates["sqlite"]
     print(f"{'ratio':<10}{pg[0] / sq[0]:>12.2f}{pg[1] / sq[1]:>14.2f}{pg[2] / sq[2]:>12.2f}")
+    base = searches["sqlite"]
+    print(f"vector search, tenant t0 of {args.tenants} ({args.rows // args.tenants} records), k=10, ms:")
+    for name, (p50, p95) in searches.items():
+        print(f"  {name:<24} p50 {p50:8.1f} p95 {p95:8.1f}   ratio {p50 / base[0]:.2f} / {p95 / base[1]:.2f}")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+from funes.errors import InvalidInput
 from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
+from funes.store.pg_load import REBUILD_MIN
 from funes.store.postgres import PostgresStore
-from funes.store.postgres_bulk import BATCH, REBUILD_MIN
+from funes.store.postgres_bulk import BATCH
 
 pytestmark = pytest.mark.postgres
 
@@ -31,6 +33,7 @@ def _unit(rng: np.random.Generator, dims: int = 16) -> np.ndarray:
 def store(pg_url: str):  # type: ignore[no-untyped-def]
     s = PostgresStore(pg_url)
     s.set_identity(EmbedderIdentity("bulk-test", 16))
+    s.load_quiet = 0.0  # each load here is over when its call returns (loads across calls: test_pg_load.py)
     yield s
     s.close()
 
@@ -110,8 +113,11 @@ def test_a_batch_replaces_updates_and_keeps_vectors_as_one_by_one_writes_do(stor
     first = [_record(f"first {i}") for i in range(5)]
     store.put_many([(m, [_unit(rng), _unit(rng)]) for m in first])
     new_vector = _unit(rng)
+    # A record never moves to another tenant: the batch is refused whole (tests/test_tenant_ids.py).
+    with pytest.raises(InvalidInput, match="another tenant"):
+        store.put_many([(_record("brand new"), [_unit(rng)]), (first[0].evolve(tenant="globex"), None)])
     changed = [
-        (first[0].evolve(content="first 0 rewritten", tenant="globex"), None),  # vectors kept, their tenant follows
+        (first[0].evolve(content="first 0 rewritten"), None),  # vectors kept
         (first[1].evolve(content="first 1 rewritten"), [new_vector]),  # vectors replaced
         (first[2], []),  # vectors dropped
         (_record("brand new"), [_unit(rng)]),
@@ -129,7 +135,7 @@ def test_a_batch_replaces_updates_and_keeps_vectors_as_one_by_one_writes_do(stor
         "SELECT DISTINCT v.tenant FROM memory_vectors v JOIN memories m ON m.rowid = v.memory_rowid WHERE m.id = %s",
         (first[0].id,),
     ).fetchall()}  # fmt: skip
-    assert tenants == {"globex"}
+    assert tenants == {"acme"}
     assert store.get(first[1].id).content == "first 1 rewritten"  # type: ignore[union-attr]
     got = store.vectors_for([first[1].id])[first[1].id]
     assert len(got) == 1 and np.allclose(got[0], new_vector, atol=1e-6)
@@ -152,10 +158,10 @@ def test_a_bad_vector_in_a_batch_writes_nothing(store: PostgresStore) -> None:
 def test_a_tenants_load_counts_the_whole_stores_vectors_not_only_the_ones_security_shows_it(
     store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import funes.store.postgres_bulk as bulk
+    import funes.store.pg_load as load
     from funes.store.tenancy import acting_for
 
-    monkeypatch.setattr(bulk, "REBUILD_SHARE", 1.0)
+    monkeypatch.setattr(load, "REBUILD_SHARE", 1.0)
     rng = np.random.default_rng(11)
     store.put_many([(_record(f"big {i}", tenant="big"), [_unit(rng)]) for i in range(3 * BATCH)])
     store.maintain_index("big")

@@ -43,6 +43,21 @@ def vector_problem(vector: np.ndarray) -> str | None:
     return None
 
 
+def refuse_other_tenant(memory: Memory, owner: str) -> None:
+    """Refuse (nothing written) a write of a record id that another tenant's record holds.
+
+    Record ids are the store's, not a tenant's: one tenant can never
+    overwrite, move or shadow another's record by naming its id.
+    """
+    if owner != memory.tenant:
+        from ..errors import InvalidInput
+
+        raise InvalidInput(
+            f"Record id {memory.id} belongs to another tenant in this store; nothing was written.",
+            hint="Write it under a new id (leave the id out), or as the tenant that holds it.",
+        )
+
+
 def checked_vectors(memory_id: str, vectors: Sequence[np.ndarray], dims: int) -> list[np.ndarray]:
     """A record's vectors as float32 arrays, or a clear error (nothing written) when one does not fit the store."""
     from ..errors import EmbedderMismatch, InvalidInput

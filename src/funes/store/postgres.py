@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..models import EmbedderIdentity, Memory
-from .base import refuse_other_embedder
+from .base import refuse_other_embedder, refuse_other_tenant
 from .pg_connection import PgDatabase, redact
 from .postgres_bulk import PostgresBulk, refold_keywords
 from .postgres_extras import PostgresExtras
@@ -56,6 +56,7 @@ from .sqlite_memory_stores import MemoryStoreTables
 from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
 from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
+from .tenancy import acting_for
 
 log = logging.getLogger("funes.store.postgres")
 _PORTER_MIGRATION = 13  # pg_sql/013: keyword vectors of Porter stems, backfilled in Python
@@ -239,7 +240,11 @@ class PostgresStore(
         return self._write_many(items)
 
     def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None:
-        row = conn.execute("SELECT rowid FROM memories WHERE id = ?", (m.id,)).fetchone()
+        with acting_for(None):  # ids are the store's: row-level security would hide another tenant's record
+            rows = conn.execute("SELECT rowid, tenant FROM memories WHERE id = ?", (m.id,)).fetchall()
+        row = next((r for r in rows if r[1] == m.tenant), None)
+        if row is None and rows:
+            refuse_other_tenant(m, rows[0][1])
         values = row_values(m)
         if row is None:
             rowid = conn.execute(

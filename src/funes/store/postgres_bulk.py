@@ -24,30 +24,36 @@ Numbers: docs/postgres.md (bench/pg_write_bench.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidInput
 from ..models import Memory, utcnow
-from .base import checked_vectors, vis_key
+from .base import checked_vectors, refuse_other_tenant, vis_key
+from .pg_load import HELD as _HELD
+from .pg_load import LOAD_QUIET, TRACK_MIN, end_load, quiet_in, record_load, worth_rebuilding
 from .postgres_search import fold_words
 from .sqlite_rows import COLUMNS, row_values, to_memory
 from .tenancy import acting_for, current_tenant
 
 BATCH = 1000  # records per round of statements
 ANALYZE_AFTER = 1000  # records written at once that refresh the planner's statistics
-# Rebuilding the HNSW index beats extending it when a load brings at least REBUILD_MIN vectors and
-# the store holds at most REBUILD_SHARE times as many: bench/pg_write_bench.py measured 2 ms to insert
-# one vector into the graph of 10k and 0.27 ms per vector to build it whole (7.4x; 18x under load).
-REBUILD_MIN = 1000
-REBUILD_SHARE = 6.0
 # The keyword vector of the unnested row ``u`` (see _unnest): folded title (A), content, topic (C).
 _FTS_OF_U = (
     "setweight(to_tsvector('simple', u.fold_title), 'A') || to_tsvector('simple', u.fold_content) "
     "|| setweight(to_tsvector('simple', u.fold_topic), 'C')"
 )
 _NAMES = [c.strip() for c in COLUMNS.split(",")]
+ANALYZE_GROWTH = 0.25  # share of new rows since the last ANALYZE after which a load refreshes the statistics
+# Whether the planner's statistics of memories are stale after this write: never analysed, or changed by
+# at least a quarter of its rows (or ANALYZE_AFTER) since the last ANALYZE, counting this write.
+_STALE = (
+    "SELECT s.last_analyze IS NULL AND s.last_autoanalyze IS NULL OR c.reltuples < 0 OR s.n_mod_since_analyze + %s "
+    f">= greatest(%s, c.reltuples * {ANALYZE_GROWTH}) FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
+    "WHERE c.oid = 'memories'::regclass"
+)
 _HNSW = (
     "CREATE INDEX {how} IF NOT EXISTS memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
 )
@@ -60,6 +66,8 @@ class PostgresBulk:
     _dims: int | None
     _memory_types: dict[str, str] | None = None
     _index_wanted: str | None = None  # the tenant of a load that dropped the HNSW index, until reported
+    #: Seconds without a load's write before its HNSW index is built again (see funes.store.pg_load).
+    load_quiet: float = LOAD_QUIET
 
     def _write_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]], *, decided: bool = False) -> int:
         """Insert or replace many records in one transaction, a batch of statements per thousand.
@@ -71,53 +79,66 @@ class PostgresBulk:
             return 0
         dropped = True if decided else self._drop_index_for(items)
         with self.db.write() as conn:
-            if dropped is None and self._rebuild_worth_it(conn, items):
-                # Inside a caller's transaction (a reindex): other sessions wait on the lock this takes
+            if dropped is None and self._plan_load(conn, items) == "drop":
+                # Inside a caller's transaction (remember_many, an import, a reindex): the load is counted and
+                # the index dropped in it (a rollback undoes both); other sessions wait on the lock this takes
                 # until it commits, not for the build.
                 conn.native("DROP INDEX IF EXISTS memory_vectors_hnsw")
-                self._queue_build(items[0][0].tenant)
             for start in range(0, len(items), BATCH):
                 self._put_batch(conn, items[start : start + BATCH])
-            if len(items) >= ANALYZE_AFTER:
+            if len(items) >= ANALYZE_AFTER and conn.native(_STALE, [len(items), ANALYZE_AFTER]).fetchone()[0]:
                 # Autovacuum analyses a minute later; until then a bulk load leaves row estimates of 1, and
                 # the planner chose nested loops that took 400 ms per search at 4k records. ANALYZE counts
-                # this transaction's own rows, so it runs inside it (remember_many's batch is in one).
+                # this transaction's own rows, so it runs inside it (remember_many's batch is in one). Only
+                # once the table has grown by a quarter since the last: a load of many calls of 1,000 spent
+                # 80% of each call analysing 100k rows (0.35 s against 0.08 s for the inserts).
                 conn.native("ANALYZE memories, memory_vectors")
         return len(items)
 
     def _drop_index_for(self, items: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> bool | None:
-        """Before a load outside any transaction: drop the HNSW index when rebuilding it is worth it.
+        """Before a load outside any transaction: count it into the load under way, and drop the HNSW
+        index when building it again after the load beats extending it (:mod:`funes.store.pg_load`).
 
         The build job is queued first (its own transaction), then the index is
         dropped ``CONCURRENTLY``: searches never wait on it, and a load that fails
-        or a process that dies leaves the job to build the index again. None
-        inside a transaction, where a drop must wait for the load's own.
+        or a process that dies leaves the job to build the index again. True when
+        the load writes without the index; None inside a transaction, where a drop
+        must wait for the load's own.
         """
         if self.db.in_transaction():
             return None
-        if not self._rebuild_worth_it(self.db.reader(), items):
-            return False
-        self._queue_build(items[0][0].tenant)
-        self.db.reader().native("DROP INDEX CONCURRENTLY IF EXISTS memory_vectors_hnsw")
-        return True
+        with self.db.write() as conn:
+            plan = self._plan_load(conn, items)
+        if plan == "drop":
+            self.db.reader().native("DROP INDEX CONCURRENTLY IF EXISTS memory_vectors_hnsw")
+        return plan != "keep"
 
-    def _rebuild_worth_it(self, conn: Any, items: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> bool:
+    def _plan_load(self, conn: Any, items: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> str:
+        """Count the write into the load under way: "keep" the index (extended as it goes), write with it
+        already "away", or "drop" it (the build job queued, to run once the store is quiet)."""
         incoming = sum(len(v) for _, v in items if v)
-        if incoming < REBUILD_MIN or self._dims is None:
-            return False
-        # The whole store's vectors, which row-level security would hide from a count(*): the statistics'
-        # live rows (current at each commit) or the planner's estimate, whichever is larger.
-        held = conn.native(
-            "SELECT greatest(c.reltuples, s.n_live_tup, 0) FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
-            "WHERE c.oid = 'memory_vectors'::regclass"
-        ).fetchone()[0]
-        return float(held) <= incoming * REBUILD_SHARE
+        if incoming < TRACK_MIN or self._dims is None:
+            return "keep"
+        load, state, held = record_load(conn, incoming, self.load_quiet)
+        if state is not None and (not state or not worth_rebuilding(load, held)):
+            return "keep"  # state False: a build under way, which this load joins
+        # Away (a load before this one dropped it; its build waits for this one too) or worth dropping.
+        self._queue_build(items[0][0].tenant, self.load_quiet)
+        return "away" if state is None else "drop"
 
-    def _queue_build(self, tenant: str) -> None:
-        """Queue the ``ann-index`` job that builds the HNSW index (in the caller's transaction when there is one)."""
+    def _queue_build(self, tenant: str, wait: float = 0.0) -> None:
+        """Queue the ``ann-index`` job that builds the HNSW index (in the caller's transaction when there is one).
+
+        A queued one absorbs it; it runs after ``wait`` seconds at the earliest.
+        """
         with self.db.write():  # under row-level security every record of a load is the tenant in force
             self.enqueue_job(  # type: ignore[attr-defined]
-                "ann-index", {"tenant": tenant}, tenant=tenant, now=utcnow(), dedupe_key=f"ann-index:{tenant}"
+                "ann-index",
+                {"tenant": tenant},
+                tenant=tenant,
+                now=utcnow(),
+                run_after=utcnow() + timedelta(seconds=wait) if wait > 0 else None,
+                dedupe_key=f"ann-index:{tenant}",
             )
         self._index_wanted = tenant
 
@@ -133,7 +154,8 @@ class PostgresBulk:
         return [current_tenant.get() or wanted] if wanted else []
 
     def maintain_index(self, tenant: str) -> str:
-        """Build the HNSW index when a load dropped it (``CONCURRENTLY``, outside a transaction); else nothing."""
+        """Build the HNSW index when a load dropped it (``CONCURRENTLY``, outside a transaction), once the
+        load is over: while one still writes, the job is queued again for when the store turns quiet."""
         if self._dims is None:
             return "no vectors yet"
         with self.db.borrow() as conn:
@@ -143,17 +165,36 @@ class PostgresBulk:
             if row is not None and row[0]:
                 return "PostgreSQL maintains the HNSW index on every write; nothing to do"
             inside = self.db.in_transaction()
-            if row is not None:  # a concurrent build that failed leaves an invalid index behind
-                conn.native(f"DROP INDEX {'' if inside else 'CONCURRENTLY'} IF EXISTS memory_vectors_hnsw")
-            held = int(conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0])
-            # The graph of every vector in memory builds several times faster than one that spills.
-            memory = min(max(64, held * (self._dims * 4 + 512) * 3 // 2 >> 20), 2048)
-            conn.native(f"SET {'LOCAL ' if inside else ''}maintenance_work_mem = '{memory}MB'")
+            wait = quiet_in(conn, self.load_quiet)
+            if wait > 0 and not inside:
+                self._queue_build(current_tenant.get() or tenant, wait)
+                return f"a load is still writing: the build waits until it has been quiet {self.load_quiet:g} s"
+            # One build at a time across processes (two tenants' jobs would build the one index twice).
+            if (
+                not inside
+                and not conn.native("SELECT pg_try_advisory_lock(hashtext('funes.hnsw-build'))").fetchone()[0]
+            ):
+                return "another process is building the HNSW index"
             try:
-                conn.native(_HNSW.format(how="" if inside else "CONCURRENTLY"))
+                return self._build_index(conn, row is not None, inside)
             finally:
                 if not inside:
-                    conn.native("RESET maintenance_work_mem")
+                    conn.native("SELECT pg_advisory_unlock(hashtext('funes.hnsw-build'))")
+
+    def _build_index(self, conn: Any, invalid: bool, inside: bool) -> str:
+        end_load(conn)  # the load is over: writes from now on (into the index being built) start a new one
+        if invalid:  # a concurrent build that failed leaves an invalid index behind
+            conn.native(f"DROP INDEX {'' if inside else 'CONCURRENTLY'} IF EXISTS memory_vectors_hnsw")
+        # The whole store's vectors (a count(*) under row-level security would see one tenant's).
+        held = int(conn.native(_HELD).fetchone()[0])
+        # The graph of every vector in memory builds several times faster than one that spills.
+        memory = min(max(64, held * ((self._dims or 0) * 4 + 512) * 3 // 2 >> 20), 2048)
+        conn.native(f"SET {'LOCAL ' if inside else ''}maintenance_work_mem = '{memory}MB'")
+        try:
+            conn.native(_HNSW.format(how="" if inside else "CONCURRENTLY"))
+        finally:
+            if not inside:
+                conn.native("RESET maintenance_work_mem")
         return f"built the HNSW index over {held} vectors"
 
     def put_unique_many(self, items: Sequence[tuple[Memory, Sequence[np.ndarray] | None]]) -> list[Memory]:
@@ -214,7 +255,13 @@ class PostgresBulk:
                 self._put(conn, memory, vectors)  # type: ignore[attr-defined]
             return
         checked = [self._checked(m, v) for m, v in batch]
-        existing = dict(conn.native("SELECT id, rowid FROM memories WHERE id = ANY(%s)", [ids]).fetchall())
+        with acting_for(None):  # ids are the store's: row-level security would hide another tenant's record
+            found = conn.native("SELECT id, rowid, tenant FROM memories WHERE id = ANY(%s)", [ids]).fetchall()
+        by_id = {m.id: m for m, _ in batch}
+        existing = {i: rowid for i, rowid, tenant in found if tenant == by_id[i].tenant}
+        for i, _, tenant in found:
+            if i not in existing:
+                refuse_other_tenant(by_id[i], tenant)
         new = [(m, v) for (m, _), v in zip(batch, checked, strict=True) if m.id not in existing]
         old = [(m, v) for (m, _), v in zip(batch, checked, strict=True) if m.id in existing]
         rowids = dict(existing)

@@ -43,7 +43,7 @@ from ..models import RankFields, SearchFilters, to_epoch
 from .base import Visibility
 from .pg_connection import placeholders
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
-from .sqlite_keyword import _STATS_TTL
+from .sqlite_keyword import _STATS_TTL, stat_fresh, stat_fresh_sql
 from .sqlite_rows import RANK_COLUMNS, record_filters, sql_in, to_rank_fields
 from .tenancy import current_tenant
 
@@ -127,6 +127,9 @@ class PostgresSearch:
     pgvector_version: tuple[int, ...]
     _dims: int | None
     _planning_stat: Any  # SqliteStore._planning_stat, shared by PostgresStore
+    _fts_stats: dict[str, tuple[int, float]]
+    #: The store generation (newest rowid) the last keyword statement read: what the tenant's vector count follows.
+    _generation: int | None = None
 
     # -- filters -----------------------------------------------------------------
     def _where(
@@ -218,16 +221,11 @@ class PostgresSearch:
                 statements.append(check)
         results = self.db.reader().batch(statements)
         rows = results[0].fetchall()
-        total, avgdl, dfs = int(rows[0][0]), int(rows[0][1]), [int(d) for d in rows[0][2]]
-        tenant = current_tenant.get() or ""
-        self._planning_stat(f"{tenant}\0total", lambda: total)
-        self._planning_stat(f"{tenant}\0avgdl", lambda: avgdl)
-        counts = {
-            t: self._planning_stat(f"{tenant}\0{t}\0count", lambda d=d: d) for t, d in zip(uniq, dfs, strict=True)
-        }  # type: ignore[misc]
+        total, dfs = int(rows[0][0]), [int(d) for d in rows[0][2]]
+        counts = self._keep_stats(total, int(rows[0][1]), dict(zip(uniq, dfs, strict=True)), int(rows[0][3]))
         fields: dict[str, RankFields] = {}
         vectors: dict[str, list[np.ndarray]] = {}
-        words = _hits(rows, 3, fields, vectors, True)
+        words = _hits(rows, 4, fields, vectors, True)
         found = words
         if cjk is not None:
             cjk_rows = results[1].fetchall()
@@ -268,21 +266,29 @@ class PostgresSearch:
         originals = [t for t in uniq if fold_words(t)]
         folded = [fold_words(t) for t in originals]
         tenant = current_tenant.get() or ""
+        cached = [self._fts_stats.get(k) for k in (f"{tenant}\0total", f"{tenant}\0avgdl")]
+        counts = [self._fts_stats.get(f"{tenant}\0{t}\0count") for t in uniq]
         params: list[Any] = [
-            self._cached_stat(f"{tenant}\0total"),
-            self._cached_stat(f"{tenant}\0avgdl"),
             [fold_words(t) for t in uniq],
-            [self._cached_stat(f"{tenant}\0{t}\0count") for t in uniq],
+            [c[0] if c else None for c in counts],
+            [c[1] if c else None for c in counts],
+            [c[0] if c else None for c in cached],
+            [c[1] if c else None for c in cached],
         ]
+        # A cached statistic is used while the store's generation (its newest rowid, read from the sequence
+        # in this statement) is within 1% of the one it was counted at, as on SQLite: the data decides.
         stats = (
-            "SELECT coalesce(?::bigint, (SELECT count(*) FROM memories)) AS total, "
-            f"greatest(1, coalesce(?::bigint, {_AVGDL})) AS avgdl, "
-            "ARRAY(SELECT coalesce(t.df, CASE WHEN t.term = '' THEN 0 ELSE (SELECT count(*) FROM memories "
-            "WHERE fts @@ plainto_tsquery('simple', t.term)) END) FROM unnest(?::text[], ?::bigint[]) "
-            "WITH ORDINALITY AS t(term, df, n) ORDER BY t.n) AS dfs"
+            f"SELECT coalesce(CASE WHEN {stat_fresh_sql('p.marks[1]', 'g.gen')} THEN p.vals[1] END, "
+            "(SELECT count(*) FROM memories)) AS total, "
+            f"greatest(1, coalesce(CASE WHEN {stat_fresh_sql('p.marks[2]', 'g.gen')} THEN p.vals[2] END, "
+            f"{_AVGDL})) AS avgdl, ARRAY(SELECT coalesce(CASE WHEN {stat_fresh_sql('t.mark', 'g.gen')} THEN t.df END, "
+            "CASE WHEN t.term = '' THEN 0 ELSE (SELECT count(*) FROM memories WHERE fts @@ plainto_tsquery('simple', "
+            "t.term)) END) FROM unnest(?::text[], ?::bigint[], ?::float8[]) WITH ORDINALITY AS t(term, df, mark, n) "
+            "ORDER BY t.n) AS dfs, g.gen FROM (SELECT ?::bigint[] AS vals, ?::float8[] AS marks) p, "
+            "(SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS gen FROM memories_rowid_seq) g"
         )
         if not folded or limit <= 0:
-            return placeholders(f"SELECT total, avgdl, dfs FROM ({stats}) st"), params, uniq
+            return placeholders(f"SELECT total, avgdl, dfs, gen FROM ({stats}) st"), params, uniq
         cap = max(1, scan_cap)
         positions = [uniq.index(t) + 1 for t in originals]
         # The informative terms, as SQLite's keyword leg plans them (sqlite_keyword._informative_terms): on a
@@ -323,16 +329,23 @@ class PostgresSearch:
             "FROM (SELECT c.tfs[q.i + 1]::float8 AS tf, st.dfs[q.p] AS df, kp.keep[q.i] AS keep FROM unnest(?::int[]) "
             "WITH ORDINALITY AS q(p, i)) x) AS score FROM c, st, kp) "
             # A match on a term the positions cannot show (a hyphenated part) still ranks above nothing.
-            "SELECT st.total, st.avgdl, st.dfs, CASE WHEN h.score > 0 THEN h.score ELSE 1e-6 END, h.vecs, "
+            "SELECT st.total, st.avgdl, st.dfs, st.gen, CASE WHEN h.score > 0 THEN h.score ELSE 1e-6 END, h.vecs, "
             f"{', '.join('h.' + c for c in RANK_COLUMNS)} FROM st LEFT JOIN LATERAL (SELECT s.*, {vecs} AS vecs "
             'FROM s ORDER BY s.score DESC, s.id COLLATE "C" LIMIT ?) h ON true'
         )
         return placeholders(sql), params, uniq
 
-    def _cached_stat(self, key: str) -> int | None:
-        """A planning statistic when cached and fresh, else None (the statement computes it)."""
-        cached = self._fts_stats.get(key)
-        return cached[0] if cached is not None and time.monotonic() - cached[1] < _STATS_TTL else None
+    def _keep_stats(self, total: int, avgdl: int, counts: dict[str, int], generation: int) -> dict[str, int]:
+        """Cache what the statement counted, marked with the store generation it read (what it took from the
+        cache stays as it was: the same rule, :func:`funes.store.sqlite_keyword.stat_fresh`, keeps it)."""
+        tenant = current_tenant.get() or ""
+        self._generation = generation
+        self._planning_stat(f"{tenant}\0total", lambda: total, generation)
+        self._planning_stat(f"{tenant}\0avgdl", lambda: avgdl, generation)
+        return {
+            t: self._planning_stat(f"{tenant}\0{t}\0count", lambda d=d: d, generation)  # type: ignore[misc]
+            for t, d in counts.items()
+        }
 
     def _presence_statement(
         self, terms: Sequence[str], filters: SearchFilters, now: datetime | None
@@ -363,12 +376,10 @@ class PostgresSearch:
         """Records in the keyword index and how many contain each term (BM25's IDF inputs; cached a while)."""
         sql, params, uniq = self._word_statement(terms, SearchFilters(tenant=""), 0, 0, None)
         row = self.db.reader().native(sql, params).fetchone()
-        tenant = current_tenant.get() or ""
-        total = self._planning_stat(f"{tenant}\0total", lambda: int(row[0]))
-        return total, {
-            t: self._planning_stat(f"{tenant}\0{t}\0count", lambda d=d: int(d))  # type: ignore[misc]
-            for t, d in zip(uniq, row[2], strict=True)
-        }
+        counts = self._keep_stats(
+            int(row[0]), int(row[1]), {t: int(d) for t, d in zip(uniq, row[2], strict=True)}, int(row[3])
+        )
+        return int(row[0]), counts
 
     def term_presence(self, terms: Sequence[str], filters: SearchFilters, now: datetime | None = None) -> set[str]:
         """The query terms found in at least one record the filters admit (CJK terms always count as present)."""
@@ -405,11 +416,21 @@ class PostgresSearch:
 
     # -- vectors -----------------------------------------------------------------
     def _tenant_vectors(self, conn: Any, tenant: str) -> int:
-        """How many vectors the tenant holds (a plan input, cached a while)."""
-        return self._planning_stat(
-            f"\0vectors\0{tenant}",
-            lambda: int(conn.execute("SELECT count(*) FROM memory_vectors WHERE tenant = ?", (tenant,)).fetchone()[0]),
-        )
+        """How many vectors the tenant holds (a plan input): cached while the store grows by under 1% since the
+        last keyword statement read its generation; a count taken before any was read holds a while, and is
+        marked with the first generation read after it."""
+        key, generation = f"\0vectors\0{tenant}", self._generation
+        cached = self._fts_stats.get(key)
+        if cached is not None and cached[1] < 0 and generation is not None:  # counted just before the first read
+            self._fts_stats[key] = (cached[0], float(generation))
+            return cached[0]
+        if cached is not None and cached[1] < 0 and time.monotonic() + cached[1] < _STATS_TTL:
+            return cached[0]
+        if cached is not None and generation is not None and stat_fresh(cached[1], generation):
+            return cached[0]
+        count = int(conn.execute("SELECT count(*) FROM memory_vectors WHERE tenant = ?", (tenant,)).fetchone()[0])
+        self._fts_stats[key] = (count, -time.monotonic() if generation is None else float(generation))
+        return count
 
     def vector_search(
         self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None

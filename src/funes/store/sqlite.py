@@ -43,7 +43,7 @@ from ..models import (
     to_epoch,
 )
 from .ann_index import AnnIndexes
-from .base import AccessEvent, Visibility, checked_vectors, refuse_other_embedder, vis_key
+from .base import AccessEvent, Visibility, checked_vectors, refuse_other_embedder, refuse_other_tenant, vis_key
 from .connection import Database
 from .sqlite_cjk import CjkTables
 from .sqlite_cleanup import CleanupTables
@@ -258,8 +258,10 @@ class SqliteStore(
         return count
 
     def _put(self, conn: Any, m: Memory, vectors: Sequence[np.ndarray] | None) -> None:
-        row = conn.execute("SELECT rowid FROM memories WHERE id = ?", (m.id,)).fetchone()
+        row = conn.execute("SELECT rowid, tenant FROM memories WHERE id = ?", (m.id,)).fetchone()
         values = row_values(m)
+        if row is not None:
+            refuse_other_tenant(m, row[1])
         if row is None:
             cur = conn.execute(f"INSERT INTO memories ({COLUMNS}) VALUES ({PLACEHOLDERS})", values)
             rowid = cur.lastrowid

@@ -380,7 +380,7 @@ class KeywordSearch:
             if generation is None:
                 if time.monotonic() - mark < _STATS_TTL:
                     return value
-            elif mark <= generation <= mark + max(1.0, mark * _STATS_GROWTH):
+            elif stat_fresh(mark, generation):
                 return value
         value = compute()
         if len(self._fts_stats) > 10_000:
@@ -429,6 +429,17 @@ class KeywordSearch:
             return int(sum(1 for (t,) in rows if t == tenant) * 2 > len(rows))
 
         return bool(self._planning_stat(f"\0tenant\0{tenant}", share, self._record_estimate(conn)))
+
+
+def stat_fresh(mark: float, generation: float) -> bool:
+    """Whether a statistic counted at store generation ``mark`` still holds at ``generation``: the store
+    has grown by under ``_STATS_GROWTH`` of its rows since, and not shrunk (:func:`stat_fresh_sql` in SQL)."""
+    return mark <= generation <= mark + max(1.0, mark * _STATS_GROWTH)
+
+
+def stat_fresh_sql(mark: str, generation: str) -> str:
+    """:func:`stat_fresh` as a SQL condition on two SQL expressions (NULL when no mark: not fresh)."""
+    return f"({generation} BETWEEN {mark} AND {mark} + greatest(1.0, {mark} * {_STATS_GROWTH!r}))"
 
 
 def _varints(blob: bytes) -> list[int]:
