@@ -168,8 +168,7 @@ def test_add_messages_stores_a_conversation_in_one_call(tmp_path: Path) -> None:
                 {"role": "assistant", "content": [{"type": "text", "text": "Hotel Avenida is free at 90 EUR."}]},
             ]
         )
-        # Three messages with text, and the last two read with the turn before them (turn_context): one call.
-        assert embedder.batches == [5]
+        assert embedder.batches == [3]  # three messages with text, one embedding call
         assert [m.seq for m in added] == [1, 2, 3, 4]
         assert [m.role for m in session.history()] == ["user", "assistant", "tool", "assistant"]
         history = session.history()

@@ -1,9 +1,9 @@
-"""A chat turn is embedded with the turn it follows (issue 28): a short reply means what it answers.
+"""A chat turn's vector is blended with the turn it follows (issue 28): a short reply means what it answers.
 
 With the real local model: the same reply stored after two different
 questions gets two different vectors, and a search about one question finds
-its own reply first; a session's first message, a long message split into
-parts and the trimming of a long previous turn are covered too.
+its own reply first; one message at a time and a batch give the same vectors;
+a session's first message and a long message split into parts keep their own.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import funes
-from funes.conversations.turn_context import TURN_WEIGHT, blend, context_view
+from funes.conversations.turn_context import TURN_WEIGHT, blend
 
 REPLY = "Yes, twice, and I loved every minute of it!"
 
@@ -44,6 +44,8 @@ def test_the_same_reply_after_two_questions_is_found_for_its_own_question(real: 
     own = real.embed_records([REPLY])[0][0]
     mine, theirs = _vector(real, kept.record_ids[0]), _vector(real, other.record_ids[0])
     assert not np.allclose(mine, theirs)
+    question = real.embed_records(["Did you go to the pottery class at the community centre?"])[0][0]
+    assert np.allclose(mine, blend(own, question), atol=1e-5)
     assert float(mine @ own) > TURN_WEIGHT  # still mostly the turn itself
 
     hits = real.search("How often did she go to the pottery class?", min_relevance=0, limit=10)
@@ -79,18 +81,18 @@ def test_a_batch_reads_each_turn_with_the_one_before_it(real: funes.Funes) -> No
     assert not np.allclose(batched, real.embed_records([REPLY])[0][0], atol=1e-3)
 
 
-def test_the_context_view_keeps_the_end_of_a_long_previous_turn(local_embedder: Any) -> None:
-    previous = " ".join(f"word{n}" for n in range(2000)) + " and the pottery class"
-    view = context_view(previous, REPLY, local_embedder.count_tokens, local_embedder.max_tokens)
-    assert view is not None and view.endswith("pottery class\n" + REPLY)
-    assert local_embedder.count_tokens(view) <= local_embedder.max_tokens
-    # A turn that fills the model alone gets no context at all.
-    full = " ".join(["pottery"] * 2000)
-    assert context_view("Did you go?", full, local_embedder.count_tokens, local_embedder.max_tokens) is None
-
-
 def test_blend_is_a_unit_vector_weighted_towards_the_turn() -> None:
     own, view = np.array([1.0, 0.0], dtype=np.float32), np.array([0.0, 1.0], dtype=np.float32)
     mixed = blend(own, view)
     assert np.isclose(float(np.linalg.norm(mixed)), 1.0)
     assert mixed[0] > mixed[1] > 0
+
+
+def test_a_batch_appended_to_a_session_reads_its_first_turn_with_the_stored_one(real: funes.Funes) -> None:
+    session = real.session("later")
+    session.add_message("user", "Did you go to the pottery class at the community centre?")
+    added = session.add_messages([{"role": "assistant", "content": REPLY}, {"role": "user", "content": "Great!"}])
+    own, question = real.embed_records([REPLY, "Did you go to the pottery class at the community centre?"])
+    assert np.allclose(_vector(real, added[0].record_ids[0]), blend(own[0], question[0]), atol=1e-5)
+    great = real.embed_records(["Great!"])[0][0]
+    assert np.allclose(_vector(real, added[1].record_ids[0]), blend(great, own[0]), atol=1e-5)

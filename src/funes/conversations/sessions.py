@@ -297,9 +297,7 @@ class Conversations:
         try:
             last = self.store.messages(sess.tenant, sess.id, limit=1) if every else []  # what the first turn follows
             before = last[0].content if last else None
-            vectors = (
-                turn_vectors(self.core.embedding, before, [(m.content, rs) for m, _, rs in planned]) if every else []
-            )
+            vectors = turn_vectors(self.core.embedding, before, [rs for _, _, rs in planned]) if every else []
         except EmbedderUnavailable:
             # The messages are accepted anyway: findable by keyword now, embedded by a job later.
             vectors = None
