@@ -28,6 +28,7 @@ from ..store import AccessEvent, vis_key
 from .assembly import FORMATS, Budget, BuiltContext, ContextInputs, assemble, mentioned_sources
 from .message_input import PendingMessage, check_message, read_each, usage_numbers
 from .tokens import TokenCounter, default_counter
+from .turn_context import turn_vectors
 
 if TYPE_CHECKING:
     from ..knowledge.documents import Documents
@@ -294,9 +295,9 @@ class Conversations:
         # Embedding is slow: do it, for the whole batch at once, before taking the write lock.
         vectors: list[list[Any]] | None
         try:
-            vectors = (
-                self.core.embedding.embed_records([self.core.embedding.embed_text(m) for m in every]) if every else []
-            )
+            last = self.store.messages(sess.tenant, sess.id, limit=1) if every else []  # what the first turn follows
+            before = last[0].content if last else None
+            vectors = turn_vectors(self.core.embedding, before, [rs for _, _, rs in planned]) if every else []
         except EmbedderUnavailable:
             # The messages are accepted anyway: findable by keyword now, embedded by a job later.
             vectors = None
