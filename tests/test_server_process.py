@@ -275,3 +275,35 @@ def test_a_busy_port_is_a_clear_error_before_any_announcement(tmp_path: Path) ->
     assert f"Cannot listen on 127.0.0.1:{port}: the port is in use." in done.stderr
     assert "--port" in done.stderr and "Hint" in done.stderr
     assert "Funes team server:" not in done.stderr and "http://" not in done.stderr
+
+
+def test_the_servers_connections_send_without_waiting_for_the_clients_ack() -> None:
+    """Every connection `funes serve` accepts has TCP_NODELAY, as asyncio gives it to the sockets it makes itself.
+
+    Without it (the listening socket's proto is 0, so asyncio skipped it), Nagle held each answer
+    on a kept-alive connection until the client's delayed ACK: 40 ms on every request after the first.
+    """
+    import asyncio
+
+    from funes.interfaces.server.app import _listen
+
+    async def accepted_nodelay() -> int:
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: Any) -> None:
+                sock = transport.get_extra_info("socket")
+                seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        listener = _listen("127.0.0.1", 0)
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        try:
+            _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+            flag = await asyncio.wait_for(seen, 30)
+            writer.close()
+            return flag
+        finally:
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0

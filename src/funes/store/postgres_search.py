@@ -65,10 +65,10 @@ _VECTORS = (
 # averages over its whole index; over the newest 1,000 when fewer than 100 of those are visible (a small
 # tenant under row-level security). The newest alone skewed it: SciFact NDCG@10 0.656 against 0.679 when
 # its abstracts came before short chat turns (bench/pg_keyword_bench.py).
-_LENGTH = "(SELECT sum(array_length(u.positions, 1)) FROM unnest(fts) u)"
+_LENGTH = "fts_length"  # tokens per record, a generated column (pg_sql/018_fts_length.sql)
 _AVGDL = (
     f"(SELECT floor(coalesce(CASE WHEN count(*) >= 100 THEN avg(sp.l) END, (SELECT avg({_LENGTH}) FROM "
-    "(SELECT fts FROM memories ORDER BY rowid DESC LIMIT 1000) n), 1))::bigint "
+    "(SELECT fts_length FROM memories ORDER BY rowid DESC LIMIT 1000) n), 1))::bigint "
     f"FROM (SELECT {_LENGTH} AS l FROM memories WHERE rowid IN (SELECT generate_series(r.lo, r.hi, "
     "greatest(1, (r.hi - r.lo) / 1000)) FROM (SELECT min(rowid) AS lo, max(rowid) AS hi FROM memories) r)) sp)"
 )
@@ -294,7 +294,7 @@ class PostgresSearch:
         # The informative terms, as SQLite's keyword leg plans them (sqlite_keyword._informative_terms): on a
         # store larger than the scan cap, a term in more than common_ratio of the records is left out beside
         # rarer ones, and of only common terms the rarest alone is ranked, over a quarter of the cap.
-        params += [cap, common_ratio, common_ratio, common_ratio, positions, *folded]
+        params += [cap, common_ratio, common_ratio, common_ratio, positions, *(f for f in folded if " " not in f)]
         query = " || ".join(
             f"(CASE WHEN kp.keep[{n}] THEN plainto_tsquery('simple', ?) ELSE ''::tsquery END)"
             for n in range(1, len(folded) + 1)
@@ -303,13 +303,15 @@ class PostgresSearch:
         where = ["m.fts @@ (SELECT " + query + " FROM kp)", *self._where(filters, now, params)]
         params += [cap, cap, positions, limit]
         vecs = _VECTORS if self._dims is not None else "NULL"
-        # Per match, in one pass over its tsvector: its length in tokens, then each query term's frequency
-        # (a title hit counts twice, as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite; 2.5x faster than a
-        # pass per term, bench/pg_keyword_bench.py); then Okapi BM25 with FTS5's IDF.
+        # Per match: its stored length in tokens, then each query term's frequency (a title hit counts
+        # twice, as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite); then Okapi BM25 with FTS5's IDF. For a
+        # one-word query, ts_rank_cd without normalisation is the sum of its positions' weights: with A
+        # weighing 1 and the rest 0.5, twice that is the frequency. It looks the word up in the tsvector,
+        # detoasted once per match (the concatenation, kept apart by OFFSET 0); unnesting every match's
+        # vector was most of the slowest queries' time (bench/pg_keyword_bench.py, docs/postgres.md).
         frequencies = "".join(
-            ", coalesce(sum(CASE WHEN u.lexeme = ? THEN cardinality(u.positions) + "
-            "cardinality(array_positions(u.weights, 'A')) END), 0)"
-            for _ in folded
+            ", 0" if " " in f else ", (2 * ts_rank_cd('{0.5,0.5,0.5,1}', f.v, plainto_tsquery('simple', ?), 0))::int"
+            for f in folded
         )
         sql = (
             f"WITH st AS MATERIALIZED ({stats}), "
@@ -320,7 +322,8 @@ class PostgresSearch:
             "floor(?::float8 * st.total))) OVER () AS some, first_value(q.i) OVER (ORDER BY st.dfs[q.p] <= 0, "
             "st.dfs[q.p], q.i) AS rarest FROM st, unnest(?::int[]) WITH ORDINALITY AS q(p, i)) p), "
             f"c AS (SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, "
-            f"(SELECT ARRAY[coalesce(sum(cardinality(u.positions)), 0){frequencies}] FROM unnest(m.fts) u) AS tfs "
+            f"(SELECT ARRAY[coalesce(m.fts_length, 0){frequencies}] FROM (SELECT m.fts || ''::tsvector AS v "
+            "OFFSET 0) f) AS tfs "
             f"FROM memories m WHERE {' AND '.join(where)} ORDER BY m.rowid DESC "
             "LIMIT (SELECT CASE WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp)), "
             "s AS (SELECT c.*, (SELECT coalesce(sum(CASE WHEN x.tf > 0 AND x.keep THEN greatest(ln((greatest(st.total, x.df) "

@@ -260,7 +260,7 @@ def _listen(host: str, port: int) -> socket.socket:
     """The server's listening socket, bound before anything is announced: a busy port is a clear error."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family, backlog=2048)
+        sock = socket.create_server((host, port), family=family, backlog=2048)
     except OSError as exc:
         busy = exc.errno == errno.EADDRINUSE
         raise InvalidInput(
@@ -269,3 +269,8 @@ def _listen(host: str, port: int) -> socket.socket:
             if busy
             else "Check --host (an address of this machine, e.g. 127.0.0.1) and --port.",
         ) from exc
+    # Accepted connections inherit TCP_NODELAY from this socket. asyncio sets it only on sockets whose proto
+    # is IPPROTO_TCP, and create_server's is 0: without it a kept-alive connection's answer waited for the
+    # client's delayed ACK (Nagle), 40 ms on every request after the first (bench/server_bench.py).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
