@@ -28,6 +28,7 @@ from ..models import config as config_mod
 from ..providers.embed import Embedder, check_output, configured_identity
 from ..store import Store
 from .chunking import split_text
+from .windows import Window, sentence_windows
 
 PART_TOKENS = 200
 PART_OVERLAP = 40
@@ -103,6 +104,12 @@ class Embedding:
             return [text]
         return split_text(text, self.embedder.count_tokens, min(PART_TOKENS, limit), PART_OVERLAP)
 
+    def windows(self, text: str) -> list[Window]:
+        """The passage windows a record is also embedded as, after its parts (:mod:`funes.memory.windows`)."""
+        embedder = self.embedder
+        size, least = self.config.passage_window_sentences, self.config.passage_window_min_tokens
+        return sentence_windows(text, embedder.count_tokens, size, least, embedder.max_tokens)
+
     def embed(self, texts: Sequence[str], *, query: bool = False, force: bool = False) -> np.ndarray:
         """Embed texts through the cache; each text must fit the model (see :meth:`parts`).
 
@@ -166,8 +173,8 @@ class Embedding:
         return out
 
     def embed_records(self, texts: Sequence[str], *, force: bool = False) -> list[list[np.ndarray]]:
-        """Vectors of each text, split into parts where it is longer than the model reads."""
-        split = [self.parts(t) for t in texts]
+        """Vectors of each text, split into parts where it is longer than the model reads, then its passage windows."""
+        split = [self.parts(t) + [w.text for w in self.windows(t)] for t in texts]
         flat = [p for parts in split for p in parts]
         matrix = self.embed(flat, force=force) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
         out: list[list[np.ndarray]] = []

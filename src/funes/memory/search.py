@@ -32,6 +32,7 @@ from .dates import DateWindow, find_dates
 from .embedding import Embedding
 from .ranking import RankSettings, query_terms, rank_scored
 from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
+from .windows import passage
 
 log = logging.getLogger("funes")
 
@@ -143,7 +144,13 @@ class HybridSearch:
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
         # SQLite reads what judging reads of every candidate, and whole records of the hits returned only.
         partial = getattr(self.store, "judge_records", None)
-        records = (partial or self.store.get_many)([s.id for s in scored])
+        # PostgreSQL reads each candidate's nearest part with it, for the passage that matched (no trip of its own).
+        nearest = getattr(self.store, "get_many_nearest", None)
+        best_parts: dict[str, int] | None = None
+        if nearest is not None and partial is None:
+            records, best_parts = nearest([s.id for s in scored], vector if self._windows_on() else None)
+        else:
+            records = (partial or self.store.get_many)([s.id for s in scored])
         judged = [
             SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory))
             for s in scored
@@ -170,7 +177,43 @@ class HybridSearch:
         if partial is not None:
             whole = self.store.get_many([h.memory.id for h in hits])
             hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
+        if vector is not None and self._windows_on():
+            hits = self._with_passages(hits, vector, stored, best_parts)
         return SearchResults(hits, degraded=degraded)
+
+    def _windows_on(self) -> bool:
+        return int(self.config.passage_window_sentences) > 0
+
+    def _with_passages(
+        self,
+        hits: list[SearchHit],
+        vector: np.ndarray,
+        stored: dict[str, list[np.ndarray]],
+        best: dict[str, int] | None,
+    ) -> list[SearchHit]:
+        """Hits whose best-matching part is a passage window, explained by that window's sentences.
+
+        The part comes from the candidates' read on PostgreSQL (``best``), else from the
+        vectors the keyword leg already holds, else from one read of the hits' vectors.
+        """
+        texts = {h.memory.id: self.embedding.embed_text(h.memory) for h in hits}
+        windows = {i: w for i, t in texts.items() if (w := self.embedding.windows(t))}
+        missing = [i for i in windows if i not in stored]
+        vectors = {**stored, **(self.store.vectors_for(missing) if missing and best is None else {})}
+        out: list[SearchHit] = []
+        for hit in hits:
+            i = hit.memory.id
+            part, cosine = (best or {}).get(i), hit.explanation.vector_similarity
+            if i in windows and part is None and vectors.get(i):
+                sims = np.vstack(vectors[i]) @ vector
+                part, cosine = int(np.argmax(sims)), float(sims.max())
+            found = (
+                passage(windows[i], len(self.embedding.parts(texts[i])), part, cosine or 0.0)
+                if i in windows and part is not None
+                else None
+            )
+            out.append(replace(hit, explanation=replace(hit.explanation, passage=found)) if found else hit)
+        return out
 
 
 def rank_settings(

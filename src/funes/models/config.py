@@ -269,6 +269,20 @@ register(
     "Tokens of trailing sentences repeated at the start of the next chunk of a text.",
     minimum=0,
 )
+register(
+    "passage_window_sentences",
+    2,
+    int,
+    "A long record is also embedded as overlapping windows of this many sentences, and matches by its best one (issue 28); 0 disables. Run `funes reindex` after a change.",
+    minimum=0,
+)
+register(
+    "passage_window_min_tokens",
+    112,
+    int,
+    "A record gets passage windows only from this many tokens and one sentence more than a window.",
+    minimum=1,
+)
 register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.", minimum=1)
 register(
     "max_unpacked_mb",

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..errors import FunesError
 from ..models import Memory, from_epoch, new_id, to_epoch
 from .base import AccessEvent
@@ -140,26 +142,54 @@ class PostgresExtras:
 
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """Records by id, fetched with the acting tenant's held access rows written in the same round trip."""
+        return self.get_many_nearest(memory_ids, None)[0]
+
+    def get_many_nearest(
+        self, memory_ids: Sequence[str], vector: np.ndarray | None
+    ) -> tuple[dict[str, Memory], dict[str, int]]:
+        """:meth:`get_many`, and each multi-part record's part nearest ``vector`` in the same statement.
+
+        A search reads its candidates this way, so the passage window that
+        matched (funes.memory.windows) costs no round trip of its own.
+        """
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
-            return {}
+            return {}, {}
+        fetch = (f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids])
+        if vector is not None and self._dims is not None:
+            nearest = (
+                "(SELECT v.part FROM memory_vectors v WHERE v.tenant = memories.tenant "
+                "AND v.memory_rowid = memories.rowid ORDER BY v.embedding <=> %s LIMIT 1)"
+            )
+            # Only records with several parts (long texts, passage windows) pay for the subquery.
+            fetch = (
+                f"SELECT {COLUMNS}, CASE WHEN (SELECT count(*) FROM memory_vectors v WHERE v.tenant = memories.tenant "
+                f"AND v.memory_rowid = memories.rowid) > 1 THEN {nearest} END FROM memories WHERE id = ANY(%s)",
+                [vector, ids],
+            )
+        found = self._fetch_with_access(fetch)
+        if vector is None or self._dims is None:
+            return {row[0]: to_memory(row) for row in found}, {}
+        parts = {row[0]: int(row[-1]) for row in found if row[-1] is not None}
+        return {row[0]: to_memory(row[:-1]) for row in found}, parts
+
+    def _fetch_with_access(self, fetch: tuple[str, list[Any]]) -> list[Any]:
+        """Rows of ``fetch``, with the acting tenant's held access rows written in the same round trip."""
         tenant = current_tenant.get() or ""
         rows: list[Any] = []
         if self.db.replica is None:  # with a replica the fetch goes there; the rows wait for their own write
             with self._access_lock:
                 rows = self._access_pending.pop(tenant, [])
                 self._access_since.pop(tenant, None)
-        fetch = (f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids])
         if rows and not self.db.in_transaction():
             try:
-                found = self.db.reader().batch([_access_statement(rows), fetch])[1].fetchall()
-                return {row[0]: to_memory(row) for row in found}
+                return list(self.db.reader().batch([_access_statement(rows), fetch])[1].fetchall())
             except FunesError as exc:
                 log.warning("access rows held back (%d): %s", len(rows), exc)
                 self._hold_accesses(tenant, rows)
         elif rows:
             self._hold_accesses(tenant, rows)
-        return {row[0]: to_memory(row) for row in self.db.reader().native(*fetch).fetchall()}
+        return list(self.db.reader().native(*fetch).fetchall())
 
     def enqueue_job(
         self,
