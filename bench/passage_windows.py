@@ -8,6 +8,13 @@ embedding time of the ingest (the model's own work, through an empty cache),
 the vectors stored and the store's size.
 
     python bench/passage_windows.py --sizes 0 1 2 3
+    python bench/passage_windows.py --unchanged   # LoCoMo and the agent set: what windows change there
+
+``--unchanged`` counts the LoCoMo turns and agent-set memories that get
+windows with the defaults (a record without windows stores exactly the
+vectors it stored before; a chat message never gets any), and builds each
+LoCoMo conversation twice (windows off, on), comparing the vectors stored and
+every question's hits: units in order and relevance to four decimals.
 """
 
 from __future__ import annotations
@@ -78,11 +85,66 @@ def run(size: int, model: Any, folder: Path) -> dict[str, Any]:
     }
 
 
+def unchanged(cache: Path) -> None:
+    """Print how many agent memories get windows, and whether any LoCoMo vector or hit moves with windows on."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from agent_memory_data import stores
+    from quality_data import DATA, CachingEmbedder, ingest_locomo, load_locomo
+
+    from funes.memory.windows import sentence_windows
+    from funes.models.config import load
+
+    model = CachingEmbedder(LocalEmbedder(), cache)
+    config = load()
+    size, least = config.passage_window_sentences, config.passage_window_min_tokens
+
+    def windowed(text: str) -> bool:
+        return bool(sentence_windows(text, model.count_tokens, size, least, model.max_tokens))
+
+    memories = [m for store in stores() for m, _ in store.memories]
+    print(f"agent set: {sum(map(windowed, memories))} of {len(memories)} memories get windows")
+    samples = load_locomo(DATA)
+    total = same_total = 0
+    for sample in samples:
+        runs, vectors = [], []
+        with tempfile.TemporaryDirectory() as tmp:
+            for n, windows in enumerate((0, size)):
+                with funes.open(f"{tmp}/l{n}.db", embedder=model, passage_window_sentences=windows) as mem:
+                    c = ingest_locomo(mem, sample)
+                    vectors.append(
+                        mem.core.store.db.reader().execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+                    )
+                    runs.append(
+                        [
+                            [
+                                (c.record_to_dia.get(h.memory.id), round(h.relevance, 4))
+                                for h in mem.search(
+                                    q.text, tenant=c.tenant, limit=50, track=False, min_relevance=0, as_of=c.last_at
+                                )
+                            ]
+                            for q in c.questions
+                        ]
+                    )
+        same = sum(a == b for a, b in zip(*runs, strict=True))
+        total, same_total = total + len(runs[0]), same_total + same
+        print(
+            f"LoCoMo {sample['sample_id']}: vectors stored off/on {vectors[0]}/{vectors[1]}; questions with the same "
+            f"50 hits, order and relevance: {same} of {len(runs[0])}"
+        )
+    print(f"LoCoMo: {same_total} of {total} questions unchanged")
+    model.save()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the table for each window size, the first row (size 0) being the baseline."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[0, 1, 2, 3])
+    parser.add_argument("--unchanged", action="store_true", help="LoCoMo and the agent set with and without windows.")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "funes-quality")
     args = parser.parse_args(argv)
+    if args.unchanged:
+        unchanged(args.cache)
+        return 0
     model = LocalEmbedder()
     model.embed_batch(["warm up"])
     print(f"load average: {os.getloadavg()[0]:.2f}")

@@ -42,6 +42,8 @@ def _vectors(mem: funes.Funes, memory_id: str) -> int:
 
 
 def _open(url: str, **settings: Any) -> funes.Funes:
+    """A store with two-sentence windows from 112 tokens (set here, so the counts below do not follow the defaults)."""
+    settings = {"passage_window_sentences": 2, "passage_window_min_tokens": 112, **settings}
     return funes.open(url, embedder=HashEmbedder(64), worker="off", **settings)
 
 
@@ -188,3 +190,28 @@ def test_an_export_made_before_windows_gets_them_after_import(tmp_path: Path) ->
         copy.import_(list(new.export_lines()))  # an export with windows carries them
         assert _vectors(copy, record.id) == 10
         assert copy.store.list_jobs(None, kind=WINDOWS_JOB) == []
+
+
+def test_reindex_rebuilds_the_windows_with_the_settings_in_force(tmp_path: Path) -> None:
+    url = str(tmp_path / "reindex.db")
+    with _open(url) as mem:
+        record = mem.remember(LONG)
+        assert _vectors(mem, record.id) == 10
+    with _open(url, passage_window_sentences=3) as mem:
+        assert mem.reindex() == 1
+        assert _vectors(mem, record.id) == 1 + 8
+    with _open(url, passage_window_sentences=0) as mem:
+        mem.reindex()
+        assert _vectors(mem, record.id) == 1
+        assert mem.search(LONG, limit=1)[0].explanation.passage is None
+
+
+def test_a_long_chat_message_gets_no_windows(tmp_path: Path) -> None:
+    with _open(str(tmp_path / "chat.db")) as mem:
+        session = mem.session("s1")
+        message = session.add_message("user", LONG)
+        (record_id,) = message.record_ids
+        assert _vectors(mem, record_id) == 1  # one utterance, recalled whole with the turns around it
+        mem.core.enqueue_job(WINDOWS_JOB, {})
+        mem.run_jobs()
+        assert _vectors(mem, record_id) == 1  # and the backfill leaves it so

@@ -294,9 +294,7 @@ class Conversations:
         # Embedding is slow: do it, for the whole batch at once, before taking the write lock.
         vectors: list[list[Any]] | None
         try:
-            vectors = (
-                self.core.embedding.embed_records([self.core.embedding.embed_text(m) for m in every]) if every else []
-            )
+            vectors = self.core.embedding.embed_memories(every) if every else []
         except EmbedderUnavailable:
             # The messages are accepted anyway: findable by keyword now, embedded by a job later.
             vectors = None

@@ -32,6 +32,7 @@ from .windows import Window, sentence_windows
 
 PART_TOKENS = 200
 PART_OVERLAP = 40
+UNWINDOWED = frozenset({"message"})  # record kinds that never get passage windows
 
 
 class Embedding:
@@ -172,9 +173,18 @@ class Embedding:
             out[i] = cached[h]
         return out
 
-    def embed_records(self, texts: Sequence[str], *, force: bool = False) -> list[list[np.ndarray]]:
-        """Vectors of each text, split into parts where it is longer than the model reads, then its passage windows."""
-        split = [self.parts(t) + [w.text for w in self.windows(t)] for t in texts]
+    def embed_records(
+        self, texts: Sequence[str], *, force: bool = False, windows: Sequence[bool] | None = None
+    ) -> list[list[np.ndarray]]:
+        """Vectors of each text, split into parts where it is longer than the model reads, then its passage windows.
+
+        ``windows``: per text, whether it may have passage windows (all may when None).
+        """
+        allowed = [True] * len(texts) if windows is None else windows
+        split = [
+            self.parts(t) + ([w.text for w in self.windows(t)] if ok else [])
+            for t, ok in zip(texts, allowed, strict=True)
+        ]
         flat = [p for parts in split for p in parts]
         matrix = self.embed(flat, force=force) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
         out: list[list[np.ndarray]] = []
@@ -183,6 +193,11 @@ class Embedding:
             out.append([matrix[pos + j] for j in range(len(parts))])
             pos += len(parts)
         return out
+
+    def embed_memories(self, memories: Sequence[Memory], *, force: bool = False) -> list[list[np.ndarray]]:
+        """:meth:`embed_records` of records: their texts, with passage windows for the kinds that have them."""
+        texts = [self.embed_text(m) for m in memories]
+        return self.embed_records(texts, force=force, windows=[windowed(m) for m in memories])
 
     def embed_query(self, query: str) -> np.ndarray:
         """One vector for a query (a long query is the normalised mean of its parts)."""
@@ -195,6 +210,12 @@ class Embedding:
     def embed_text(memory: Memory) -> str:
         """The text a record is embedded as: its title, then its content."""
         return f"{memory.title}\n{memory.content}" if memory.title else memory.content
+
+
+def windowed(memory: Memory) -> bool:
+    """Whether a record may have passage windows: not a chat message, which is one utterance recalled whole
+    with the turns around it (:mod:`funes.memory.windows`)."""
+    return memory.kind not in UNWINDOWED
 
 
 class QueryVectors:

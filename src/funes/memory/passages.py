@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..models import Job, Memory
+from .embedding import windowed
 
 if TYPE_CHECKING:
     from .core import Core
@@ -64,6 +65,8 @@ class PassageWindows:
         embedding = self.core.embedding
         wanted: dict[str, int] = {}
         for memory in records:
+            if not windowed(memory):
+                continue
             text = embedding.embed_text(memory)
             if windows := embedding.windows(text):
                 wanted[memory.id] = len(embedding.parts(text)) + len(windows)
@@ -84,7 +87,7 @@ class PassageWindows:
                 break
             todo.append(memory)
         embedding = self.core.embedding
-        vectors = embedding.embed_records([embedding.embed_text(m) for m in todo], force=True) if todo else []
+        vectors = embedding.embed_memories(todo, force=True) if todo else []
 
         def apply() -> dict[str, Any]:
             current = self.core.store.get_many([m.id for m in todo])

@@ -29,7 +29,7 @@ from ..models import KEYWORD_ONLY, Memory, RankFields, SearchHit, SearchPlan, Se
 from ..models import config as config_mod
 from ..store import Store
 from .dates import DateWindow, find_dates
-from .embedding import Embedding
+from .embedding import Embedding, windowed
 from .ranking import RankSettings, query_terms, rank_scored
 from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
 from .windows import passage
@@ -197,7 +197,8 @@ class HybridSearch:
         vectors the keyword leg already holds, else from one read of the hits' vectors.
         """
         texts = {h.memory.id: self.embedding.embed_text(h.memory) for h in hits}
-        windows = {i: w for i, t in texts.items() if (w := self.embedding.windows(t))}
+        memories = {h.memory.id: h.memory for h in hits}
+        windows = {i: w for i, t in texts.items() if windowed(memories[i]) and (w := self.embedding.windows(t))}
         missing = [i for i in windows if i not in stored]
         vectors = {**stored, **(self.store.vectors_for(missing) if missing and best is None else {})}
         out: list[SearchHit] = []

@@ -229,11 +229,7 @@ class Transfer:
                 continue
             todo.append((memory, vectors))
         need = [i for i, (_, v) in enumerate(todo) if v is None]
-        embedded = (
-            self.core.embedding.embed_records([self.core.embedding.embed_text(todo[i][0]) for i in need])
-            if need
-            else []
-        )
+        embedded = self.core.embedding.embed_memories([todo[i][0] for i in need]) if need else []
         for i, vectors in zip(need, embedded, strict=True):
             todo[i] = (todo[i][0], vectors)
         # One transaction for everything: a failure leaves the store as it was.

@@ -13,7 +13,10 @@ rebuilt with it like any part. The vector leg matches a record by its best
 part, so a record's cosine is ``max(whole text, best window)``. Which part is
 which window follows from the text and the settings alone
 (:func:`sentence_windows`), so a hit's explanation can say which sentences
-matched (:func:`passage`). Short records (chat turns, agent memories) get none.
+matched (:func:`passage`). Short records (agent memories, most notes) get
+none, and neither does a chat message of any length: it is one utterance,
+recalled whole with the turns around it
+(:func:`funes.memory.embedding.windowed`).
 """
 
 from __future__ import annotations
