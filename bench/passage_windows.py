@@ -42,6 +42,7 @@ class TimedEmbedder:
         self.inner = inner
         self.seconds = 0.0
         self.texts = 0
+        self.tokens = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -52,17 +53,18 @@ class TimedEmbedder:
         if not query:
             self.seconds += time.perf_counter() - start
             self.texts += len(texts)
+            self.tokens += sum(self.inner.count_tokens(t) for t in texts)
         return out
 
 
-def run(size: int, model: Any, folder: Path) -> dict[str, Any]:
+def run(size: int, model: Any, folder: Path, settings: dict[str, str]) -> dict[str, Any]:
     """One store with ``passage_window_sentences=size``: answer ranks, ingest embedding cost, size."""
     from funes.providers.embed import Embedder
 
     timed = TimedEmbedder(model)
     Embedder.register(type(timed))  # a duck-typed wrapper, accepted as the embedder instance
     db = folder / f"docs-{size}.db"
-    mem = funes.open(str(db), embedder=timed, passage_window_sentences=size)
+    mem = funes.open(str(db), embedder=timed, **{**settings, "passage_window_sentences": size})
     fill(mem, folder)
     cases_ = cases()
     ranks: list[int | None] = []
@@ -79,6 +81,7 @@ def run(size: int, model: Any, folder: Path) -> dict[str, Any]:
         "ranks": ranks,
         "embed_seconds": timed.seconds,
         "texts_embedded": timed.texts,
+        "tokens_embedded": timed.tokens,
         "records": records,
         "vectors": vectors,
         "bytes": os.path.getsize(db),
@@ -139,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print the table for each window size, the first row (size 0) being the baseline."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[0, 1, 2, 3])
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="Another setting.")
     parser.add_argument("--unchanged", action="store_true", help="LoCoMo and the agent set with and without windows.")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "funes-quality")
     args = parser.parse_args(argv)
@@ -148,15 +152,18 @@ def main(argv: list[str] | None = None) -> int:
     model = LocalEmbedder()
     model.embed_batch(["warm up"])
     print(f"load average: {os.getloadavg()[0]:.2f}")
-    print("| window sentences | answers first | top 3 | texts embedded | embed s | vectors | store KB |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| window sentences | answers first | top 3 | texts embedded | tokens embedded | embed s | vectors | store KB |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     base: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            row = run(size, model, Path(tmp))
+            row = run(size, model, Path(tmp), dict(item.split("=", 1) for item in args.set))
             base = base or row
             print(
                 f"| {size or 'none (baseline)'} | {row['first']}/30 | {row['top3']}/30 | {row['texts_embedded']} "
+                f"| {row['tokens_embedded']} ({row['tokens_embedded'] / base['tokens_embedded']:.2f}x) "
                 f"| {row['embed_seconds']:.2f} ({row['embed_seconds'] / base['embed_seconds']:.2f}x) "
                 f"| {row['vectors']} | {row['bytes'] // 1024} ({row['bytes'] / base['bytes']:.2f}x) |"
             )

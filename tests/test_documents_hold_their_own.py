@@ -127,9 +127,11 @@ def test_thirty_questions_on_a_mixed_store_find_their_passage_first(store: funes
         assert rank is not None and rank <= 2, question  # the default floor never hides the answer
         assert _descending([h.relevance for h in hits]), question
         first += rank == 0
-    # Measured 26 of 30 first (docs/benchmarks.md, issue 28): the four misses are the PDF's one chunk of ten
-    # sentences, whose cosine with one question is diluted, behind a table chunk at rank 1.
-    assert first >= 26
+    # Measured 29 of 30 first (docs/benchmarks.md, "Passage windows"): the PDF's one chunk of ten sentences
+    # is matched by its best sentence too, so one question's cosine is no longer diluted by the other nine
+    # (26 of 30 without windows). The miss: "How much did revenue grow?" is 2nd, behind the KPI sheet's
+    # "Revenue growth" rows, which are an answer of a kind too.
+    assert first >= 29
 
 
 @pytest.mark.slow

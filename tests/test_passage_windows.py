@@ -113,7 +113,13 @@ def test_the_explanation_says_which_sentences_matched(store_url: str) -> None:
         assert hit.explanation.passage is not None
         assert hit.explanation.passage["sentences"] == [6, 7]
         assert hit.explanation.to_dict()["passage"]["text"] == f"{SENTENCES[5]} {SENTENCES[6]}"
-        assert hit.explanation.vector_similarity == pytest.approx(1.0, abs=1e-4)
+        assert hit.explanation.passage["cosine"] == pytest.approx(1.0, abs=1e-4)
+        # The record's cosine: its whole text's plus half (passage_window_weight) of the window's gain over it.
+        whole = float(
+            mem.core.store.vectors_for([record.id])[record.id][0]
+            @ mem.core.embedding.embed_query(f"{SENTENCES[5]} {SENTENCES[6]}")
+        )
+        assert hit.explanation.vector_similarity == pytest.approx(whole + 0.5 * (1.0 - whole), abs=1e-4)
         # The whole text matching best says so by giving no passage.
         (whole,) = [h for h in mem.search(LONG, limit=3) if h.memory.id == record.id]
         assert whole.explanation.passage is None

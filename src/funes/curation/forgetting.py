@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import FunesError, InvalidInput, NotFound
 from ..knowledge.folders import WRITTEN_BACK
-from ..memory.passages import MIN_CHARS
+from ..memory.windows import MIN_CHARS
 from ..models import Memory, format_time, new_id, to_epoch, utcnow
 from .forget_scan import candidate_tokens, files_under, scan_file, seal
 from .provenance import cites

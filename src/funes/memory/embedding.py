@@ -32,6 +32,7 @@ from .windows import Window, sentence_windows
 
 PART_TOKENS = 200
 PART_OVERLAP = 40
+LAYOUTS = 4096  # texts whose parts and windows search keeps (Embedding.layout)
 UNWINDOWED = frozenset({"message"})  # record kinds that never get passage windows
 
 
@@ -57,6 +58,7 @@ class Embedding:
         # Called when the embedder answers again after an outage (the core expedites waiting vectors).
         self.on_recovered: Callable[[], None] | None = None
         self._query_vectors = QueryVectors()
+        self._layouts: OrderedDict[bytes, tuple[int, list[Window]] | None] = OrderedDict()
         if isinstance(embedder, Embedder):
             self._embedder = embedder
             self._check_identity(EmbedderIdentity(embedder.model_id, embedder.dimensions))
@@ -110,6 +112,25 @@ class Embedding:
         embedder = self.embedder
         size, least = self.config.passage_window_sentences, self.config.passage_window_min_tokens
         return sentence_windows(text, embedder.count_tokens, size, least, embedder.max_tokens)
+
+    def layout(self, text: str) -> tuple[int, list[Window]] | None:
+        """How many parts a text's vectors start with, and its passage windows (None without windows).
+
+        Search asks this of every long candidate, so the answers of the newest texts are kept.
+        """
+        rule = f"{self.config.passage_window_sentences}:{self.config.passage_window_min_tokens}:".encode()
+        key = hashlib.sha256(rule + text.encode("utf-8")).digest()
+        with self._embedder_lock:
+            if key in self._layouts:
+                self._layouts.move_to_end(key)
+                return self._layouts[key]
+        windows = self.windows(text)
+        found = (len(self.parts(text)), windows) if windows else None
+        with self._embedder_lock:
+            self._layouts[key] = found
+            while len(self._layouts) > LAYOUTS:
+                self._layouts.popitem(last=False)
+        return found
 
     def embed(self, texts: Sequence[str], *, query: bool = False, force: bool = False) -> np.ndarray:
         """Embed texts through the cache; each text must fit the model (see :meth:`parts`).

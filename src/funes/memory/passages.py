@@ -11,9 +11,9 @@ transaction unless the record changed meanwhile. It does ``batch`` records per
 run and queues itself again while more are left, so a large store is
 backfilled in steps that each commit; running it again finds nothing to do.
 
-Cost: the model embeds each long record's windows (about two sentences each,
-so roughly twice the record's tokens, docs/benchmarks.md); records that get no
-windows are read, not embedded.
+Cost: the model embeds each long record's windows (one sentence each by
+default, so about the record's tokens once more, docs/benchmarks.md); records
+that get no windows are read, not embedded.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import Job, Memory
 from .embedding import windowed
+from .windows import long_enough
 
 if TYPE_CHECKING:
     from .core import Core
@@ -30,14 +31,6 @@ if TYPE_CHECKING:
 
 WINDOWS_JOB = "passage-windows"
 BATCH = 64
-# A record shorter than this many characters has fewer tokens than any window threshold worth setting:
-# the job, the migrations and imports skip it without counting its tokens.
-MIN_CHARS = 300
-
-
-def long_enough(memory: Memory) -> bool:
-    """Whether a record may be long enough for passage windows (the cheap test before counting tokens)."""
-    return len(memory.title or "") + len(memory.content) >= MIN_CHARS
 
 
 class PassageWindows:

@@ -32,7 +32,7 @@ from .dates import DateWindow, find_dates
 from .embedding import Embedding, windowed
 from .ranking import RankSettings, query_terms, rank_scored
 from .relevance import CALIBRATED_MODELS, named_terms, relevance_judge
-from .windows import passage
+from .windows import Window, long_enough, passage
 
 log = logging.getLogger("funes")
 
@@ -139,17 +139,19 @@ class HybridSearch:
         if vector is not None:
             sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
         judge = relevance_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
+        # SQLite reads what judging reads of every candidate, and whole records of the hits returned only.
+        partial = getattr(self.store, "judge_records", None)
+        records: dict[str, Memory] | None = None
+        cosines: dict[str, np.ndarray] = {}
+        if vector is not None and self._windows_on():
+            # Passage windows: the candidates and their parts' cosines are read before ranking (one statement
+            # on PostgreSQL), each record's cosine becomes its blend of whole text and best window.
+            records, cosines = self._candidates(list(fields), vector, stored, partial)
+            sims, nearest = self._blend(records, cosines, sims, nearest)
         # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
         # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
-        # SQLite reads what judging reads of every candidate, and whole records of the hits returned only.
-        partial = getattr(self.store, "judge_records", None)
-        # PostgreSQL reads each candidate's nearest part with it, for the passage that matched (no trip of its own).
-        nearest = getattr(self.store, "get_many_nearest", None)
-        best_parts: dict[str, int] | None = None
-        if nearest is not None and partial is None:
-            records, best_parts = nearest([s.id for s in scored], vector if self._windows_on() else None)
-        else:
+        if records is None:
             records = (partial or self.store.get_many)([s.id for s in scored])
         judged = [
             SearchHit(memory=memory, score=s.score, explanation=judge(s.explanation, memory))
@@ -177,43 +179,67 @@ class HybridSearch:
         if partial is not None:
             whole = self.store.get_many([h.memory.id for h in hits])
             hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
-        if vector is not None and self._windows_on():
-            hits = self._with_passages(hits, vector, stored, best_parts)
+        if cosines:
+            hits = self._with_passages(hits, cosines)
         return SearchResults(hits, degraded=degraded)
+
+    def _windowed(self, memory: Memory) -> tuple[int, list[Window]] | None:
+        """A record's count of text parts and its passage windows (None when it has none)."""
+        if not windowed(memory) or not long_enough(memory):
+            return None
+        return self.embedding.layout(self.embedding.embed_text(memory))
+
+    def _candidates(
+        self,
+        ids: list[str],
+        vector: np.ndarray,
+        stored: dict[str, list[np.ndarray]],
+        partial: Callable[[list[str]], dict[str, Memory]] | None,
+    ) -> tuple[dict[str, Memory], dict[str, np.ndarray]]:
+        """The candidates' records and, for those with several parts, each part's cosine with the query."""
+        both = getattr(self.store, "get_many_cosines", None)
+        if both is not None and partial is None:
+            return both(ids, vector)  # type: ignore[no-any-return]
+        records = (partial or self.store.get_many)(ids)
+        long = [i for i, m in records.items() if self._windowed(m) is not None]
+        missing = [i for i in long if i not in stored]
+        vectors = {**stored, **(self.store.vectors_for(missing) if missing else {})}
+        return records, {i: np.vstack(vectors[i]) @ vector for i in long if len(vectors.get(i, [])) > 1}
+
+    def _blend(
+        self,
+        records: dict[str, Memory],
+        cosines: dict[str, np.ndarray],
+        sims: dict[str, float],
+        nearest: list[tuple[str, float]],
+    ) -> tuple[dict[str, float], list[tuple[str, float]]]:
+        """Each windowed candidate's cosine: its whole text's plus ``passage_window_weight`` of its best window's gain."""
+        weight = float(self.config.passage_window_weight)
+        out = dict(sims)
+        for i, cos in cosines.items():
+            found = self._windowed(records[i]) if i in records else None
+            if found is None or len(cos) <= found[0]:
+                continue  # no windows, or stored before them
+            whole, window = float(cos[: found[0]].max()), float(cos[found[0] :].max())
+            out[i] = whole + weight * max(0.0, window - whole)
+        ranked = sorted(((i, out[i]) for i, _ in nearest), key=lambda kv: kv[1], reverse=True)
+        return out, ranked
 
     def _windows_on(self) -> bool:
         return int(self.config.passage_window_sentences) > 0
 
-    def _with_passages(
-        self,
-        hits: list[SearchHit],
-        vector: np.ndarray,
-        stored: dict[str, list[np.ndarray]],
-        best: dict[str, int] | None,
-    ) -> list[SearchHit]:
-        """Hits whose best-matching part is a passage window, explained by that window's sentences.
-
-        The part comes from the candidates' read on PostgreSQL (``best``), else from the
-        vectors the keyword leg already holds, else from one read of the hits' vectors.
-        """
-        texts = {h.memory.id: self.embedding.embed_text(h.memory) for h in hits}
-        memories = {h.memory.id: h.memory for h in hits}
-        windows = {i: w for i, t in texts.items() if windowed(memories[i]) and (w := self.embedding.windows(t))}
-        missing = [i for i in windows if i not in stored]
-        vectors = {**stored, **(self.store.vectors_for(missing) if missing and best is None else {})}
+    def _with_passages(self, hits: list[SearchHit], cosines: dict[str, np.ndarray]) -> list[SearchHit]:
+        """Hits whose best-matching part is a passage window, explained by that window's sentences."""
         out: list[SearchHit] = []
         for hit in hits:
-            i = hit.memory.id
-            part, cosine = (best or {}).get(i), hit.explanation.vector_similarity
-            if i in windows and part is None and vectors.get(i):
-                sims = np.vstack(vectors[i]) @ vector
-                part, cosine = int(np.argmax(sims)), float(sims.max())
-            found = (
-                passage(windows[i], len(self.embedding.parts(texts[i])), part, cosine or 0.0)
-                if i in windows and part is not None
-                else None
-            )
-            out.append(replace(hit, explanation=replace(hit.explanation, passage=found)) if found else hit)
+            cos = cosines.get(hit.memory.id)
+            found = self._windowed(hit.memory) if cos is not None else None
+            if cos is None or found is None:
+                out.append(hit)
+                continue
+            part = int(np.argmax(cos))
+            matched = passage(found[1], found[0], part, float(cos[part]))
+            out.append(replace(hit, explanation=replace(hit.explanation, passage=matched)) if matched else hit)
         return out
 
 

@@ -41,9 +41,10 @@ import numpy as np
 from ..errors import InvalidInput
 from ..models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
 from ..store.base import vector_problem
-from .passages import WINDOWS_JOB, long_enough
+from .passages import WINDOWS_JOB
 from .topics import TOPICS_JOB, unlabelled
 from .transfer_rows import check_store_rows, keep_redactions, store_row
+from .windows import long_enough
 
 if TYPE_CHECKING:
     from .core import Core

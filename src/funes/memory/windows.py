@@ -9,11 +9,13 @@ as overlapping windows of ``passage_window_sentences`` sentences (stride one).
 The window vectors are stored as further parts of the record, after the parts
 of its text (:meth:`funes.memory.embedding.Embedding.embed_records`): they are
 written in the record's transaction, and deleted, scrubbed, exported and
-rebuilt with it like any part. The vector leg matches a record by its best
-part, so a record's cosine is ``max(whole text, best window)``. Which part is
-which window follows from the text and the settings alone
-(:func:`sentence_windows`), so a hit's explanation can say which sentences
-matched (:func:`passage`). Short records (agent memories, most notes) get
+rebuilt with it like any part. Search reads the cosines of a long candidate's parts
+with the candidate (one statement on PostgreSQL) and takes its whole text's
+cosine plus ``passage_window_weight`` of its best window's gain over it: the
+full gain (the window's own cosine) lowered SciFact's R@1, half of it raises
+it (docs/benchmarks.md, "Passage windows"). Which part is which window
+follows from the text and the settings alone (:func:`sentence_windows`), so
+a hit's explanation can say which sentences matched (:func:`passage`). Short records (agent memories, most notes) get
 none, and neither does a chat message of any length: it is one utterance,
 recalled whole with the turns around it
 (:func:`funes.memory.embedding.windowed`).
@@ -25,9 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..models import Memory
 from .chunking import split_sentences
 
 CountTokens = Callable[[str], int]
+# A record shorter than this many characters has fewer tokens than any window threshold worth setting:
+# search, the backfill job, the migrations and imports skip it without counting its tokens.
+MIN_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,11 @@ def sentence_windows(text: str, count: CountTokens, size: int, min_tokens: int, 
         if count(window) <= max_tokens:  # a window the model cannot read whole is left to the parts
             out.append(Window(first, first + size - 1, window))
     return out
+
+
+def long_enough(memory: Memory) -> bool:
+    """Whether a record may be long enough for passage windows (the cheap test before counting tokens)."""
+    return len(memory.title or "") + len(memory.content) >= MIN_CHARS
 
 
 def passage(windows: list[Window], parts: int, best_part: int, cosine: float) -> dict[str, Any] | None:

@@ -142,36 +142,33 @@ class PostgresExtras:
 
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """Records by id, fetched with the acting tenant's held access rows written in the same round trip."""
-        return self.get_many_nearest(memory_ids, None)[0]
-
-    def get_many_nearest(
-        self, memory_ids: Sequence[str], vector: np.ndarray | None
-    ) -> tuple[dict[str, Memory], dict[str, int]]:
-        """:meth:`get_many`, and each multi-part record's part nearest ``vector`` in the same statement.
-
-        A search reads its candidates this way, so the passage window that
-        matched (funes.memory.windows) costs no round trip of its own.
-        """
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
-            return {}, {}
-        fetch = (f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids])
-        if vector is not None and self._dims is not None:
-            nearest = (
-                "(SELECT v.part FROM memory_vectors v WHERE v.tenant = memories.tenant "
-                "AND v.memory_rowid = memories.rowid ORDER BY v.embedding <=> %s LIMIT 1)"
-            )
-            # Only records with several parts (long texts, passage windows) pay for the subquery.
-            fetch = (
-                f"SELECT {COLUMNS}, CASE WHEN (SELECT count(*) FROM memory_vectors v WHERE v.tenant = memories.tenant "
-                f"AND v.memory_rowid = memories.rowid) > 1 THEN {nearest} END FROM memories WHERE id = ANY(%s)",
-                [vector, ids],
-            )
-        found = self._fetch_with_access(fetch)
-        if vector is None or self._dims is None:
-            return {row[0]: to_memory(row) for row in found}, {}
-        parts = {row[0]: int(row[-1]) for row in found if row[-1] is not None}
-        return {row[0]: to_memory(row[:-1]) for row in found}, parts
+            return {}
+        rows = self._fetch_with_access((f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids]))
+        return {row[0]: to_memory(row) for row in rows}
+
+    def get_many_cosines(
+        self, memory_ids: Sequence[str], vector: np.ndarray
+    ) -> tuple[dict[str, Memory], dict[str, np.ndarray]]:
+        """:meth:`get_many`, and each multi-part record's parts' cosines with ``vector``, in the same statement.
+
+        A search reads its candidates this way when records have passage windows
+        (funes.memory.windows): blending a record's whole-text and window cosines,
+        and naming the window that matched, cost no round trip of their own.
+        """
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids or self._dims is None:
+            return self.get_many(ids), {}
+        # Only records with several parts (long texts, passage windows) return their parts' cosines.
+        cosines = (
+            "(SELECT CASE WHEN count(*) > 1 THEN array_agg(1 - (v.embedding <=> %s) ORDER BY v.part) END "
+            "FROM memory_vectors v WHERE v.tenant = memories.tenant AND v.memory_rowid = memories.rowid)"
+        )
+        fetch = (f"SELECT {COLUMNS}, {cosines} FROM memories WHERE id = ANY(%s)", [vector, ids])
+        rows = self._fetch_with_access(fetch)
+        parts = {row[0]: np.asarray(row[-1], dtype=np.float64) for row in rows if row[-1] is not None}
+        return {row[0]: to_memory(row[:-1]) for row in rows}, parts
 
     def _fetch_with_access(self, fetch: tuple[str, list[Any]]) -> list[Any]:
         """Rows of ``fetch``, with the acting tenant's held access rows written in the same round trip."""
