@@ -88,17 +88,27 @@ def _sheets(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def store(tmp_path: Path, local_embedder: Any) -> Iterator[funes.Funes]:
-    service = funes.open(str(tmp_path / "docs.db"), embedder=local_embedder)
-    service.ingest(_pdf(tmp_path / "annual-report.pdf"))
-    service.ingest(_sheets(tmp_path / "finance.xlsx"))
-    notes = tmp_path / "team-notes.md"
+def fill(service: funes.Funes, folder: Path) -> None:
+    """Ingest the mixed store's three files, written into ``folder`` (bench/passage_windows.py reuses it)."""
+    service.ingest(_pdf(folder / "annual-report.pdf"))
+    service.ingest(_sheets(folder / "finance.xlsx"))
+    notes = folder / "team-notes.md"
     notes.write_text(
         "# Team notes\n\n" + "\n\n".join(f"## Note {n}\n\n{text}" for n, (text, _) in enumerate(NOTES, 1)) + "\n",
         encoding="utf-8",
     )
     service.ingest(notes)
+
+
+def cases() -> list[tuple[str, str]]:
+    """The 30 (question, text only the answer holds)."""
+    return [(q, s[:40]) for s, q in REPORT + NOTES] + [(q, str(row[0])) for row, q in SHEET_ROWS]
+
+
+@pytest.fixture
+def store(tmp_path: Path, local_embedder: Any) -> Iterator[funes.Funes]:
+    service = funes.open(str(tmp_path / "docs.db"), embedder=local_embedder)
+    fill(service, tmp_path)
     yield service
     service.close()
 
@@ -109,18 +119,19 @@ def _answer_rank(hits: Any, needle: str) -> int | None:
 
 @pytest.mark.slow
 def test_thirty_questions_on_a_mixed_store_find_their_passage_first(store: funes.Funes) -> None:
-    cases = [(q, s[:40]) for s, q in REPORT + NOTES] + [(q, str(row[0])) for row, q in SHEET_ROWS]
-    assert len(cases) == 30
+    assert len(cases()) == 30
     first = 0
-    for question, needle in cases:
+    for question, needle in cases():
         hits = store.search(question, limit=10)
         rank = _answer_rank(hits, needle)
         assert rank is not None and rank <= 2, question  # the default floor never hides the answer
         assert _descending([h.relevance for h in hits]), question
         first += rank == 0
-    # Measured 26 of 30 first (docs/benchmarks.md, issue 28): the four misses are the PDF's one chunk of ten
-    # sentences, whose cosine with one question is diluted, behind a table chunk at rank 1.
-    assert first >= 26
+    # Measured 29 of 30 first (docs/benchmarks.md, "Passage windows"): the PDF's one chunk of ten sentences
+    # is matched by its best sentence too, so one question's cosine is no longer diluted by the other nine
+    # (26 of 30 without windows). The miss: "How much did revenue grow?" is 2nd, behind the KPI sheet's
+    # "Revenue growth" rows, which are an answer of a kind too.
+    assert first >= 29
 
 
 @pytest.mark.slow

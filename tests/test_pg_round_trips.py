@@ -85,3 +85,20 @@ def test_access_rows_go_with_the_next_fetch_and_every_row_is_written(mem: funes.
     assert all(counts[c] >= 1 for c in first)
     with acting_for("globex"):
         assert {r["query"] for r in mem.core.store.access_log(limit=1000)} == {"bread"}
+
+
+def test_a_search_that_finds_a_long_record_explains_its_window_in_the_same_three_round_trips(mem: funes.Funes) -> None:
+    """The window that matched is read with the candidates (issue 28): no round trip of its own."""
+    sentences = [f"Sentence {n} of the acme budget memo names the quarterly item number {n} in full." for n in range(8)]
+    with acting_for("acme"):
+        memo = mem.remember(" ".join(sentences), tenant="acme")
+    assert len(mem.core.store.vectors_for([memo.id])[memo.id]) == 1 + 8  # the text and its eight sentences
+    mem.core.store.exact_max = 4000
+    _search_counted(mem, "budget memo", "acme")
+    counter = mem.core.store.db.counter
+    before = counter.round_trips
+    with acting_for("acme"):
+        hits = mem.search(sentences[4], tenant="acme")
+    assert counter.round_trips - before <= 3
+    assert hits[0].memory.id == memo.id
+    assert hits[0].explanation.passage is not None and hits[0].explanation.passage["sentences"] == [5, 5]

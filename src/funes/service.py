@@ -31,6 +31,7 @@ The parts, innermost first (each may use only those before it):
 * ``generation`` (:class:`funes.curation.generation.Generation`): generate/regenerate as cooled-down jobs;
 * ``uploads`` (:class:`funes.knowledge.uploads.Uploads`): uploaded documents indexed by jobs;
 * ``document_topics`` (:class:`funes.knowledge.topics.DocumentTopics`): topics for documents indexed before them;
+* ``passage_windows`` (:class:`funes.memory.passages.PassageWindows`): passage windows of records stored before them;
 * ``forgetting`` (:class:`funes.curation.forgetting.Forgetting`): forget everywhere with a receipt, verify it;
 * ``provenance`` (:class:`funes.curation.provenance.Provenance`): ``why``, a record's sources and derivatives.
 
@@ -71,6 +72,7 @@ from .memory.core import Core
 from .memory.embedding import Embedding
 from .memory.jobs import Jobs
 from .memory.keys import Keys
+from .memory.passages import PassageWindows
 from .memory.transfer import Transfer
 from .models import SearchQuery, SearchResults
 from .models import config as config_mod
@@ -141,6 +143,7 @@ class Funes:
         self.generation = Generation(self.core, self.jobs, self.entities)
         self.uploads = Uploads(self.core, self.docs, self.jobs)
         self.document_topics = DocumentTopics(self.core, self.jobs)  # labels documents indexed before topics
+        self.passage_windows = PassageWindows(self.core, self.jobs)  # windows of records stored before them
         self.forgetting = Forgetting(self.core, self.memory_folders, self.uploads)
         self.provenance = Provenance(self.core)
         if worker == "on":

@@ -28,14 +28,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput, NotFound
+from ..errors import FunesError, InvalidInput, NotFound
 from ..knowledge.folders import WRITTEN_BACK
+from ..memory.windows import MIN_CHARS
 from ..models import Memory, format_time, new_id, to_epoch, utcnow
 from .forget_scan import candidate_tokens, files_under, scan_file, seal
 from .provenance import cites
@@ -44,7 +46,9 @@ if TYPE_CHECKING:
     from ..knowledge.folders import Folders
     from ..knowledge.uploads import Uploads
     from ..memory.core import Core
+    from ..memory.embedding import Embedding
 
+log = logging.getLogger("funes")
 _UPLOAD_KIND = "document-ingest"
 # Memory stores (agents/memory_stores.py) mirror each memory to a file: where, and how their records are marked.
 _MIRROR_DIR = ".memory_stores"
@@ -91,6 +95,11 @@ class Forgetting:
             "mirror_files": plan["mirrors"],
             "jobs": len(plan["jobs"]),
         }
+
+    def _cached(self, memory: Memory) -> list[str]:
+        """The texts of a record the embedding cache may hold vectors of, its parts and passage windows included."""
+        texts = _embedded(memory)
+        return texts + _pieces(self.core.embedding, texts)
 
     def _plan(
         self,
@@ -303,7 +312,7 @@ class Forgetting:
             document_ids=sorted(plan["documents"]),
             job_ids=sorted(plan["jobs"]),
             text_hashes=sorted(
-                {hashlib.sha256(t.encode("utf-8")).hexdigest() for m in records.values() for t in _embedded(m)}
+                {hashlib.sha256(t.encode("utf-8")).hexdigest() for m in records.values() for t in self._cached(m)}
             ),
             texts=sorted({t for m in records.values() for t in _embedded(m)}),
             matching=plan["text"],
@@ -421,6 +430,18 @@ def _without(text: str, ids: set[str], notes: list[Memory], matching: str | None
     if not drop:
         return text
     return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _pieces(embedding: Embedding, texts: list[str]) -> list[str]:
+    """The parts and passage windows of the long ones among ``texts``: the cache holds their vectors too (issue 28)."""
+    long = [t for t in texts if len(t) >= MIN_CHARS]
+    if not long:
+        return []
+    try:
+        return [p for t in long for p in [*embedding.parts(t), *(w.text for w in embedding.windows(t))]]
+    except FunesError as exc:  # no embedder to split with: the whole texts' vectors still go
+        log.warning("forget: the parts and windows of long texts were not split (%s)", exc)
+        return []
 
 
 def _embedded(memory: Memory) -> list[str]:

@@ -175,7 +175,7 @@ class Maintenance:
         step = 256
         for start in range(0, len(records), step):
             batch = records[start : start + step]
-            vectors.extend(self.core.embedding.embed_records([self.core.embedding.embed_text(m) for m in batch]))
+            vectors.extend(self.core.embedding.embed_memories(batch))
             if progress:
                 progress(min(start + step, len(records)), len(records))
         ident = EmbedderIdentity(self.core.embedding.embedder.model_id, self.core.embedding.embedder.dimensions)

@@ -196,9 +196,7 @@ class Core:
         """Handler of ``vectors`` jobs: embed the records now, write the vectors with the job's completion."""
         ids = [str(i) for i in job.payload.get("ids", [])]
         records = list(self.store.get_many(ids).values())
-        embedded = (
-            self.embedding.embed_records([self.embedding.embed_text(m) for m in records], force=True) if records else []
-        )
+        embedded = self.embedding.embed_memories(records, force=True) if records else []
 
         def apply() -> dict[str, int]:
             current = self.store.get_many([m.id for m in records])
@@ -262,7 +260,7 @@ class Core:
     def _vectors_for_write(self, memory: Memory) -> list[np.ndarray] | None:
         """The record's vectors, or None while the embedder is down (the caller queues them as a job)."""
         try:
-            return self.embedding.embed_records([self.embedding.embed_text(memory)])[0]
+            return self.embedding.embed_memories([memory])[0]
         except EmbedderUnavailable as exc:
             log.warning("embedder unavailable, %s stored for keyword search; its vector is a job: %s", memory.id, exc)
             return None
@@ -349,7 +347,7 @@ class Core:
         vectors: list[list[np.ndarray]] | None = []
         if fresh:
             try:
-                vectors = self.embedding.embed_records([self.embedding.embed_text(m) for _, m in fresh])
+                vectors = self.embedding.embed_memories([m for _, m in fresh])
             except EmbedderUnavailable as exc:
                 log.warning(
                     "embedder unavailable, %d memories stored for keyword search; vectors are a job: %s",
@@ -528,7 +526,7 @@ class Core:
         deferred = False
         if "content" in changes or ("title" in changes and changes["title"] != current.title):
             try:
-                vectors = self.embedding.embed_records([self.embedding.embed_text(updated)])[0]
+                vectors = self.embedding.embed_memories([updated])[0]
             except EmbedderUnavailable as exc:
                 # The old vectors describe the old text: drop them, keep the
                 # record keyword-searchable, and embed it when the server is back.

@@ -28,9 +28,12 @@ from ..models import config as config_mod
 from ..providers.embed import Embedder, check_output, configured_identity
 from ..store import Store
 from .chunking import split_text
+from .windows import Window, sentence_windows
 
 PART_TOKENS = 200
 PART_OVERLAP = 40
+LAYOUTS = 4096  # texts whose parts and windows search keeps (Embedding.layout)
+UNWINDOWED = frozenset({"message"})  # record kinds that never get passage windows
 
 
 class Embedding:
@@ -55,6 +58,7 @@ class Embedding:
         # Called when the embedder answers again after an outage (the core expedites waiting vectors).
         self.on_recovered: Callable[[], None] | None = None
         self._query_vectors = QueryVectors()
+        self._layouts: OrderedDict[bytes, tuple[int, list[Window]] | None] = OrderedDict()
         if isinstance(embedder, Embedder):
             self._embedder = embedder
             self._check_identity(EmbedderIdentity(embedder.model_id, embedder.dimensions))
@@ -102,6 +106,31 @@ class Embedding:
         if self.embedder.count_tokens(text) <= limit:
             return [text]
         return split_text(text, self.embedder.count_tokens, min(PART_TOKENS, limit), PART_OVERLAP)
+
+    def windows(self, text: str) -> list[Window]:
+        """The passage windows a record is also embedded as, after its parts (:mod:`funes.memory.windows`)."""
+        embedder = self.embedder
+        size, least = self.config.passage_window_sentences, self.config.passage_window_min_tokens
+        return sentence_windows(text, embedder.count_tokens, size, least, embedder.max_tokens)
+
+    def layout(self, text: str) -> tuple[int, list[Window]] | None:
+        """How many parts a text's vectors start with, and its passage windows (None without windows).
+
+        Search asks this of every long candidate, so the answers of the newest texts are kept.
+        """
+        rule = f"{self.config.passage_window_sentences}:{self.config.passage_window_min_tokens}:".encode()
+        key = hashlib.sha256(rule + text.encode("utf-8")).digest()
+        with self._embedder_lock:
+            if key in self._layouts:
+                self._layouts.move_to_end(key)
+                return self._layouts[key]
+        windows = self.windows(text)
+        found = (len(self.parts(text)), windows) if windows else None
+        with self._embedder_lock:
+            self._layouts[key] = found
+            while len(self._layouts) > LAYOUTS:
+                self._layouts.popitem(last=False)
+        return found
 
     def embed(self, texts: Sequence[str], *, query: bool = False, force: bool = False) -> np.ndarray:
         """Embed texts through the cache; each text must fit the model (see :meth:`parts`).
@@ -165,9 +194,18 @@ class Embedding:
             out[i] = cached[h]
         return out
 
-    def embed_records(self, texts: Sequence[str], *, force: bool = False) -> list[list[np.ndarray]]:
-        """Vectors of each text, split into parts where it is longer than the model reads."""
-        split = [self.parts(t) for t in texts]
+    def embed_records(
+        self, texts: Sequence[str], *, force: bool = False, windows: Sequence[bool] | None = None
+    ) -> list[list[np.ndarray]]:
+        """Vectors of each text, split into parts where it is longer than the model reads, then its passage windows.
+
+        ``windows``: per text, whether it may have passage windows (all may when None).
+        """
+        allowed = [True] * len(texts) if windows is None else windows
+        split = [
+            self.parts(t) + ([w.text for w in self.windows(t)] if ok else [])
+            for t, ok in zip(texts, allowed, strict=True)
+        ]
         flat = [p for parts in split for p in parts]
         matrix = self.embed(flat, force=force) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
         out: list[list[np.ndarray]] = []
@@ -176,6 +214,11 @@ class Embedding:
             out.append([matrix[pos + j] for j in range(len(parts))])
             pos += len(parts)
         return out
+
+    def embed_memories(self, memories: Sequence[Memory], *, force: bool = False) -> list[list[np.ndarray]]:
+        """:meth:`embed_records` of records: their texts, with passage windows for the kinds that have them."""
+        texts = [self.embed_text(m) for m in memories]
+        return self.embed_records(texts, force=force, windows=[windowed(m) for m in memories])
 
     def embed_query(self, query: str) -> np.ndarray:
         """One vector for a query (a long query is the normalised mean of its parts)."""
@@ -188,6 +231,12 @@ class Embedding:
     def embed_text(memory: Memory) -> str:
         """The text a record is embedded as: its title, then its content."""
         return f"{memory.title}\n{memory.content}" if memory.title else memory.content
+
+
+def windowed(memory: Memory) -> bool:
+    """Whether a record may have passage windows: not a chat message, which is one utterance recalled whole
+    with the turns around it (:mod:`funes.memory.windows`)."""
+    return memory.kind not in UNWINDOWED
 
 
 class QueryVectors:

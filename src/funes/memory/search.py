@@ -22,18 +22,20 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from ..errors import EmbedderUnavailable, InvalidInput
-from ..models import KEYWORD_ONLY, JudgedRecord, RankFields, SearchPlan, SearchResults
+from ..models import KEYWORD_ONLY, JudgedRecord, Memory, RankFields, SearchHit, SearchPlan, SearchResults
 from ..models import config as config_mod
 from ..store import Store
 from .dates import DateWindow, find_dates
-from .embedding import Embedding
+from .embedding import Embedding, windowed
 from .judging import ordered_hits
 from .ranking import RankSettings, query_terms, rank_scored
 from .relevance import CALIBRATED_MODELS, named_terms, signal_judge
+from .windows import Window, long_enough, passage
 
 log = logging.getLogger("funes")
 
@@ -151,13 +153,22 @@ class HybridSearch:
         if vector is not None:
             sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
         judge = signal_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
+        records: dict[str, Any] | None = None
+        cosines: dict[str, np.ndarray] = {}
+        if partial is not None:
+            records = {**keyword_judged, **judged}  # the partial records both legs already read
+        if vector is not None and self._windows_on():
+            # Passage windows: the candidates and their parts' cosines are read before ranking (one statement
+            # on PostgreSQL), each record's cosine becomes its blend of whole text and best window.
+            records, cosines = self._candidates(list(fields), vector, stored, partial, records or {})
+            sims, nearest = self._blend(records, cosines, sims, nearest)
         # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
         # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
         if partial is not None:
-            records = {**keyword_judged, **judged}
+            assert records is not None
             records.update(partial([s.id for s in scored if s.id not in records]))
-        else:
+        elif records is None:
             records = self.store.get_many([s.id for s in scored])
         ident = self.store.identity()
         # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
@@ -166,7 +177,70 @@ class HybridSearch:
         if partial is not None:
             whole = self.store.get_many([h.memory.id for h in hits])
             hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
+        if cosines:
+            hits = self._with_passages(hits, cosines)
         return SearchResults(hits, degraded=degraded)
+
+    def _windowed(self, memory: Memory | JudgedRecord) -> tuple[int, list[Window]] | None:
+        """A record's count of text parts and its passage windows (None when it has none)."""
+        if not windowed(memory) or not long_enough(memory):
+            return None
+        return self.embedding.layout(self.embedding.embed_text(memory))
+
+    def _candidates(
+        self,
+        ids: list[str],
+        vector: np.ndarray,
+        stored: dict[str, list[np.ndarray]],
+        partial: Callable[[list[str]], dict[str, Any]] | None,
+        read: dict[str, Any],
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The candidates' records (``read``: those already read) and, for those with several parts, each part's
+        cosine with the query."""
+        both = getattr(self.store, "get_many_cosines", None)
+        if both is not None and partial is None:
+            return both(ids, vector)  # type: ignore[no-any-return]
+        records = {**read, **(partial or self.store.get_many)([i for i in ids if i not in read])}
+        long = [i for i, m in records.items() if self._windowed(m) is not None]
+        missing = [i for i in long if i not in stored]
+        vectors = {**stored, **(self.store.vectors_for(missing) if missing else {})}
+        return records, {i: np.vstack(vectors[i]) @ vector for i in long if len(vectors.get(i, [])) > 1}
+
+    def _blend(
+        self,
+        records: dict[str, Any],
+        cosines: dict[str, np.ndarray],
+        sims: dict[str, float],
+        nearest: list[tuple[str, float]],
+    ) -> tuple[dict[str, float], list[tuple[str, float]]]:
+        """Each windowed candidate's cosine: its whole text's plus ``passage_window_weight`` of its best window's gain."""
+        weight = float(self.config.passage_window_weight)
+        out = dict(sims)
+        for i, cos in cosines.items():
+            found = self._windowed(records[i]) if i in records else None
+            if found is None or len(cos) <= found[0]:
+                continue  # no windows, or stored before them
+            whole, window = float(cos[: found[0]].max()), float(cos[found[0] :].max())
+            out[i] = whole + weight * max(0.0, window - whole)
+        ranked = sorted(((i, out[i]) for i, _ in nearest), key=lambda kv: kv[1], reverse=True)
+        return out, ranked
+
+    def _windows_on(self) -> bool:
+        return int(self.config.passage_window_sentences) > 0
+
+    def _with_passages(self, hits: list[SearchHit], cosines: dict[str, np.ndarray]) -> list[SearchHit]:
+        """Hits whose best-matching part is a passage window, explained by that window's sentences."""
+        out: list[SearchHit] = []
+        for hit in hits:
+            cos = cosines.get(hit.memory.id)
+            found = self._windowed(hit.memory) if cos is not None else None
+            if cos is None or found is None:
+                out.append(hit)
+                continue
+            part = int(np.argmax(cos))
+            matched = passage(found[1], found[0], part, float(cos[part]))
+            out.append(replace(hit, explanation=replace(hit.explanation, passage=matched)) if matched else hit)
+        return out
 
 
 def rank_settings(

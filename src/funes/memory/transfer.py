@@ -41,8 +41,10 @@ import numpy as np
 from ..errors import InvalidInput
 from ..models import KINDS, MEMORY_TYPES, SCOPES, EmbedderIdentity, Memory, content_hash
 from ..store.base import vector_problem
+from .passages import WINDOWS_JOB
 from .topics import TOPICS_JOB, unlabelled
 from .transfer_rows import check_store_rows, keep_redactions, store_row
+from .windows import long_enough
 
 if TYPE_CHECKING:
     from .core import Core
@@ -228,11 +230,7 @@ class Transfer:
                 continue
             todo.append((memory, vectors))
         need = [i for i, (_, v) in enumerate(todo) if v is None]
-        embedded = (
-            self.core.embedding.embed_records([self.core.embedding.embed_text(todo[i][0]) for i in need])
-            if need
-            else []
-        )
+        embedded = self.core.embedding.embed_memories([todo[i][0] for i in need]) if need else []
         for i, vectors in zip(need, embedded, strict=True):
             todo[i] = (todo[i][0], vectors)
         # One transaction for everything: a failure leaves the store as it was.
@@ -247,6 +245,9 @@ class Transfer:
                 self.store.import_memory_store_rows(store_rows["memory_store"], versions)  # type: ignore[attr-defined]
             for tenant in sorted({m.tenant for m, _ in todo if unlabelled(m)}):  # an export made before topics
                 self.core.enqueue_job(TOPICS_JOB, {}, tenant=tenant, dedupe_key=f"{TOPICS_JOB}:{tenant}")
+            # Vectors of an export made before passage windows: the job adds the windows the records lack.
+            for tenant in sorted({m.tenant for m, v in todo if v and len(v) == 1 and long_enough(m)}):
+                self.core.enqueue_job(WINDOWS_JOB, {}, tenant=tenant, dedupe_key=f"{WINDOWS_JOB}:{tenant}")
         result = {"imported": len(todo), "unchanged": unchanged, "reembedded": len(need), "duplicates": duplicates}
         # Only when the file had them, so the counts of an export without memory stores stay as they were.
         extra = {

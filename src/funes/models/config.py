@@ -269,6 +269,28 @@ register(
     "Tokens of trailing sentences repeated at the start of the next chunk of a text.",
     minimum=0,
 )
+register(
+    "passage_window_sentences",
+    1,
+    int,
+    "A long record is also embedded as overlapping windows of this many sentences and matched by its best one "
+    "(issue 28); 0 disables. Run `funes reindex` after a change.",
+    minimum=0,
+)
+register(
+    "passage_window_weight",
+    0.5,
+    float,
+    "How much of a record's best passage window's cosine gain over its whole text counts (1: the window's cosine).",
+    minimum=0,
+)
+register(
+    "passage_window_min_tokens",
+    112,
+    int,
+    "A record gets passage windows from this many tokens and one sentence more than a window (chat messages never).",
+    minimum=1,
+)
 register("max_file_mb", 100, int, "Largest file ingestion accepts, in megabytes.", minimum=1)
 register(
     "max_unpacked_mb",

@@ -145,6 +145,9 @@ class Explanation:
     signals: dict[str, float | None] | None = None
     # The time windows the query named (funes.query_dates), which the ``date`` boost measured.
     dates: tuple[dict[str, Any], ...] = ()
+    # The passage window that matched best, when it beat the whole text (funes.memory.windows):
+    # its sentences (from 1), text and cosine.
+    passage: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -160,6 +163,7 @@ class Explanation:
             "relevance": self.relevance,
             "signals": self.signals,
             "dates": [dict(d) for d in self.dates],
+            "passage": self.passage,
         }
 
 

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..errors import FunesError
 from ..models import Memory, from_epoch, new_id, to_epoch
 from .base import AccessEvent
@@ -143,23 +145,48 @@ class PostgresExtras:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}
+        rows = self._fetch_with_access((f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids]))
+        return {row[0]: to_memory(row) for row in rows}
+
+    def get_many_cosines(
+        self, memory_ids: Sequence[str], vector: np.ndarray
+    ) -> tuple[dict[str, Memory], dict[str, np.ndarray]]:
+        """:meth:`get_many`, and each multi-part record's parts' cosines with ``vector``, in the same statement.
+
+        A search reads its candidates this way when records have passage windows
+        (funes.memory.windows): blending a record's whole-text and window cosines,
+        and naming the window that matched, cost no round trip of their own.
+        """
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids or self._dims is None:
+            return self.get_many(ids), {}
+        # Only records with several parts (long texts, passage windows) return their parts' cosines.
+        cosines = (
+            "(SELECT CASE WHEN count(*) > 1 THEN array_agg(1 - (v.embedding <=> %s) ORDER BY v.part) END "
+            "FROM memory_vectors v WHERE v.tenant = memories.tenant AND v.memory_rowid = memories.rowid)"
+        )
+        fetch = (f"SELECT {COLUMNS}, {cosines} FROM memories WHERE id = ANY(%s)", [vector, ids])
+        rows = self._fetch_with_access(fetch)
+        parts = {row[0]: np.asarray(row[-1], dtype=np.float64) for row in rows if row[-1] is not None}
+        return {row[0]: to_memory(row[:-1]) for row in rows}, parts
+
+    def _fetch_with_access(self, fetch: tuple[str, list[Any]]) -> list[Any]:
+        """Rows of ``fetch``, with the acting tenant's held access rows written in the same round trip."""
         tenant = current_tenant.get() or ""
         rows: list[Any] = []
         if self.db.replica is None:  # with a replica the fetch goes there; the rows wait for their own write
             with self._access_lock:
                 rows = self._access_pending.pop(tenant, [])
                 self._access_since.pop(tenant, None)
-        fetch = (f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids])
         if rows and not self.db.in_transaction():
             try:
-                found = self.db.reader().batch([_access_statement(rows), fetch])[1].fetchall()
-                return {row[0]: to_memory(row) for row in found}
+                return list(self.db.reader().batch([_access_statement(rows), fetch])[1].fetchall())
             except FunesError as exc:
                 log.warning("access rows held back (%d): %s", len(rows), exc)
                 self._hold_accesses(tenant, rows)
         elif rows:
             self._hold_accesses(tenant, rows)
-        return {row[0]: to_memory(row) for row in self.db.reader().native(*fetch).fetchall()}
+        return list(self.db.reader().native(*fetch).fetchall())
 
     def enqueue_job(
         self,

@@ -63,6 +63,13 @@ export function why(ex) {
   if (ex.vector_similarity !== null && ex.vector_similarity !== undefined)
     parts.push(`meaning similarity ${Number(ex.vector_similarity).toFixed(2)}`);
   if (ex.vector_rank !== null && ex.vector_rank !== undefined) parts.push(`semantic rank #${ex.vector_rank}`);
+  if (ex.passage) {
+    // A long record matched by a few of its sentences (a passage window, issue 28): say which.
+    const [first, last] = ex.passage.sentences;
+    const span = first === last ? `sentence ${first}` : `sentences ${first}–${last}`;
+    const text = ex.passage.text.length > 120 ? `${ex.passage.text.slice(0, 120)}…` : ex.passage.text;
+    parts.push(`${span} matched best: “${text}”`);
+  }
   for (const [k, v] of Object.entries(ex.boosts || {})) {
     if (typeof v === "number" && v !== 0 && v !== 1) parts.push(`${k.replace(/_/g, " ")} ×${v.toFixed(2)}`);
   }
