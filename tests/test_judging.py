@@ -45,6 +45,7 @@ from funes.memory.relevance import (
     relevance,
     signal_dict,
 )
+from funes.memory.turns import place
 from funes.models import SearchHit, utcnow
 from funes.providers.embed import HashEmbedder
 
@@ -54,10 +55,10 @@ def _question(hit: SearchHit) -> float:
 
 
 def _answers_first_reference(hits: list[SearchHit]) -> list[SearchHit]:
-    turns = {key: n for n, h in enumerate(hits) if (key := judging._turn_of(h.memory)) is not None}
+    turns = {key: n for n, h in enumerate(hits) if (key := place(h.memory)) is not None}
     out = list(hits)
     for hit in hits:
-        key = judging._turn_of(hit.memory)
+        key = place(hit.memory)
         if key is None or _question(hit) < 0.5:
             continue
         n = turns.get((key[0], key[1] + 1))

@@ -17,6 +17,7 @@ import pytest
 
 import funes
 from funes.conversations.turn_context import TURN_WEIGHT, blend
+from funes.errors import EmbedderUnavailable
 
 REPLY = "Yes, twice, and I loved every minute of it!"
 
@@ -96,3 +97,60 @@ def test_a_batch_appended_to_a_session_reads_its_first_turn_with_the_stored_one(
     assert np.allclose(_vector(real, added[0].record_ids[0]), blend(own[0], question[0]), atol=1e-5)
     great = real.embed_records(["Great!"])[0][0]
     assert np.allclose(_vector(real, added[1].record_ids[0]), blend(great, own[0]), atol=1e-5)
+
+
+class _Outage:
+    """The real model behind a switch: while ``down``, every call fails as a remote embedder's outage does."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.down = inner, False
+        self.model_id, self.dimensions, self.max_tokens = inner.model_id, inner.dimensions, inner.max_tokens
+
+    def embed_batch(self, texts: Any, *, query: bool = False) -> np.ndarray:
+        if self.down:
+            raise EmbedderUnavailable("the embedding service is down", hint="wait")
+        return np.asarray(self.inner.embed_batch(texts, query=query))
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.inner.count_tokens(text))
+
+
+def _conversation(mem: funes.Funes) -> list[str]:
+    session = mem.session("pottery")
+    added = session.add_messages(
+        [
+            {"role": "user", "content": "Did you go to the pottery class at the community centre?"},
+            {"role": "assistant", "content": REPLY},
+            {"role": "user", "content": "What did you make there?"},
+        ]
+    )
+    return [m.record_ids[0] for m in added]
+
+
+def test_turns_embedded_again_by_reindex_get_the_vectors_they_were_written_with(
+    tmp_path: Path, local_embedder: Any
+) -> None:
+    with funes.open(str(tmp_path / "again.db"), embedder=local_embedder, worker="off") as mem:
+        ids = _conversation(mem)
+        written = [_vector(mem, i) for i in ids]
+        assert not np.allclose(written[1], mem.embed_records([REPLY])[0][0], atol=1e-4)  # blended when written
+        assert mem.reindex() == 3
+        for record_id, vector in zip(ids, written, strict=True):
+            assert np.allclose(_vector(mem, record_id), vector, atol=1e-5)
+
+
+def test_turns_embedded_by_the_vectors_job_after_an_outage_are_read_with_their_context(
+    tmp_path: Path, local_embedder: Any
+) -> None:
+    outage = _Outage(local_embedder)
+    with funes.open(str(tmp_path / "up.db"), embedder=local_embedder, worker="off") as mem:
+        expected = [_vector(mem, i) for i in _conversation(mem)]
+    with funes.open(str(tmp_path / "down.db"), embedder=outage, worker="off") as mem:
+        outage.down = True
+        ids = _conversation(mem)
+        assert mem.store.pending_vectors() == 3
+        outage.down = False
+        assert mem.jobs.run_pending()["done"] >= 1
+        assert mem.store.pending_vectors() == 0
+        for record_id, vector in zip(ids, expected, strict=True):
+            assert np.allclose(_vector(mem, record_id), vector, atol=1e-5)

@@ -21,11 +21,11 @@ little more on LoCoMo but moved SciFact.
 A few turns keep their own vector:
 
 * a session's first message;
-* a message long enough to be split into parts (it carries its own context);
-* turns embedded later: by the pending-embedding job after the embedder was
-  down, or when the embedding model changes.
+* a message long enough to be split into parts (it carries its own context).
 
-They are found as before, only without the context.
+Turns embedded again later (``funes reindex`` after a model change, or the
+``vectors`` job after the embedder was down) get the same blend from
+:func:`funes.memory.turns.in_context`.
 """
 
 from __future__ import annotations
@@ -35,20 +35,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..memory.turns import TURN_WEIGHT, blend
+
 if TYPE_CHECKING:
     from ..memory.embedding import Embedding
     from ..models import Memory
-
-#: The turn's own vector's share of the blend (the previous turn's vector has the rest).
-TURN_WEIGHT = 0.75
-
-
-def blend(own: np.ndarray, previous: np.ndarray, weight: float | None = None) -> np.ndarray:
-    """The unit vector of ``weight × own + (1 − weight) × previous`` (``weight``: :data:`TURN_WEIGHT` unless given)."""
-    weight = TURN_WEIGHT if weight is None else weight
-    mixed = weight * np.asarray(own, dtype=np.float32) + (1.0 - weight) * np.asarray(previous, dtype=np.float32)
-    norm = float(np.linalg.norm(mixed))
-    return mixed / norm if norm else np.asarray(own, dtype=np.float32)
 
 
 def turn_vectors(
@@ -86,3 +77,6 @@ def turn_vectors(
         if rs:
             last = own[index - 1][-1]
     return out
+
+
+__all__ = ["TURN_WEIGHT", "blend", "turn_vectors"]

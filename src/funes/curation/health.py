@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendUnavailable, InvalidInput, NotFound
+from ..memory.turns import in_context
 from ..models import EmbedderIdentity, utcnow
 
 if TYPE_CHECKING:
@@ -175,7 +176,9 @@ class Maintenance:
         step = 256
         for start in range(0, len(records), step):
             batch = records[start : start + step]
-            vectors.extend(self.core.embedding.embed_memories(batch))
+            vectors.extend(
+                in_context(self.core.store, self.core.embedding, batch, self.core.embedding.embed_memories(batch))
+            )
             if progress:
                 progress(min(start + step, len(records)), len(records))
         ident = EmbedderIdentity(self.core.embedding.embedder.model_id, self.core.embedding.embedder.dimensions)

@@ -72,6 +72,7 @@ from .relevance import CALIBRATED_MODELS, marked_weak
 from .safety import flag_instruction_like
 from .search import HybridSearch, rank_settings
 from .timeline import as_of_time, at_time
+from .turns import in_context
 from .versioning import next_version, superseded
 
 log = logging.getLogger("funes")
@@ -196,7 +197,7 @@ class Core:
         """Handler of ``vectors`` jobs: embed the records now, write the vectors with the job's completion."""
         ids = [str(i) for i in job.payload.get("ids", [])]
         records = list(self.store.get_many(ids).values())
-        embedded = self.embedding.embed_memories(records, force=True) if records else []
+        embedded = in_context(self.store, self.embedding, records, self.embedding.embed_memories(records, force=True))
 
         def apply() -> dict[str, int]:
             current = self.store.get_many([m.id for m in records])

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from ..models import Explanation, JudgedRecord, Memory, SearchHit
 from .relevance import Judged, SignalValues, signal_dict
+from .turns import place
 
 
 class Candidate(Judged, Protocol):
@@ -115,10 +116,10 @@ def answers_first(judged: list[_Judged]) -> list[_Judged]:
     the question's relevance (``signals["answers"]`` says so) and, on a tie,
     comes first.
     """
-    turns = {key: n for n, j in enumerate(judged) if (key := _turn_of(j.memory)) is not None}
+    turns = {key: n for n, j in enumerate(judged) if (key := place(j.memory)) is not None}
     asked = [j.relevance for j in judged]  # each question's own relevance, before any answer was raised
     for n, j in enumerate(judged):
-        key = _turn_of(j.memory)
+        key = place(j.memory)
         if key is None or j.question < 0.5:
             continue
         at = turns.get((key[0], key[1] + 1))
@@ -141,17 +142,6 @@ def monotone(judged: Iterable[_Judged]) -> Iterator[tuple[_Judged, float]]:
         relevance = cap if j.relevance > cap else j.relevance
         cap = relevance
         yield j, relevance
-
-
-def _turn_of(memory: Memory | JudgedRecord) -> tuple[str, int] | None:
-    """A chat message's session and place in it (None for other records)."""
-    if memory.kind != "message" or memory.source is None:
-        return None
-    seq = memory.source.locator.get("seq")
-    session = memory.session_id or memory.source.locator.get("session")
-    if not isinstance(seq, int) or isinstance(seq, bool) or not session:
-        return None
-    return str(session), seq
 
 
 def _message_of(memory: Memory | JudgedRecord) -> str | None:
