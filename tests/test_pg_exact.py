@@ -34,16 +34,20 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def _record(n: int, project: str) -> Memory:
+def _record(n: int, group: str) -> Memory:
     now = utcnow()
     content = f"record {n}"
+    # "near" records are in a project, "far" ones in a session: a scope filter (not selective: the two-step
+    # plan) or a project filter (selective: the full join alone) removes the near ones.
+    scope = "project" if group == "near" else "session"
     return Memory(
         id=new_id(),
         content=content,
         content_hash=content_hash(content),
         tenant="acme",
-        scope="project",
-        project_id=project,
+        scope=scope,
+        project_id="p1" if group == "near" else None,
+        session_id="s1" if group == "far" else None,
         created_at=now,
         updated_at=now,
         source=SourceRef(type="user"),
@@ -74,9 +78,14 @@ def test_exact_plan_matches_brute_force_when_filters_remove_most_near_neighbours
     assert store._tenant_vectors(store.db.reader(), "acme") <= store.exact_max  # the exact plan answers
     for n in range(60):
         query = _unit(centre + 0.3 * rng.standard_normal(DIMS))
-        for project in ("far", "near", None):
-            filters = SearchFilters(tenant="acme", scopes=["project"], project_id=project)
-            keep = [project is None or p == project for p in projects]
+        cases = {
+            "far": SearchFilters(tenant="acme", scopes=["session"]),
+            "near": SearchFilters(tenant="acme", scopes=["project"]),
+            "all": SearchFilters(tenant="acme", scopes=["project", "session"]),
+            "far, selective": SearchFilters(tenant="acme", scopes=["session"], session_id="s1"),
+        }
+        for case, filters in cases.items():
+            keep = [case == "all" or case.startswith(p) for p in projects]
             for k in (10, 60):
                 got = [i for i, _ in store.vector_search(query, filters, k=k, now=now)]
-                assert got == _truth(parts, ids, keep, query, k), (n, project, k)
+                assert got == _truth(parts, ids, keep, query, k), (n, case, k)

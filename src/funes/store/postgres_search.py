@@ -479,27 +479,35 @@ class PostgresSearch:
         that remove most near neighbours) the same statement runs the full join, gated by that count: PostgreSQL
         runs the gated part only when the first falls short. At 4,000 vectors a tenant, joining every vector to
         its record first took 33 ms at p50; the distances alone take a few (bench/pg_exact_bench.py).
+        Selective filters (a project, a session, a user, entities, references, sources) keep the full join
+        alone: their indexes on ``memories`` leave a few records to join, faster than every distance.
         """
         columns = ", ".join("m." + c for c in RANK_COLUMNS)
-        params: list[Any] = [query, filters.tenant, max(_NEAR_PARTS, 4 * k)]
-        near_where = self._where(filters, now, params)
-        params += [k, query, filters.tenant]
+        params: list[Any] = []
+        if not _selective(filters):
+            params += [query, filters.tenant, max(_NEAR_PARTS, 4 * k)]
+            near_where = self._where(filters, now, params)
+            params.append(k)
+        params += [query, filters.tenant]
         where = ["v.tenant = ?", *self._where(filters, now, params)]
-        params += [k, k]
-        # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index;
-        # GROUP BY takes the best part of each record.
+        params.append(k)
+        # GROUP BY takes the best part of each record and keeps the planner off the HNSW index.
         sql = (
-            "WITH near AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
-            "FROM memory_vectors v WHERE v.tenant = ? ORDER BY sim DESC LIMIT ?), "
-            f"hits AS MATERIALIZED (SELECT max(n.sim) AS sim, {columns} FROM near n JOIN memories m "
-            f"ON m.tenant = n.tenant AND m.rowid = n.memory_rowid WHERE {' AND '.join(near_where)} "
-            "GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) "
-            "SELECT * FROM hits UNION ALL SELECT * FROM ("
             f"SELECT max(1 - (v.embedding <=> ?)) AS sim, {columns} "
             f"FROM memory_vectors v JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid "
-            f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) e "
-            "WHERE (SELECT count(*) FROM hits) < ?"
+            f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?"
         )
+        if not _selective(filters):
+            params.append(k)
+            # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index.
+            sql = (
+                "WITH near AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
+                "FROM memory_vectors v WHERE v.tenant = ? ORDER BY sim DESC LIMIT ?), "
+                f"hits AS MATERIALIZED (SELECT max(n.sim) AS sim, {columns} FROM near n JOIN memories m "
+                f"ON m.tenant = n.tenant AND m.rowid = n.memory_rowid WHERE {' AND '.join(near_where)} "
+                "GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) "
+                f"SELECT * FROM hits UNION ALL SELECT * FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
+            )
         return _best(self.db.reader().execute(sql, params).fetchall(), k)
 
     def _hnsw_knn(
@@ -564,6 +572,19 @@ class PostgresSearch:
             ):
                 out.setdefault(memory_id, []).append(_array(embedding))
         return out
+
+
+def _selective(filters: SearchFilters) -> bool:
+    """Filters an index on ``memories`` narrows to a small share of a tenant (the exact plan joins from those)."""
+    return bool(
+        filters.project_id
+        or filters.session_id
+        or filters.user_id
+        or filters.entity_types
+        or filters.entity_ids
+        or filters.references
+        or filters.source_ids
+    )
 
 
 def _idf(total: int, count: int) -> float:
