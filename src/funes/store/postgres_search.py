@@ -17,8 +17,8 @@ generated column (``has_cjk``, partial index per tenant); a query's CJK runs
 are matched by substring (``strpos``) of their trigrams and 2-character
 words among those records only: a scan of the tenant's CJK records.
 
-Vector: exact KNN (tenant btree, then a distance sort) while the tenant
-holds at most ``exact_max`` vectors. Above that the HNSW index is used: with
+Vector: exact KNN (tenant btree, then a distance sort over the vectors alone, the
+nearest then joined and filtered) while the tenant holds at most ``exact_max`` vectors. Above that the HNSW index is used: with
 pgvector >= 0.8 with ``hnsw.iterative_scan = relaxed_order`` and the filters
 inside the scan; before 0.8 (no iterative scan, where a filtered HNSW query
 silently returned 0.4 of 10 rows) the index's 1000 nearest (``ef_search``
@@ -54,6 +54,9 @@ _EF_SEARCH = 1000  # pgvector's maximum
 # With an iterative scan the index walks on until enough rows pass the filters: at 12k x 384 dims,
 # ef_search 40 to 1000 all measured recall@10 1.00 for tenants of 0.5%, 5% and 95% (bench/pg_recall.py).
 _EF_ITERATIVE = 100
+# The exact plan's first step: the tenant's nearest vectors by distance alone, then their records filtered
+# (at least 4 x k); the full join runs only when fewer than k records survive.
+_NEAR_PARTS = 100
 # A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit).
 _VECTORS = (
     "(SELECT array_agg(v.embedding ORDER BY v.part) FROM memory_vectors v "
@@ -468,16 +471,43 @@ class PostgresSearch:
     def _exact_knn(
         self, query: np.ndarray, filters: SearchFilters, k: int, now: datetime | None
     ) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
-        """Every vector of the tenant inside the filters, sorted by distance (the tenant btree, no HNSW)."""
-        params: list[Any] = [query, filters.tenant]
+        """Every vector of the tenant inside the filters, sorted by distance (the tenant btree, no HNSW).
+
+        One statement in two steps. First the distances on ``memory_vectors`` alone: its best
+        ``_NEAR_PARTS`` vectors, then their records joined and filtered. That answer is exact when at least
+        ``k`` records survive: a record outside those vectors is no nearer than the last of them. Else (filters
+        that remove most near neighbours) the same statement runs the full join, gated by that count: PostgreSQL
+        runs the gated part only when the first falls short. At 4,000 vectors a tenant, joining every vector to
+        its record first took 33 ms at p50; the distances alone take a few (bench/pg_exact_bench.py).
+        Selective filters (a project, a session, a user, entities, references, sources) keep the full join
+        alone: their indexes on ``memories`` leave a few records to join, faster than every distance.
+        """
+        columns = ", ".join("m." + c for c in RANK_COLUMNS)
+        params: list[Any] = []
+        if not _selective(filters):
+            params += [query, filters.tenant, max(_NEAR_PARTS, 4 * k)]
+            near_where = self._where(filters, now, params)
+            params.append(k)
+        params += [query, filters.tenant]
         where = ["v.tenant = ?", *self._where(filters, now, params)]
         params.append(k)
         # GROUP BY takes the best part of each record and keeps the planner off the HNSW index.
         sql = (
-            f"SELECT max(1 - (v.embedding <=> ?)) AS sim, {', '.join('m.' + c for c in RANK_COLUMNS)} "
+            f"SELECT max(1 - (v.embedding <=> ?)) AS sim, {columns} "
             f"FROM memory_vectors v JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid "
             f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?"
         )
+        if not _selective(filters):
+            params.append(k)
+            # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index.
+            sql = (
+                "WITH near AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
+                "FROM memory_vectors v WHERE v.tenant = ? ORDER BY sim DESC LIMIT ?), "
+                f"hits AS MATERIALIZED (SELECT max(n.sim) AS sim, {columns} FROM near n JOIN memories m "
+                f"ON m.tenant = n.tenant AND m.rowid = n.memory_rowid WHERE {' AND '.join(near_where)} "
+                "GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) "
+                f"SELECT * FROM hits UNION ALL SELECT * FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
+            )
         return _best(self.db.reader().execute(sql, params).fetchall(), k)
 
     def _hnsw_knn(
@@ -542,6 +572,19 @@ class PostgresSearch:
             ):
                 out.setdefault(memory_id, []).append(_array(embedding))
         return out
+
+
+def _selective(filters: SearchFilters) -> bool:
+    """Filters an index on ``memories`` narrows to a small share of a tenant (the exact plan joins from those)."""
+    return bool(
+        filters.project_id
+        or filters.session_id
+        or filters.user_id
+        or filters.entity_types
+        or filters.entity_ids
+        or filters.references
+        or filters.source_ids
+    )
 
 
 def _idf(total: int, count: int) -> float:
