@@ -148,3 +148,27 @@ def test_a_deadlock_between_two_writers_is_a_clear_retry_error_and_the_other_com
     assert len(outcomes) == 2 and len(failed) == 1
     assert isinstance(failed[0], BackendUnavailable)
     assert "rolled it back" in str(failed[0]) and "Retry" in (failed[0].hint or "")
+
+
+def test_eight_threads_adding_messages_to_one_session_get_distinct_consecutive_seqs(mem: funes.Funes) -> None:
+    session = mem.session("shared-chat")
+    session.add_message("user", "opening line")
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def add(n: int) -> None:
+        start.wait()
+        try:
+            for i in range(3):
+                session.add_message("user", f"thread {n} message {i}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    seqs = [m.seq for m in mem.session("shared-chat").history()]
+    assert seqs == list(range(1, 26))
