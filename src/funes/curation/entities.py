@@ -236,7 +236,7 @@ class Entities:
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        for e in entities:
+        for e in sorted(entities, key=lambda e: e.key):  # a fixed order: find_entity locks on PostgreSQL
             if _scope_of(e.type) == "team":
                 team = self.core.store.find_entity(tenant, user, None, e.type, e.id)
                 if team is not None:
@@ -303,6 +303,8 @@ class Entities:
         """Write the plan; call it inside one store transaction (it reads the records again under the lock)."""
         store = self.core.store
         counts = {"created": 0, "updated": 0, "skipped": plan.skipped, "deleted": 0, "llm_calls": plan.llm_calls}
+        # Concurrent reconciles of one project take turns (PostgreSQL: an advisory lock; SQLite: its writer lock).
+        store.lock_identity(f"entity-reconcile\x1f{plan.tenant}\x1f{plan.user or ''}\x1f{plan.project}")
         current = self._existing(plan.tenant, plan.user, plan.project, [e for e, *_ in plan.writes])
         deferred: list[str] = []
         for entity, mark, record, vectors in plan.writes:

@@ -208,7 +208,7 @@ class Insights:
             return plan
         sources = {"sessions": [plan["session"]], "related_concepts": plan["concepts"]}
         if plan["status"] == "merged":
-            current = self.core.store.get(plan["memory_id"])
+            current = self.core.store.get_for_update(plan["memory_id"])  # held to the commit: no lost merge
             if current is not None:
                 seen = [*current.metadata.get("sessions", []), plan["session"]]
                 memory, proposed = Proposals(self.core).write(

@@ -202,6 +202,10 @@ class Store(Protocol):
         """The record of this entity in this tenant, owner and project (None: none yet)."""
         ...
 
+    def lock_identity(self, key: str) -> None:
+        """Inside a write transaction: hold ``key`` until it ends, so writers of one identity take turns."""
+        ...
+
     def with_proposals(self, tenant: str, user_id: str | None, limit: int) -> list[Memory]:
         """Records holding a machine's proposal (a user sees theirs and the shared ones)."""
         ...

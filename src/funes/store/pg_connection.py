@@ -11,11 +11,14 @@ the few SQLite spellings they use (``?``, ``INSERT OR IGNORE``, two-argument
 outside a transaction borrows a pooled connection for one statement (its rows
 are read in full, so the connection goes back at once, and a server with 40
 worker threads needs no 40 connections); ``write()`` holds one connection for
-its transaction, with nested calls as savepoints, behind one writer lock per
-process (the SQLite store's semantics, which the feature services rely on:
-read-then-write sequences are serialised within a process; across processes,
-row locks, ``SKIP LOCKED`` claims and advisory locks do it). Reads inside a
-transaction run on its connection, so they see its writes. Every statement runs with
+its transaction, with nested calls as savepoints. No lock of this process is
+held across a round trip (issue 29): threads' transactions run side by side, as
+several processes' do, and the read-then-write sequences are made safe by
+PostgreSQL itself (``SELECT ... FOR UPDATE`` on the row, ``SKIP LOCKED`` job
+claims, single-statement ``UPDATE ... RETURNING`` / ``ON CONFLICT`` upserts,
+transaction-scoped advisory locks on content identity). A deadlock or
+serialisation failure between them is a clear "retry" error (503), never a
+traceback. Reads inside a transaction run on its connection, so they see its writes. Every statement runs with
 ``funes.tenant`` set from :data:`funes.store.tenancy.current_tenant`, which the
 row-level-security policies read; when the setting must change it travels in
 one pipeline with the statement, so it costs no round trip of its own.
@@ -359,7 +362,6 @@ class PgDatabase:
         self.read_only = False
         self.refuse_writes: str | None = None
         self.timeout = timeout
-        self._lock = threading.RLock()
         self._local = threading.local()
         self._closed = False
         self._vector_ready = False
@@ -425,6 +427,12 @@ class PgDatabase:
                 "nothing was written.",
                 hint="Another writer got there first: read the current row and retry.",
             )
+        if isinstance(exc, (errors.DeadlockDetected, errors.SerializationFailure)):
+            return BackendUnavailable(
+                f"This write crossed a concurrent one and PostgreSQL rolled it back "
+                f"({str(exc).strip().splitlines()[0]}); nothing was written.",
+                hint="Retry the request: the other write has finished.",
+            )
         if isinstance(exc, errors.DataCorrupted):
             return StoreCorrupt(f"PostgreSQL reports damage: {exc}", hint="Restore from pg_dump or a replica.")
         if isinstance(exc, self._psycopg.OperationalError):
@@ -477,52 +485,52 @@ class PgDatabase:
     def write(self) -> Iterator[PgConnection]:
         """A transaction on one pooled connection, held by this thread until it ends; nested calls use savepoints.
 
-        Writes in one process are serialised (as the SQLite store's writer lock does), which the
-        feature services' read-then-write sequences rely on.
+        No process-wide lock: the transaction is this thread's own (threading.local), and
+        concurrent writers take turns on PostgreSQL's row and advisory locks, as other
+        processes' writers do.
         """
         if self.refuse_writes is not None:
             raise StoreCorrupt(f"Writes are refused: {self.refuse_writes}", hint="Check the server, then reopen.")
-        with self._lock:
-            conn = getattr(self._local, "conn", None)
-            if conn is not None:
-                name = f"sp{conn.depth}"
-                conn.raw.execute(f"SAVEPOINT {name}")
-                conn.depth += 1
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            name = f"sp{conn.depth}"
+            conn.raw.execute(f"SAVEPOINT {name}")
+            conn.depth += 1
+            try:
+                yield conn
+            except BaseException:
+                conn.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                conn.forget_tenant()
+                raise
+            else:
+                conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+            finally:
+                conn.depth -= 1
+            return
+        with self.borrow() as conn:
+            conn.raw.execute("BEGIN")
+            conn.depth = 1
+            self._local.conn = conn
+            try:
+                yield conn
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    conn.raw.execute("ROLLBACK")
+                conn.forget_tenant()
+                raise
+            else:
                 try:
-                    yield conn
-                except BaseException:
-                    conn.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                    if self.replica is not None:
+                        self.replica.commit(conn)  # notes the WAL position, for read-your-writes
+                    else:
+                        conn.raw.execute("COMMIT")
+                except self.error as exc:
                     conn.forget_tenant()
-                    raise
-                else:
-                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
-                finally:
-                    conn.depth -= 1
-                return
-            with self.borrow() as conn:
-                conn.raw.execute("BEGIN")
-                conn.depth = 1
-                self._local.conn = conn
-                try:
-                    yield conn
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        conn.raw.execute("ROLLBACK")
-                    conn.forget_tenant()
-                    raise
-                else:
-                    try:
-                        if self.replica is not None:
-                            self.replica.commit(conn)  # notes the WAL position, for read-your-writes
-                        else:
-                            conn.raw.execute("COMMIT")
-                    except self.error as exc:
-                        conn.forget_tenant()
-                        raise self.translate_error(exc) from exc
-                finally:
-                    conn.depth = 0
-                    self._local.conn = None
+                    raise self.translate_error(exc) from exc
+            finally:
+                conn.depth = 0
+                self._local.conn = None
 
     def secure_deletes(self) -> contextlib.AbstractContextManager[None]:
         """SQLite's zeroing of deleted cells has no PostgreSQL switch: forgetting vacuums instead."""

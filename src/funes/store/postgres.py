@@ -227,6 +227,19 @@ class PostgresStore(
         self._identity_read = None
 
     # -- writes ------------------------------------------------------------
+    def lock_identity(self, key: str) -> None:
+        """Inside a write transaction: a transaction-scoped advisory lock on ``key`` (threads and processes alike)."""
+        with self.db.write() as conn:
+            conn.native("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+
+    def find_entity(
+        self, tenant: str, user_id: str | None, project_id: str | None, entity_type: str, entity_id: str
+    ) -> Memory | None:
+        """The record of this entity; inside a write, its identity is locked first, so the read-then-write is one step."""
+        if self.db.in_transaction():
+            self.lock_identity("\x1f".join(("entity", tenant, user_id or "", project_id or "", entity_type, entity_id)))
+        return super().find_entity(tenant, user_id, project_id, entity_type, entity_id)
+
     def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
         """Write the record unless a live one with the same content, scope, kind and owner exists.
 

@@ -230,6 +230,15 @@ class SessionTables:
         if not rows:
             return []
         with self.db.write() as conn:
+            # The session's row first: on PostgreSQL its row lock makes concurrent appends to one
+            # session take turns, and the MAX(seq) below then sees the other's messages (issue 29).
+            conn.execute(
+                # Retention counts from when Funes stored the message, never from its own date:
+                # an imported 2023 conversation dated by its messages was pruned at once (issue 9).
+                "UPDATE sessions SET last_activity = MAX(last_activity, ?), message_count = message_count + ? "
+                "WHERE tenant = ? AND id = ?",
+                (time.time(), len(rows), tenant, session_id),
+            )
             last = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE tenant = ? AND session_id = ?",
                 (tenant, session_id),
@@ -254,13 +263,6 @@ class SessionTables:
                         seqs, rows, strict=True
                     )
                 ],
-            )
-            conn.execute(
-                # Retention counts from when Funes stored the message, never from its own date:
-                # an imported 2023 conversation dated by its messages was pruned at once (issue 9).
-                "UPDATE sessions SET last_activity = MAX(last_activity, ?), message_count = message_count + ? "
-                "WHERE tenant = ? AND id = ?",
-                (time.time(), len(rows), tenant, session_id),
             )
         return seqs
 
