@@ -199,3 +199,26 @@ def test_a_process_killed_mid_load_leaves_the_job_that_builds_the_index_back(mem
         .fetchone()[0]
     )
     assert valid
+
+
+def test_maintenance_waits_for_the_index_a_load_took_away(mem: funes.Funes) -> None:
+    # Dedupe searches once per record: with the index away each search would scan the whole tenant.
+    store = _store(mem)
+    store.load_quiet = 3600.0  # the load never turns quiet by itself
+    _load(store, np.random.default_rng(3), 3 * REBUILD_MIN, "load")
+    assert store.index_away() and not _indexed(store)
+    mem.jobs.enqueue("maintain", {"tenant": "acme"}, tenant="acme")
+    assert mem.run_jobs(kinds=["maintain"])["done"] == 1
+    done = mem.jobs.list(kind="maintain", status="done")
+    assert done[0].result and "deferred" in done[0].result
+    assert len(mem.jobs.list(kind="maintain", status="queued")) == 1  # it looks again later
+
+    # Once the ann-index job has built the index, the queued run does the work.
+    store.load_quiet = 0.0
+    store.db.reader().native("UPDATE jobs SET run_after = 0 WHERE status = 'queued'")
+    assert mem.run_jobs(kinds=["ann-index"])["done"] == 1
+    assert _indexed(store) and not store.index_away()
+    store.db.reader().native("UPDATE jobs SET run_after = 0 WHERE status = 'queued'")
+    assert mem.run_jobs(kinds=["maintain"])["done"] == 1
+    latest = mem.jobs.list(kind="maintain", status="done")[0]
+    assert latest.result and "removed" in latest.result and "deferred" not in latest.result

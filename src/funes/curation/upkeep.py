@@ -58,6 +58,8 @@ log = logging.getLogger("funes")
 
 UPKEEP_KINDS: tuple[str, ...] = ("memory", "insight")  # what prune and dedupe touch
 _NEIGHBOURS = 6  # vector neighbours looked at per record when deduplicating
+#: Seconds before a maintenance run deferred by a vector index rebuild looks again.
+_INDEX_AWAY_RETRY = 60.0
 RETENTION_TRIGGER = 0.8  # share of max_records from which retention evicts (seed 002)
 MIN_WORD_OVERLAP = 0.8  # Jaccard of the word sets two near-duplicates share at least
 
@@ -297,7 +299,15 @@ class Upkeep:
 
     def _maintain_job(self, job: Job) -> Callable[[], dict[str, Any]]:
         tenant = str(job.payload.get("tenant") or job.tenant)
-        previous = self.store.list_jobs(tenant, status="done", kind="maintain", limit=1)
+        if self.store.index_away():
+            # Dedupe searches once per record: with the vector index away after a load, each would be an exact
+            # scan of the tenant (minutes at 100k). Run again once the ann-index job has built it.
+            self.core.enqueue_job(
+                "maintain", {"tenant": tenant}, tenant=tenant, delay=_INDEX_AWAY_RETRY, dedupe_key=f"maintain:{tenant}"
+            )
+            return lambda: {"deferred": "the vector index is being rebuilt after a load; maintenance runs after it"}
+        done = self.store.list_jobs(tenant, status="done", kind="maintain", limit=20)
+        previous = [j for j in done if not (j.result or {}).get("deferred")]  # a deferred run scanned nothing
         since = previous[0].finished_at if previous else None
         plan = self._plan(tenant, utcnow(), since=since)
 

@@ -268,6 +268,11 @@ class Store(Protocol):
         """Build or catch up a tenant's vector index (slow; the ``ann-index`` job runs it)."""
         ...
 
+    def index_away(self) -> bool:
+        """Whether a load took the vector index away and its rebuild is pending: large tenants' nearest-neighbour
+        searches are exact scans until it is back (work that searches once per record should wait)."""
+        ...
+
     def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
         """Stored vectors of the given records."""
         ...

@@ -153,6 +153,18 @@ class PostgresBulk:
         wanted, self._index_wanted = self._index_wanted, None
         return [current_tenant.get() or wanted] if wanted else []
 
+    def index_away(self) -> bool:
+        """Whether the HNSW index is missing or invalid in a store that holds vectors (a load dropped it, and the
+        ``ann-index`` job has not yet built it again): tenants over ``exact_max`` are then scanned exactly."""
+        if self._dims is None:
+            return False
+        row = (
+            self.db.reader()
+            .native("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('memory_vectors_hnsw')")
+            .fetchone()
+        )
+        return row is None or not row[0]
+
     def maintain_index(self, tenant: str) -> str:
         """Build the HNSW index when a load dropped it (``CONCURRENTLY``, outside a transaction), once the
         load is over: while one still writes, the job is queued again for when the store turns quiet."""

@@ -463,6 +463,10 @@ class SqliteStore(
         """Build or catch up a tenant's approximate vector index (slow: run it as a job); returns what it did."""
         return self.ann.maintain(self.db.reader(), tenant)
 
+    def index_away(self) -> bool:
+        """Never: without its approximate index a tenant is searched exactly from the in-memory vector copy."""
+        return False
+
     def vector_search(
         self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None
     ) -> list[tuple[str, float]]:
