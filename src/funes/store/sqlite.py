@@ -362,7 +362,10 @@ class SqliteStore(
         for start in range(0, len(memory_ids), 500):
             chunk = list(memory_ids[start : start + 500])
             marks = ", ".join("?" for _ in chunk)
-            rowids = [r[0] for r in conn.execute(f"SELECT rowid FROM memories WHERE id IN ({marks})", chunk)]
+            # The records' rows first (PostgreSQL: locked, in rowid order), as an edit locks its record before its
+            # vectors: a delete taking the vectors first would deadlock with a concurrent edit of the same record.
+            sql = f"SELECT rowid FROM memories WHERE id IN ({marks}) ORDER BY rowid{self.row_lock}"
+            rowids = [r[0] for r in conn.execute(sql, chunk)]
             self._delete_vectors(conn, rowids)
             count += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk).rowcount
         return count
