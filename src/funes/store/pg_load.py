@@ -43,6 +43,8 @@ HELD = (
 )
 # The database's clock, shared by every process writing to it.
 _NOW = "extract(epoch FROM clock_timestamp())"
+#: Whether the HNSW index is valid (no row: there is none).
+HNSW_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('memory_vectors_hnsw')"
 _RECORD = (
     "WITH w AS (INSERT INTO meta (key, value) VALUES (%s, " + _NOW + "::text || ' ' || %s::text) "
     "ON CONFLICT (key) DO UPDATE SET value = split_part(excluded.value, ' ', 1) || ' ' || (CASE WHEN "
@@ -50,8 +52,7 @@ _RECORD = (
     "THEN split_part(meta.value, ' ', 2)::bigint ELSE 0 END + split_part(excluded.value, ' ', 2)::bigint)::text "
     "RETURNING value) "
     "SELECT split_part(w.value, ' ', 2)::bigint, "
-    "(SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('memory_vectors_hnsw')), "
-    f"({HELD}) FROM w"
+    f"({HNSW_VALID}), ({HELD}) FROM w"
 )
 # Seconds until the store has been quiet for the given seconds (0 or less: quiet now; no row: never loaded).
 _WAIT = "SELECT split_part(value, ' ', 1)::float8 + %s - " + _NOW + " FROM meta WHERE key = %s"

@@ -33,7 +33,7 @@ from ..errors import InvalidInput
 from ..models import Memory, utcnow
 from .base import checked_vectors, refuse_other_tenant, vis_key
 from .pg_load import HELD as _HELD
-from .pg_load import LOAD_QUIET, TRACK_MIN, end_load, quiet_in, record_load, worth_rebuilding
+from .pg_load import HNSW_VALID, LOAD_QUIET, TRACK_MIN, end_load, quiet_in, record_load, worth_rebuilding
 from .postgres_search import fold_words
 from .sqlite_rows import COLUMNS, row_values, to_memory
 from .tenancy import acting_for, current_tenant
@@ -158,11 +158,7 @@ class PostgresBulk:
         ``ann-index`` job has not yet built it again): tenants over ``exact_max`` are then scanned exactly."""
         if self._dims is None:
             return False
-        row = (
-            self.db.reader()
-            .native("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('memory_vectors_hnsw')")
-            .fetchone()
-        )
+        row = self.db.reader().native(HNSW_VALID).fetchone()
         return row is None or not row[0]
 
     def maintain_index(self, tenant: str) -> str:
@@ -171,9 +167,7 @@ class PostgresBulk:
         if self._dims is None:
             return "no vectors yet"
         with self.db.borrow() as conn:
-            row = conn.native(
-                "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('memory_vectors_hnsw')"
-            ).fetchone()
+            row = conn.native(HNSW_VALID).fetchone()
             if row is not None and row[0]:
                 return "PostgreSQL maintains the HNSW index on every write; nothing to do"
             inside = self.db.in_transaction()
