@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from funes.store.pg_replica import wal_position
+from funes.store.consistency import wal_position
 
 ROLE = "funes_test"
 

@@ -22,7 +22,8 @@ from replica_pair import ROLE, Cluster, bin_dir, free_port
 
 import funes
 from funes.providers.embed import HashEmbedder
-from funes.store.pg_replica import is_pure_read, wal_position
+from funes.store.consistency import wal_position
+from funes.store.pg_replica import is_pure_read
 from funes.store.tenancy import acting_for
 
 pytestmark = pytest.mark.postgres
@@ -111,6 +112,66 @@ def test_a_tenant_reads_its_own_writes_while_the_replica_lags(cluster: Cluster, 
         assert _served_by_replica(mem)
         assert mem.get(fresh.id, tenant="acme") is not None
         assert replica.counter.statements > 0
+
+
+def test_another_process_reads_a_write_after_the_token_it_was_handed(cluster: Cluster, mem: funes.Funes) -> None:
+    # Two services on the same primary and replica stand for two processes: the reader knows nothing of the
+    # writer's writes, so only the token it is handed sends its read to the primary while the replica lags.
+    reader = funes.open(cluster.url(cluster.primary_port, ROLE, "funes"), embedder=HashEmbedder(64), worker="off")
+    cluster.wait_for_replay()
+    cluster.replay(False)
+    try:
+        with acting_for("acme"), funes.noting_writes() as mark:
+            fresh = mem.remember("acme signed the Porto lease", tenant="acme")
+        assert mark.token is not None and wal_position(mark.token) > 0
+        with acting_for("acme"):
+            with pytest.raises(funes.NotFound):  # the replica has not replayed it: this process reads stale
+                reader.get(fresh.id, tenant="acme")
+            with funes.reading_after(mark.token):
+                assert reader.get(fresh.id, tenant="acme") is not None  # served by the primary
+                assert [h.memory.id for h in reader.search("Porto lease", tenant="acme")][:1] == [fresh.id]
+                assert not _served_by_replica(reader)
+            assert _served_by_replica(reader)  # outside the block: back to the replica
+        with funes.noting_writes() as nothing, acting_for("acme"):
+            reader.search("Porto lease", tenant="acme")
+        assert nothing.token is None  # reads hand on no token
+    finally:
+        cluster.replay(True)
+    cluster.wait_for_replay()
+    with acting_for("acme"), funes.reading_after(mark.token):  # replayed: the token no longer needs the primary
+        assert _served_by_replica(reader)
+        assert reader.get(fresh.id, tenant="acme") is not None
+    reader.close()
+
+
+def test_the_rest_server_hands_the_token_out_and_honours_it(cluster: Cluster, mem: funes.Funes) -> None:
+    from fastapi.testclient import TestClient
+
+    from funes.interfaces.server import create_app
+
+    other = funes.open(cluster.url(cluster.primary_port, ROLE, "funes"), embedder=HashEmbedder(64), worker="off")
+    key = {"Authorization": "Bearer " + mem.keys.create("acme", "write")[0]}
+    cluster.wait_for_replay()
+    with TestClient(create_app(mem)) as writer, TestClient(create_app(other)) as reader:
+        for client in (writer, reader):  # each process notes the key's first use (a write) before the lag
+            assert client.get("/v1/teams/acme/memories", headers=key).status_code == 200
+        cluster.wait_for_replay()
+        cluster.replay(False)
+        try:
+            made = writer.post("/v1/teams/acme/memories", json={"content": "acme moved to Porto"}, headers=key)
+            assert made.status_code == 201, made.text
+            token = made.headers["funes-position"]
+            path = f"/v1/teams/acme/memories/{made.json()['id']}"
+            assert reader.get(path, headers=key).status_code == 404  # another process, no token: stale replica
+            fresh = reader.get(path, headers={**key, "Funes-Read-After": token})
+            assert fresh.status_code == 200 and fresh.json()["content"] == "acme moved to Porto"
+            assert "funes-position" not in fresh.headers  # a read wrote nothing
+            bad = reader.get(path, headers={**key, "Funes-Read-After": "yesterday"})
+            assert bad.status_code == 400 and "Funes-Position" in bad.json()["error"]["hint"]
+        finally:
+            cluster.replay(True)
+    cluster.wait_for_replay()
+    other.close()
 
 
 def test_an_unreachable_replica_leaves_reads_on_the_primary_with_one_warning(

@@ -66,6 +66,18 @@ def test_me_resolves_team_user_role_from_the_key_and_x_api_key_works(api: Team) 
     assert me["team"] == "acme" and me["user_id"] == "ana" and me["role"] == "write" and me["key_id"].startswith("key_")
 
 
+def test_without_a_replica_no_position_is_handed_out_and_a_malformed_one_is_refused(api: Team) -> None:
+    # Read-your-writes across processes needs a token only with a read replica (tests/test_pg_replica.py).
+    made = api.client.post("/v1/teams/acme/memories", json={"content": "one SQLite file"}, headers=api.key("acme"))
+    assert made.status_code == 201 and "funes-position" not in made.headers
+    path = f"/v1/teams/acme/memories/{made.json()['id']}"
+    kept = api.client.get(path, headers={**api.key("acme"), "Funes-Read-After": "0/3A2F1C8"})
+    assert kept.status_code == 200  # every read already sees every committed write
+    bad = api.client.get(path, headers={**api.key("acme"), "Funes-Read-After": "0/3A2F1C8; DROP"})
+    error = bad.json()["error"]
+    assert bad.status_code == 400 and error["code"] == "invalid_input" and "Funes-Position" in error["hint"]
+
+
 def test_revoked_keys_stop_working_and_only_hashes_are_stored(api: Team) -> None:
     key, row = api.funes.keys.create("acme", "read", name="temp")
     headers = {"Authorization": f"Bearer {key}"}

@@ -751,6 +751,33 @@ def test_search_filters_by_role_groups_by_conversation_and_shows_record_text_as_
     _no_horizontal_overflow(page)
 
 
+def test_the_ui_sends_back_the_furthest_position_a_write_answered_with(server: Server, page: Any) -> None:
+    # Behind a load balancer with a read replica, a response that wrote carries Funes-Position
+    # (tests/test_pg_replica.py); this SQLite server sends none, so the test adds it to the answers.
+    handed = iter(["0/3A2F1C8", "1/10", "0/FF"])  # the third is older than the second: it must not win
+    sent: list[str | None] = []
+
+    def answer(route: Any) -> None:
+        reply = route.fetch()
+        extra = {"funes-position": next(handed)} if route.request.method == "POST" else {}
+        route.fulfill(response=reply, headers={**reply.headers, **extra})
+
+    _sign_in(page, server)
+    page.route("**/v1/teams/acme/memories", answer)
+    page.on("request", lambda r: sent.append(r.headers.get("funes-read-after")) if "/v1/" in r.url else None)
+    for n in range(3):
+        page.evaluate(
+            """async (n) => {
+                const { api } = await import("./api.js");
+                await api("POST", "teams/acme/memories", { body: { content: `position note ${n}` } });
+                await api("GET", "me");
+            }""",
+            n,
+        )
+    # Each request carries the furthest position handed out before it; the first POST had none yet.
+    assert sent == [None, "0/3A2F1C8", "0/3A2F1C8", "1/10", "1/10", "1/10"], sent
+
+
 @pytest.mark.parametrize(("require", "outcome"), [(False, "1 skipped"), (True, "1 error")])
 def test_without_chromium_the_browser_tests_skip_with_the_reason_unless_ci_requires_them(
     require: bool, outcome: str

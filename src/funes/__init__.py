@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .conversations.sessions import Session
     from .knowledge.results import Document, IngestReport
     from .service import Funes, open
+    from .store.consistency import noting_writes, reading_after
 
 
 # The names of the TYPE_CHECKING block load on first use (the service: numpy, SQLite, the store).
@@ -83,5 +84,7 @@ __all__ = [
     "StoreCorrupt",
     "ToolResult",
     "__version__",
+    "noting_writes",
     "open",
+    "reading_after",
 ]

@@ -20,8 +20,11 @@ write acting for no tenant) first asks the replica how far it has replayed
 (``pg_last_wal_replay_lsn()``, one round trip, only while a write is waiting);
 until the replica has replayed the write, the read goes to the primary. So a
 request that wrote, and every later request of the same tenant served by the
-same process, sees the write. Another process's write becomes visible on the
-replica after the replication lag (docs/postgres.md).
+same process, sees the write. Across processes, the writer's position is a
+token the reader presents (:mod:`funes.store.consistency`; the REST server's
+``Funes-Position`` and ``Funes-Read-After`` headers); without it, another
+process's write becomes visible on the replica after the replication lag
+(docs/postgres.md).
 
 Failure. When the replica cannot be reached (at open, or a connection breaks
 mid-read), the read runs on the primary instead, one warning is logged, and
@@ -47,6 +50,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..errors import BackendUnavailable
+from . import consistency
+from .consistency import wal_position
 from .pg_connection import PgConnection, PgDatabase, StatementCounter, counted_connection, redact
 from .tenancy import current_tenant
 
@@ -75,14 +80,6 @@ def is_pure_read(sql: str) -> bool:
     Cached: statements are parameterised templates, and the keyword leg's is several kB to scan.
     """
     return _READ_START.match(sql) is not None and _NEEDS_PRIMARY.search(sql) is None
-
-
-def wal_position(text: str | None) -> int:
-    """A WAL position (``'16/B374D848'``) as one comparable number (0 for none)."""
-    if not text:
-        return 0
-    high, _, low = str(text).partition("/")
-    return (int(high, 16) << 32) + int(low or "0", 16)
 
 
 class ReadReplica:
@@ -179,18 +176,20 @@ class ReadReplica:
     def _wrote(self, position: str | None) -> None:
         tenant = current_tenant.get() or ""
         at = wal_position(position)
+        consistency.wrote(at)  # the caller's token (another process reads after it)
         with self._lock:
             if at > self._waiting.get(tenant, 0):
                 self._waiting[tenant] = at
 
     def _needed(self) -> int:
         tenant = current_tenant.get() or ""
+        presented = consistency.required()  # a token another process's write handed on
         with self._lock:
             if not self._waiting:
-                return 0
+                return presented
             if not tenant:
-                return max(self._waiting.values())
-            return max(self._waiting.get(tenant, 0), self._waiting.get("", 0))
+                return max(presented, *self._waiting.values())
+            return max(presented, self._waiting.get(tenant, 0), self._waiting.get("", 0))
 
     def _caught_up(self, conn: PgConnection) -> bool:
         needed = self._needed()

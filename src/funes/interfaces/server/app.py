@@ -34,6 +34,7 @@ from ...errors import (
     Unauthorized,
 )
 from .auth import BodyLimit, KeyAuth, path_scrubber
+from .consistency import Consistency
 from .memory_stores import PREFIX as MEMORY_STORES
 from .memory_stores import anthropic_error, register_memory_store_routes
 
@@ -188,7 +189,9 @@ def create_app(
         app.mount("/ui", StaticFiles(directory=str(ui), html=True), name="ui")
     upload_bytes = int(funes.config.max_file_mb) * 1024 * 1024 + _MULTIPART_SLACK
     return BodyLimit(
-        KeyAuth(app, funes, require_keys=keys_required), json_bytes=JSON_BODY_BYTES, upload_bytes=upload_bytes
+        Consistency(KeyAuth(app, funes, require_keys=keys_required)),
+        json_bytes=JSON_BODY_BYTES,
+        upload_bytes=upload_bytes,
     )
 
 

@@ -38,11 +38,26 @@ function url(path, query) {
   return u.toString();
 }
 
+// Read-your-writes behind a load balancer with a read replica (docs/postgres.md): the furthest
+// Funes-Position a write answered with goes back on every request as Funes-Read-After.
+let position = "";
+
+function positionValue(p) {
+  const [high, low] = p.split("/");
+  return (BigInt(`0x${high}`) << 32n) + BigInt(`0x${low}`);
+}
+
+function notePosition(given) {
+  if (!given || !/^[0-9A-Fa-f]{1,8}\/[0-9A-Fa-f]{1,8}$/.test(given)) return;
+  if (!position || positionValue(given) > positionValue(position)) position = given;
+}
+
 /** Call the API; returns parsed JSON (null for 204) or throws ApiError. */
 export async function api(method, path, { query, body, form } = {}) {
   const headers = { Accept: "application/json" };
   const key = getKey();
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (position) headers["Funes-Read-After"] = position;
   let payload;
   if (form) payload = form;
   else if (body !== undefined) {
@@ -55,6 +70,7 @@ export async function api(method, path, { query, body, form } = {}) {
   } catch (exc) {
     throw new ApiError(0, "network", "The server could not be reached.", "Check that `funes serve` is running.");
   }
+  notePosition(resp.headers.get("Funes-Position"));
   if (resp.status === 204) return null;
   const text = await resp.text();
   let data = null;
