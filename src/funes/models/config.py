@@ -249,6 +249,14 @@ register(
     "Keyword hits ranked this high are kept even when their cosine is under the threshold.",
 )
 register(
+    "name_free_query_weight",
+    0.0,
+    float,
+    "Share of a query's vector taken from the query without the names it holds, so what it asks counts more than "
+    "whom it names (issue 28); 0 searches with the query's own vector.",
+    minimum=0,
+)
+register(
     "vector_floor",
     0.15,
     float,
