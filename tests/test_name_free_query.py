@@ -146,3 +146,57 @@ def test_a_weight_outside_zero_to_one_is_refused_with_what_to_do(tmp_path: Path,
         with pytest.raises(InvalidInput, match="between 0 and 1") as err:
             mem.search("What does Ana eat?")
         assert "funes config set name_free_query_weight" in (err.value.hint or "")
+
+
+@pytest.mark.slow
+def test_with_names_turned_down_a_persons_right_fact_beats_their_other_facts(
+    store_url: str, local_embedder: Any
+) -> None:
+    """Ana's and Bruno's facts; "How should I get in touch with Bruno?" (issue 28's case), on both backends."""
+    found: dict[float, list[str]] = {}
+    for weight in (0.0, 0.3):
+        with funes.open(store_url, embedder=local_embedder, name_free_query_weight=weight) as mem:
+            if weight == 0.0:
+                mem.remember_many([{"content": text} for text in (*ANA, *BRUNO)])
+            found[weight] = [h.memory.content for h in mem.search(CONTACT, limit=3, min_relevance=0)]
+            if weight:
+                for question, answer in (
+                    ("Where does Ana like to sit?", ANA[0]),
+                    ("What diet does Bruno follow?", BRUNO[1]),
+                    ("Which city is Ana's home?", ANA[7]),
+                    ("When should we celebrate Bruno's birthday?", BRUNO[3]),
+                ):
+                    assert mem.search(question, limit=1, min_relevance=0)[0].memory.content == answer, question
+    # The name carries most of the cosine: with the query's own vector Bruno's city comes first.
+    assert found[0.0][0] == "Bruno lives in Montreal."
+    assert found[0.3][0] == BRUNO[2]
+
+
+# A LoCoMo-like conversation: every turn starts with its speaker's name, and each question names one of them.
+CONVERSATION = (
+    ("Maria: Hey John, it's been a while. My grandma passed away last week and it has been really hard.",),
+    ("John: Wow, Maria! How did she end up there, and how does she stay so positive?",
+     "Maria: She went through a divorce, lost her job and ended up homeless, yet she still believes in kindness.",
+     "John: It's inspiring to see someone stay hopeful when life gets hard."),
+    ("Maria: Hey John! Yesterday I gave my old car to the homeless shelter where I volunteer.",
+     "John: Hi Maria! I've been meeting people to get their input on my campaign."),
+    ("John: The boot camp group keeps cheering each other on.",
+     "Maria: That's great support, John! My mom and I cooked dinner together last night."),
+    ("John: Last week my kids and I visited a military memorial, and it was a moving experience.",),
+)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_question_naming_one_of_two_speakers_finds_that_speakers_turn(tmp_path: Path, local_embedder: Any) -> None:
+    with funes.open(str(tmp_path / "talk.db"), embedder=local_embedder, name_free_query_weight=0.3) as mem:
+        for n, turns in enumerate(CONVERSATION):
+            session = mem.session(f"day-{n}", title=f"day {n}")
+            for turn in turns:
+                session.add_message("user" if turn.startswith("Maria") else "assistant", turn)
+        for question, answer in (
+            ("When did Maria's grandmother pass away?", CONVERSATION[0][0]),
+            ("When did Maria donate her car?", CONVERSATION[2][0]),
+            ("What did Maria and her mom do together?", CONVERSATION[3][1]),
+            ("What did John do with his kids last week?", CONVERSATION[4][0]),
+        ):
+            assert mem.search(question, limit=1, min_relevance=0)[0].memory.content == answer, question
