@@ -252,8 +252,8 @@ register(
     "name_free_query_weight",
     0.0,
     float,
-    "Share of a query's vector taken from the query without the names it holds, so what it asks counts more than "
-    "whom it names (issue 28); 0 searches with the query's own vector.",
+    "Share of a query's vector taken from the query without its names, so what it asks counts more than whom it "
+    "names; 0 (default) is the query's own vector, 0.3 ranks better but lowers the relevance shown (docs/benchmarks.md).",
     minimum=0,
 )
 register(
