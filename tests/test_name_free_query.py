@@ -200,3 +200,28 @@ def test_a_question_naming_one_of_two_speakers_finds_that_speakers_turn(tmp_path
             ("What did John do with his kids last week?", CONVERSATION[4][0]),
         ):
             assert mem.search(question, limit=1, min_relevance=0)[0].memory.content == answer, question
+
+
+@pytest.mark.slow
+def test_context_tools_and_rest_search_with_the_same_vector(tmp_path: Path, local_embedder: Any) -> None:
+    """Every shell goes through the one search: the contact preference leads in context, the tool and REST."""
+    from fastapi.testclient import TestClient
+
+    from funes.interfaces.server import create_app
+
+    with funes.open(str(tmp_path / "shells.db"), embedder=local_embedder, name_free_query_weight=0.3) as mem:
+        mem.remember_many([{"content": text} for text in (*ANA, *BRUNO)])
+        system = mem.session("ask").build_context(CONTACT).system
+        assert BRUNO[2] in system
+        assert system.index(BRUNO[2]) < system.index("Bruno lives in Montreal.")
+        tool = mem.execute_tool("search_memories", {"query": CONTACT})
+        assert tool.data["results"][0]["content"] == BRUNO[2]
+        team = mem.config.tenant
+        key = mem.keys.create(team, "read")[0]
+        with TestClient(create_app(mem)) as client:
+            body = client.get(
+                f"/v1/teams/{team}/memories/search",
+                params={"q": CONTACT, "limit": 3},
+                headers={"Authorization": f"Bearer {key}"},
+            ).json()
+        assert body["hits"][0]["memory"]["content"] == BRUNO[2]
