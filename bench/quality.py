@@ -338,7 +338,7 @@ def floor_table(
 
 
 def tenant_isolation(
-    embedder: CachingEmbedder, sample: dict[str, Any], shared: list[Ranked], path: Path
+    embedder: CachingEmbedder, sample: dict[str, Any], shared: list[Ranked], path: Path, **settings: Any
 ) -> dict[str, float]:
     """How much the other tenants move one tenant's ranking: its questions in a store of its own vs the shared store.
 
@@ -347,7 +347,7 @@ def tenant_isolation(
     """
     import funes
 
-    with funes.open(str(path), embedder=embedder) as mem:
+    with funes.open(str(path), embedder=embedder, **settings) as mem:  # the run's --set settings too
         conv = ingest_locomo(mem, sample)
         alone = [search(mem, q.text, conv.tenant, conv.record_to_dia, 10, as_of(conv)) for q in conv.questions]
     together = [r for r in shared if r.group == conv.tenant]
@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
                         )
                 if len(samples) > 1:
                     report["tenant_isolation"] = tenant_isolation(
-                        embedder, samples[0], lo["methods"]["funes"], Path(tmp) / "alone.db"
+                        embedder, samples[0], lo["methods"]["funes"], Path(tmp) / "alone.db", **settings
                     )
                 if args.dump:
                     dumped["locomo"] = {"methods": dict(lo["methods"]), "noise": lo["noise"], "foreign": lo["foreign"]}

@@ -33,6 +33,7 @@ from ..store import Store
 from .dates import DateWindow, find_dates
 from .embedding import Embedding, windowed
 from .judging import ordered_hits
+from .query_names import query_vector
 from .ranking import RankSettings, query_terms, rank_scored
 from .relevance import CALIBRATED_MODELS, named_terms, signal_judge
 from .windows import Window, long_enough, passage
@@ -120,7 +121,7 @@ class HybridSearch:
         fields: dict[str, RankFields] = {}
         try:
             try:
-                vector = self.embedding.embed_query(query)
+                vector = query_vector(self.embedding, query, float(self.config.name_free_query_weight))
                 vector_leg = getattr(self.store, "vector_leg", None)  # PostgreSQL: rank fields in the same trip
                 if vector_leg is not None:
                     nearest, fields = vector_leg(vector, filters, k=candidates, now=now)

@@ -249,6 +249,14 @@ register(
     "Keyword hits ranked this high are kept even when their cosine is under the threshold.",
 )
 register(
+    "name_free_query_weight",
+    0.0,
+    float,
+    "Share of a query's vector taken from the query without its names, so what it asks counts more than whom it "
+    "names; 0 (default) is the query's own vector, 0.3 ranks better but lowers the relevance shown (docs/benchmarks.md).",
+    minimum=0,
+)
+register(
     "vector_floor",
     0.15,
     float,
