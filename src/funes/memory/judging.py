@@ -149,7 +149,7 @@ def _bounded(
         found = _first(((j, j.relevance) for j in _answered(judged, keys, turns)), limit)
         least = found[-1][1] if len(found) == limit else -1.0  # the relevance the last hit shows
         # Under the bar by more than rounding: never shown above the last hit (ties would need the judge).
-        take = sum(1 for n in pending[done:] if most[n] >= least - 1e-12)
+        take = next((k for k, n in enumerate(pending[done:]) if most[n] < least - 1e-12), len(pending) - done)
         if take == 0:
             return [j.hit(relevance) for j, relevance in found]
 
