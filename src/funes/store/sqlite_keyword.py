@@ -27,6 +27,7 @@ they run.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -219,7 +220,7 @@ class KeywordSearch:
         while True:
             params: list[Any] = [match, scan_cap, step, offset]
             on = ["m.rowid = f.rowid", *self._where(filters, now, params)]  # type: ignore[attr-defined]
-            rows = conn.execute(
+            cursor = conn.execute(
                 # Innermost: the newest scan_cap matches, scored. Then: their count, and one chunk
                 # of them, best first (ties newest first). Outermost: each one's record, NULL
                 # when it fails the filters.
@@ -230,23 +231,30 @@ class KeywordSearch:
                 "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
                 f"LEFT JOIN memories m NOT INDEXED ON {' AND '.join(on)} ORDER BY f.score, f.rowid DESC",
                 params,
-            ).fetchall()
-            if not rows:
-                return out
-            capped = rows[0][1] >= scan_cap
-            if capped and not over_cap:
-                return None  # the cap counts passing rows: the one-statement plan must decide which
-            for score, _, memory_id, *rest in rows:
-                if memory_id is not None:
-                    out.append((memory_id, -float(score)))
-                    if read is not None:
-                        judged[memory_id], fields[memory_id] = to_candidate((memory_id, *rest))  # type: ignore[index]
-                    elif fields is not None:
-                        fields[memory_id] = to_rank_fields((memory_id, *rest))
-                    if len(out) == limit:
-                        return out
+            )
+            # The chunk is ranked by the first row; the records of the rows after the limit-th passing one are
+            # neither joined nor converted (the cursor stops there).
+            try:
+                first = cursor.fetchone()
+                if first is None:
+                    return out
+                matches = first[1]
+                capped = matches >= scan_cap
+                if capped and not over_cap:
+                    return None  # the cap counts passing rows: the one-statement plan must decide which
+                for score, _, memory_id, *rest in itertools.chain((first,), cursor):
+                    if memory_id is not None:
+                        out.append((memory_id, -float(score)))
+                        if read is not None:
+                            judged[memory_id], fields[memory_id] = to_candidate((memory_id, *rest))  # type: ignore[index]
+                        elif fields is not None:
+                            fields[memory_id] = to_rank_fields((memory_id, *rest))
+                        if len(out) == limit:
+                            return out
+            finally:
+                cursor.close()
             offset += step
-            if offset >= rows[0][1]:
+            if offset >= matches:
                 return None if capped else out
             step *= 4  # a filter that rejects many: fewer, larger chunks (each ranks the matches again)
 
