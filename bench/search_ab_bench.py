@@ -15,7 +15,9 @@ the tenant's vectors, timed in a third process in the same blocks, is a
 second baseline, as in store_bench. Prints p50/p95/p99 of each side, their ratios, the
 process CPU time per search (both threads; less sensitive to other load), and
 whether every query returned the same hits with the same scores, relevance
-and signals on both sides.
+and signals on both sides. ``--serial`` runs each side's keyword leg in the
+calling thread: the CPU time per search is then the sum of both legs' work,
+not blurred by the two threads' contention on a busy machine.
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ def child(args: argparse.Namespace) -> None:
     data = np.load(args.queries_file)
     texts, vectors = [str(t) for t in data["texts"]], data["vectors"]
     svc = open_funes(args.store, embedder=LocalEmbedder(query_threads=1), query_threads=1, **scale_phases.RETENTION_OFF)
+    if args.serial:
+        from concurrent.futures import Future
+
+        class Inline:
+            """The keyword leg's worker, run in the calling thread."""
+
+            def submit(self, fn: Any, *fn_args: Any) -> Future[Any]:
+                done: Future[Any] = Future()
+                done.set_result(fn(*fn_args))
+                return done
+
+        svc.core.hybrid._worker = Inline
     now = datetime.fromisoformat(str(data["now"])).astimezone(UTC)
     filters = SearchFilters(tenant=args.tenant)
     matrix = None
@@ -93,6 +107,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300, help="Timed queries (each side runs all of them).")
     parser.add_argument("--block", type=int, default=20, help="Queries per block; blocks alternate sides.")
     parser.add_argument("--warm", type=int, default=20, help="Untimed queries each side runs first.")
+    parser.add_argument("--serial", action="store_true", help="Run the keyword leg in the calling thread.")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--queries-file", help=argparse.SUPPRESS)
     parser.add_argument("--numpy", action="store_true", help=argparse.SUPPRESS)
@@ -124,6 +139,7 @@ def main() -> None:
     for name, src in (("before", args.before), ("after", args.after), ("numpy", args.after)):
         cmd = [sys.executable, __file__, "--child", src, "--store", args.store, "--tenant", args.tenant]
         cmd += ["--queries-file", queries] + (["--numpy"] if name == "numpy" else [])
+        cmd += ["--serial"] if args.serial else []
         env = {**os.environ, "PYTHONPATH": src}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert proc.stdout is not None

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -44,6 +45,7 @@ from funes.memory.relevance import (
     question_share,
     relevance,
     signal_dict,
+    signal_judge,
 )
 from funes.memory.turns import place
 from funes.models import SearchHit, utcnow
@@ -220,3 +222,52 @@ def test_a_candidate_explains_itself_once_with_what_judging_read() -> None:
         )
         assert sum(explanation.contributions.values()) == explanation.fused
         assert explanation.score == pytest.approx(explanation.fused * math.prod(explanation.boosts.values()))
+
+
+class _Fused:
+    """What judging reads of a fused candidate."""
+
+    def __init__(self, keyword_score: float | None, vector_similarity: float | None, boosts: dict[str, float]) -> None:
+        self.keyword_score, self.vector_similarity, self.boosts = keyword_score, vector_similarity, boosts
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    terms=st.lists(st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys"]), max_size=4, unique=True),
+    text=_text,
+    counts=st.lists(st.integers(0, 1000), min_size=6, max_size=6),
+    cosine=st.one_of(st.floats(-1.0, 1.0, allow_nan=False), st.none()),
+    bm25=st.one_of(st.none(), st.floats(0.0, 40.0, allow_nan=False)),
+    boosts=st.lists(st.floats(0.5, 2.0, allow_nan=False), max_size=4),
+    has_vector=st.booleans(),
+    seen=st.lists(st.booleans(), min_size=4, max_size=4),
+)
+def test_a_candidates_bound_is_never_under_the_relevance_it_shows(
+    terms: list[str],
+    text: str,
+    counts: list[int],
+    cosine: float | None,
+    bm25: float | None,
+    boosts: list[float],
+    has_vector: bool,
+    seen: list[bool],
+) -> None:
+    """Ordering skips a candidate on its bound: the bound holds whatever the record's text (coverage, questions)."""
+    present = {t for t, s in zip(terms, seen, strict=False) if s}
+    judge = signal_judge(
+        terms, 1000, dict(zip(terms, counts, strict=False)), has_vector=has_vector, present=present, names={"acme"}
+    )
+    fused = _Fused(bm25, cosine, dict(zip(("project", "importance", "recency", "date"), boosts, strict=False)))
+    for record in (text, " ".join(terms), " ".join(terms) + "?", ""):
+        memory = SimpleNamespace(title=None, content=record)
+        assert judge(fused, memory)[0] <= judge.bound(fused)
+
+
+def test_the_bound_is_what_a_text_holding_every_term_shows() -> None:
+    """Tight where the text takes the best end of both text signals: not a bound far above every candidate."""
+    terms = ["invoice", "vendor"]
+    judge = signal_judge(terms, 1000, {"invoice": 3, "vendor": 40}, has_vector=True)
+    for cosine in (0.05, 0.2, 0.4):
+        fused = _Fused(5.0, cosine, {"importance": 1.1, "recency": 1.05})
+        shown = judge(fused, SimpleNamespace(title=None, content="The vendor sent the invoice."))[0]
+        assert shown <= judge.bound(fused) <= shown + 1e-8

@@ -35,6 +35,16 @@ ANSWERED = (  # a stored question and the turn that answers it: the answer is or
     ("Which invoice is overdue?", "Invoice 4471 from the hosting vendor, by two weeks."),
 )
 QUESTIONS = tuple(q for q, _ in ANSWERED)
+SENTENCES = (  # long notes of these get passage windows: a hit explains the sentence that matched best
+    "The billing service moves to the eu region after the audit.",
+    "Invoice 4471 is still unpaid and the vendor has called twice.",
+    "Maria asked for a window seat on the flight to Lisbon.",
+    "The database backup now runs at two in the morning.",
+    "Security training is part of onboarding from next quarter.",
+    "Latency alerts go to the on-call engineer first.",
+    "The Acme contract has a sixty day notice period.",
+    "Thursday's budget review needs the hosting figures.",
+)
 
 
 def _fill(mem: funes.Funes, seed: int) -> None:
@@ -43,6 +53,8 @@ def _fill(mem: funes.Funes, seed: int) -> None:
     mem.remember_many(texts[:200])
     for n, text in enumerate(texts[200:]):
         mem.remember(text, title=f"Runbook {n}: {rng.choice(TITLED)}", importance=rng.random())
+    for n in range(6):  # long notes: their windows are further vectors (and the vector count a partial record reads)
+        mem.remember(" ".join(rng.sample(SENTENCES, 8) * 2), title=f"Handbook {n}")
     for s in range(16):  # chats: questions with their answers, some long answers stored in parts
         question, answer = ANSWERED[s % len(ANSWERED)]
         filler = f" {rng.choice(TOPICS)}." * (2 + 60 * (s % 3 == 0))
@@ -81,6 +93,7 @@ def test_the_real_model_ranks_alike_from_partial_records(real_mem: funes.Funes) 
     queries, at = _queries(2), utcnow()
     partial = _answers(real_mem, queries, at) + _answers(real_mem, queries[:12], at, limit=3, context_turns=0)
     assert sum(len(hits) for hits in partial) > 300
+    assert any(h[4].get("passage") for hits in partial for h in hits)  # windows matched, and were explained
     _whole_records_for_every_candidate(real_mem)
     whole = _answers(real_mem, queries, at) + _answers(real_mem, queries[:12], at, limit=3, context_turns=0)
     assert whole == partial

@@ -45,18 +45,21 @@ class Candidate(Judged, Protocol):
 
 # (relevance shown, signals, calibrated probability): funes.memory.relevance.signal_judge's answer.
 Judge = Callable[[Candidate, Memory | JudgedRecord], tuple[float, SignalValues, float]]
+# A candidate's relevance bound, never under what the judge shows for it (funes.memory.relevance.SignalJudge.bound).
+Bound = Callable[[Candidate], float]
 
 
 class _Judged:
     """One judged candidate, before it is explained."""
 
-    __slots__ = ("answers", "calibrated", "memory", "question", "relevance", "scored", "signals")
+    __slots__ = ("answers", "calibrated", "memory", "own", "question", "relevance", "scored", "signals")
 
     def __init__(
         self, scored: Candidate, memory: Memory | JudgedRecord, judged: tuple[float, SignalValues, float]
     ) -> None:
         self.scored, self.memory = scored, memory
         self.relevance, self.signals, self.calibrated = judged
+        self.own = self.relevance  # before an answer is raised to its question's
         # As the signals dict reads it back: ``float(signals.get("question") or 0.0)``.
         self.question = float(self.signals[3] or 0.0)
         self.answers: float | None = None  # the relevance of the question this turn answers
@@ -86,6 +89,9 @@ def ordered_hits(
     """
     # A candidate deleted between the two reads has no record: left out.
     present = [(s, memory) for s in scored if (memory := records.get(s.id)) is not None]
+    bound: Bound | None = getattr(judge, "bound", None)
+    if calibrated and bound is not None and limit < len(present):
+        return _bounded(present, judge, bound, limit)
     if calibrated:
         judged = [_Judged(s, memory, judge(s, memory)) for s, memory in present]
         order: Iterable[tuple[_Judged, float]] = ((j, j.relevance) for j in answers_first(judged))
@@ -93,7 +99,12 @@ def ordered_hits(
         # The fused score orders: candidates are judged in that order until ``limit`` hits are found.
         present.sort(key=lambda p: (-p[0].score, p[1].id))
         order = monotone(_Judged(s, memory, judge(s, memory)) for s, memory in present)
-    hits: list[SearchHit] = []
+    return [j.hit(relevance) for j, relevance in _first(order, limit)]
+
+
+def _first(order: Iterable[tuple[_Judged, float]], limit: int) -> list[tuple[_Judged, float]]:
+    """The first ``limit`` of the ordered candidates, one per chat message (its best part)."""
+    out: list[tuple[_Judged, float]] = []
     seen: set[str] = set()
     for candidate, relevance in order:
         message = _message_of(candidate.memory)
@@ -101,10 +112,64 @@ def ordered_hits(
             if message in seen:
                 continue  # a long message's better part is already a hit: one message, one hit
             seen.add(message)
-        hits.append(candidate.hit(relevance))
-        if len(hits) == limit:
+        out.append((candidate, relevance))
+        if len(out) == limit:
             break
-    return hits
+    return out
+
+
+def _bounded(
+    present: list[tuple[Candidate, Memory | JudgedRecord]], judge: Judge, bound: Bound, limit: int
+) -> list[SearchHit]:
+    """:func:`answers_first`'s first ``limit`` hits, judging only the candidates that could be among them.
+
+    A candidate's relevance is at most its ``bound`` (read without its text)
+    or, for the turn after a stored question, that question's bound (an
+    answer shows its question's relevance). Candidates are judged best bound
+    first until the ``limit``-th hit of those judged shows more than every
+    bound left: the rest would order after it, and raising an answer to an
+    unjudged question's relevance moves only turns below it. The same hits,
+    order and numbers as judging every candidate.
+    """
+    keys = [place(memory) for _, memory in present]
+    turns = {key: n for n, key in enumerate(keys) if key is not None}  # the last candidate of each turn
+    most = [bound(s) for s, _ in present]
+    for n, key in enumerate(keys):  # the turn after a question may show the question's relevance
+        at = turns.get((key[0], key[1] + 1)) if key is not None else None
+        if at is not None and most[at] < most[n]:
+            most[at] = most[n]
+    pending = sorted(range(len(present)), key=lambda n: -most[n])
+    judged: dict[int, _Judged] = {}
+    done, take = 0, limit
+    while True:
+        for n in pending[done : done + take]:
+            s, memory = present[n]
+            judged[n] = _Judged(s, memory, judge(s, memory))
+        done += take
+        found = _first(((j, j.relevance) for j in _answered(judged, keys, turns)), limit)
+        least = found[-1][1] if len(found) == limit else -1.0  # the relevance the last hit shows
+        # Under the bar by more than rounding: never shown above the last hit (ties would need the judge).
+        take = next((k for k, n in enumerate(pending[done:]) if most[n] < least - 1e-12), len(pending) - done)
+        if take == 0:
+            return [j.hit(relevance) for j, relevance in found]
+
+
+def _answered(
+    judged: dict[int, _Judged], keys: list[tuple[str, int] | None], turns: dict[tuple[str, int], int]
+) -> list[_Judged]:
+    """:func:`answers_first` of the judged candidates (by their place among all), each answer raised afresh."""
+    for j in judged.values():
+        j.answers = None
+        j.relevance = j.own
+    for n in sorted(judged):
+        j, key = judged[n], keys[n]
+        if key is None or j.question < 0.5:
+            continue
+        answer = judged.get(turns.get((key[0], key[1] + 1), -1))
+        if answer is None or answer.question >= 0.5 or answer.relevance >= j.own:
+            continue
+        answer.relevance = answer.answers = j.own
+    return sorted(judged.values(), key=lambda j: (-j.relevance, j.question, -j.scored.score, j.memory.id))
 
 
 def answers_first(judged: list[_Judged]) -> list[_Judged]:

@@ -120,57 +120,48 @@ class Scored:
     The explanation is made when first read: search judges every candidate
     from the fields it reads here (``keyword_score``, ``vector_similarity``,
     ``boosts``, as an :class:`~funes.models.Explanation` names them) but
-    explains only the hits it returns.
+    explains only the hits it returns. What only the explanation reads (ranks,
+    contributions, dates) stays in the ``ranked`` lists of the whole search,
+    shared by its candidates.
     """
 
-    __slots__ = (
-        "_dates",
-        "_explanation",
-        "_fused",
-        "_parts",
-        "_ranks",
-        "boosts",
-        "id",
-        "keyword_score",
-        "score",
-        "vector_similarity",
-    )
+    __slots__ = ("_explanation", "_fused", "_ranked", "boosts", "id", "keyword_score", "score", "vector_similarity")
 
     def __init__(
         self,
         id: str,
         score: float,
-        *,
-        keyword_rank: int | None,
         keyword_score: float | None,
-        vector_rank: int | None,
         vector_similarity: float | None,
         fused: float,
         boosts: dict[str, float],
-        contributions: dict[str, float],
-        dates: tuple[dict[str, Any], ...],
+        ranked: Ranked,
     ) -> None:
         self.id, self.score, self.keyword_score, self.vector_similarity = id, score, keyword_score, vector_similarity
-        self.boosts, self._fused, self._parts, self._dates = boosts, fused, contributions, dates
-        self._ranks = (keyword_rank, vector_rank)
+        self.boosts, self._fused, self._ranked = boosts, fused, ranked
         self._explanation: Explanation | None = None
 
     @property
     def explanation(self) -> Explanation:
         """Per-signal explanation of the score (made once, on first read)."""
         if self._explanation is None:
+            keyword_rank, vector_rank, contributions, dates = self._ranked
             self._explanation = Explanation(
-                keyword_rank=self._ranks[0],
+                keyword_rank=keyword_rank.get(self.id),
                 keyword_score=self.keyword_score,
-                vector_rank=self._ranks[1],
+                vector_rank=vector_rank.get(self.id),
                 vector_similarity=self.vector_similarity,
                 fused=self._fused,
                 boosts=self.boosts,
-                contributions=self._parts,
+                contributions=contributions[self.id],
                 score=self.score,
-                dates=self._dates,
+                dates=dates,
             )
         return self._explanation
+
+
+# One search's ranks of each leg, each candidate's contributions and the query's dates: what explanations read.
+Ranked = tuple[Mapping[str, int], Mapping[str, int], Mapping[str, dict[str, float]], tuple[dict[str, Any], ...]]
 
 
 @dataclass(frozen=True)
@@ -395,19 +386,9 @@ def rank_scored(
             score *= factor
         kept.append((score, memory_id, fused, sim, boosts))
     kept.sort(key=lambda h: (-h[0], h[1]))
+    ranked: Ranked = (kw_rank, vec_rank, parts, dates)
     return [
-        Scored(
-            memory_id,
-            score,
-            keyword_rank=kw_rank.get(memory_id),
-            keyword_score=kw_score.get(memory_id),
-            vector_rank=vec_rank.get(memory_id),
-            vector_similarity=sim,
-            fused=fused,
-            boosts=boosts,
-            contributions=parts[memory_id],
-            dates=dates,
-        )
+        Scored(memory_id, score, kw_score.get(memory_id), sim, fused, boosts, ranked)
         for score, memory_id, fused, sim, boosts in kept[:limit]
     ]
 

@@ -251,7 +251,7 @@ def signal_judge(
     has_vector: bool,
     present: Set[str] | None = None,
     names: Set[str] = frozenset(),
-) -> Callable[[Judged, Memory | JudgedRecord], tuple[float, SignalValues, float]]:
+) -> SignalJudge:
     """A function judging one hit for one query: (relevance shown, signal values, calibrated probability).
 
     ``terms`` are the query's keyword terms; ``total`` and ``counts`` the
@@ -261,26 +261,69 @@ def signal_judge(
     Without a query vector (keyword-only search) the keyword model is used.
     Search judges every candidate but explains only the hits it returns
     (:mod:`funes.memory.judging`); :func:`signal_dict` makes an explanation's signals.
+    Its :meth:`~SignalJudge.bound` says, without reading the record, the most
+    relevance a candidate can show (ordering skips those that cannot reach the hits returned).
     """
     weights = {t: idf(total, counts.get(t, 0)) for t in terms}
-    idfs = list(weights.values())
-    covered = _prepared_coverage(terms, weights)
     absent = 0.0 if present is None else absent_share(terms, present, weights)
     absent_name = float(present is not None and any(t in names and t not in present for t in terms))
+    return SignalJudge(list(weights.values()), _prepared_coverage(terms, weights), has_vector, absent, absent_name)
 
-    def judge(explanation: Judged, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
+
+# Added to a bound's logit: far above the rounding of the model's sum (about 1e-13), far below a relevance step
+# that matters. The bound is an upper bound of the computed double, not only of the real number.
+_BOUND_MARGIN = 1e-9
+
+
+class SignalJudge:
+    """One query's judge (:func:`signal_judge`): call it on a candidate and its record; ``bound`` it without the record."""
+
+    __slots__ = ("_absent", "_absent_name", "_covered", "_has_vector", "_idfs")
+
+    def __init__(
+        self, idfs: list[float], covered: Callable[[str], float], has_vector: bool, absent: float, absent_name: float
+    ) -> None:
+        self._idfs, self._covered, self._has_vector = idfs, covered, has_vector
+        self._absent, self._absent_name = absent, absent_name
+
+    def __call__(self, explanation: Judged, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
         values = (
-            explanation.vector_similarity if has_vector else None,
-            keyword_signal(explanation.keyword_score, idfs),
-            covered(f"{memory.title or ''} {memory.content}"),
+            explanation.vector_similarity if self._has_vector else None,
+            keyword_signal(explanation.keyword_score, self._idfs),
+            self._covered(f"{memory.title or ''} {memory.content}"),
             question_share(memory.content),
-            absent,
-            absent_name,
+            self._absent,
+            self._absent_name,
         )
         calibrated = _probability(*values)
         return boosted(calibrated, explanation.boosts), values, calibrated
 
-    return judge
+    def bound(self, explanation: Judged) -> float:
+        """At least the relevance :meth:`__call__` shows for this candidate, whatever its record's text.
+
+        Coverage and question share are the only signals read from the text;
+        each is taken at whichever end of [0, 1] adds more to the logit (the
+        model is linear in both, given the cosine), plus ``_BOUND_MARGIN``.
+        """
+        keyword = keyword_signal(explanation.keyword_score, self._idfs)
+        absent, absent_name = self._absent, self._absent_name
+        if not self._has_vector:
+            k = KEYWORD_COEFFICIENTS  # keyword_feature_vector's order: keyword, coverage, absent, absent_name
+            x = KEYWORD_INTERCEPT + k[0] * keyword + max(0.0, k[1]) + k[2] * absent + k[3] * absent_name
+        else:
+            cos = max(0.0, explanation.vector_similarity or 0.0)
+            x = (
+                INTERCEPT
+                + _C[0] * cos
+                + _C[1] * (cos * cos)
+                + _C[2] * keyword
+                + max(0.0, _C[3] + _C[8] * cos)  # coverage, with its product with the cosine
+                + max(0.0, _C[4])  # question share
+                + _C[5] * absent
+                + _C[6] * absent_name
+                + _C[7] * math.sqrt(max(0.0, keyword))
+            )
+        return boosted(_sigmoid(x + _BOUND_MARGIN), explanation.boosts)
 
 
 # A hit's signals in :class:`Signals`' field order (``Signals(*values)``): what judging keeps of every candidate.
@@ -412,6 +455,7 @@ __all__ = [
     "COEFFICIENTS",
     "FEATURES",
     "INTERCEPT",
+    "SignalJudge",
     "SignalValues",
     "Signals",
     "boosted",

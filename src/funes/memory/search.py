@@ -100,11 +100,14 @@ class HybridSearch:
             if one_trip is not None:
                 return (*one_trip(terms, filters, **scan), {})  # type: ignore[no-any-return]
             fields: dict[str, RankFields] = {}
-            found = self.store.keyword_search(terms, filters, fields=fields, **scan)
+            judged: dict[str, JudgedRecord] = {}
+            if partial is not None:  # SQLite: the hits' partial records, read with them, beside the vector leg
+                found = self.store.keyword_search(terms, filters, fields=fields, judged=judged, **scan)  # type: ignore[call-arg]
+                judged.update(partial([i for i, _ in found if i not in judged], fields))  # a plan that read none
+            else:
+                found = self.store.keyword_search(terms, filters, fields=fields, **scan)
             stats = self.store.term_stats(terms)
             vectors = self.store.vectors_for([i for i, _ in found])
-            # SQLite: the hits' partial records (and rank fields) are read here, beside the vector leg.
-            judged = partial([i for i, _ in found], fields) if partial is not None else {}
             return found, fields, stats, vectors, None, judged
 
         worker = self._worker()
@@ -202,7 +205,8 @@ class HybridSearch:
         if both is not None and partial is None:
             return both(ids, vector)  # type: ignore[no-any-return]
         records = {**read, **(partial or self.store.get_many)([i for i in ids if i not in read])}
-        long = [i for i, m in records.items() if self._windowed(m) is not None]
+        # A record of one stored vector has no windows (a partial record says how many it has): no layout to work out.
+        long = [i for i, m in records.items() if _several(m) and self._windowed(m) is not None]
         missing = [i for i in long if i not in stored]
         vectors = {**stored, **(self.store.vectors_for(missing) if missing else {})}
         return records, {i: np.vstack(vectors[i]) @ vector for i in long if len(vectors.get(i, [])) > 1}
@@ -242,6 +246,12 @@ class HybridSearch:
             matched = passage(found[1], found[0], part, float(cos[part]))
             out.append(replace(hit, explanation=replace(hit.explanation, passage=matched)) if matched else hit)
         return out
+
+
+def _several(memory: Memory | JudgedRecord) -> bool:
+    """Whether a record may have several stored vectors (a partial record knows; a whole one may)."""
+    count = getattr(memory, "vectors", None)
+    return count is None or count > 1
 
 
 def rank_settings(

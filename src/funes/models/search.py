@@ -50,6 +50,9 @@ class JudgedRecord(NamedTuple):
     author: str
     created_at: datetime
     updated_at: datetime
+    # How many vectors the store holds for it (its text's parts, then its passage windows): a record of one
+    # has no windows, so search skips working out its layout. None: not read.
+    vectors: int | None = None
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ they run.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +36,16 @@ from typing import Any
 
 from ..models import JudgedRecord, RankFields, SearchFilters, to_epoch
 from .sqlite_cjk import cjk_runs, merge_hits
-from .sqlite_rows import JUDGE_COLUMNS, RANK_COLUMNS, rows_by_id, tenant_token, to_judged, to_rank_fields
+from .sqlite_rows import (
+    JUDGE_COLUMNS,
+    RANK_COLUMNS,
+    candidate_columns,
+    rows_by_id,
+    tenant_token,
+    to_candidate,
+    to_judged,
+    to_rank_fields,
+)
 
 _STATS_TTL = 120.0  # seconds a planning statistic is trusted where no store generation is at hand (PostgreSQL)
 _STATS_GROWTH = 0.01  # share of new rows after which a cached term count is counted again
@@ -66,13 +76,22 @@ class KeywordSearch:
         now: datetime | None = None,
         common_ratio: float = 0.1,
         fields: dict[str, RankFields] | None = None,
+        judged: dict[str, JudgedRecord] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text.
 
-        ``fields``, when given, receives the rank fields of the hits whose records the plan read anyway.
+        ``fields``, when given, receives the rank fields of the hits whose records the plan read anyway, and
+        ``judged`` (with ``fields``) their partial records (:meth:`judge_records`), read in the same statement.
         """
         words = self._word_search(
-            terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio, fields=fields
+            terms,
+            filters,
+            limit=limit,
+            scan_cap=scan_cap,
+            now=now,
+            common_ratio=common_ratio,
+            fields=fields,
+            judged=judged,
         )
         if not cjk_runs(terms):
             return words
@@ -89,6 +108,7 @@ class KeywordSearch:
         now: datetime | None,
         common_ratio: float,
         fields: dict[str, RankFields] | None = None,
+        judged: dict[str, JudgedRecord] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the matches of the query's informative terms, best ``limit`` first.
 
@@ -137,7 +157,16 @@ class KeywordSearch:
         # rather than passing ones, and when fewer than ``limit`` of them pass
         # the filters, the one-statement plan below decides instead.
         found = self._best_passing(
-            conn, match, filters, now, limit, scan_cap, over_cap=matches >= scan_cap, fields=fields, bound=bound
+            conn,
+            match,
+            filters,
+            now,
+            limit,
+            scan_cap,
+            over_cap=matches >= scan_cap,
+            fields=fields,
+            judged=judged,
+            bound=bound,
         )
         if found is not None:
             return found
@@ -166,6 +195,7 @@ class KeywordSearch:
         *,
         over_cap: bool = False,
         fields: dict[str, RankFields] | None = None,
+        judged: dict[str, JudgedRecord] | None = None,
         bound: str = "",
     ) -> list[tuple[str, float]] | None:
         """The ``limit`` best-scored of the newest ``scan_cap`` matches that pass the filters, or None.
@@ -184,35 +214,47 @@ class KeywordSearch:
         # are checked by rowid (NOT INDEXED: never a walk of the tenant index).
         out: list[tuple[str, float]] = []
         step, offset = max(2 * limit, 64), 0
+        # Search's keyword leg reads what judging reads of its hits here too: the rows are joined anyway.
+        read = candidate_columns("m") if judged is not None and fields is not None else None
+        columns = read or ", ".join("m." + c for c in RANK_COLUMNS)
         while True:
             params: list[Any] = [match, scan_cap, step, offset]
             on = ["m.rowid = f.rowid", *self._where(filters, now, params)]  # type: ignore[attr-defined]
-            rows = conn.execute(
+            cursor = conn.execute(
                 # Innermost: the newest scan_cap matches, scored. Then: their count, and one chunk
                 # of them, best first (ties newest first). Outermost: each one's record, NULL
                 # when it fails the filters.
-                f"SELECT f.score, f.matches, {', '.join('m.' + c for c in RANK_COLUMNS)} FROM "
+                f"SELECT f.score, f.matches, {columns} FROM "
                 "(SELECT rowid, score, count(*) OVER () AS matches FROM "
                 "(SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score FROM memories_fts "
                 f"WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?) "
                 "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
                 f"LEFT JOIN memories m NOT INDEXED ON {' AND '.join(on)} ORDER BY f.score, f.rowid DESC",
                 params,
-            ).fetchall()
-            if not rows:
-                return out
-            capped = rows[0][1] >= scan_cap
-            if capped and not over_cap:
-                return None  # the cap counts passing rows: the one-statement plan must decide which
-            for score, _, memory_id, *rest in rows:
-                if memory_id is not None:
-                    out.append((memory_id, -float(score)))
-                    if fields is not None:
-                        fields[memory_id] = to_rank_fields((memory_id, *rest))
-                    if len(out) == limit:
-                        return out
+            )
+            # The chunk is ranked by the first row; the records of the rows after the limit-th passing one are
+            # neither joined nor converted (the cursor stops there).
+            try:
+                first = cursor.fetchone()
+                if first is None:
+                    return out
+                matches = first[1]
+                capped = matches >= scan_cap
+                if capped and not over_cap:
+                    return None  # the cap counts passing rows: the one-statement plan must decide which
+                for score, _, memory_id, *rest in itertools.chain((first,), cursor):
+                    if memory_id is not None:
+                        out.append((memory_id, -float(score)))
+                        if read is not None:
+                            judged[memory_id], fields[memory_id] = to_candidate((memory_id, *rest))  # type: ignore[index]
+                        elif fields is not None:
+                            fields[memory_id] = to_rank_fields((memory_id, *rest))
+                        if len(out) == limit:
+                            return out
+            finally:
+                cursor.close()
             offset += step
-            if offset >= rows[0][1]:
+            if offset >= matches:
                 return None if capped else out
             step *= 4  # a filter that rejects many: fewer, larger chunks (each ranks the matches again)
 
@@ -274,7 +316,7 @@ class KeywordSearch:
         """
         if fields is None:
             return rows_by_id(self.db.reader(), JUDGE_COLUMNS, memory_ids, to_judged)
-        both = rows_by_id(self.db.reader(), f"{JUDGE_COLUMNS}, {', '.join(RANK_COLUMNS)}", memory_ids, _judged_ranked)
+        both = rows_by_id(self.db.reader(), candidate_columns("memories"), memory_ids, to_candidate)
         fields.update((memory_id, ranked) for memory_id, (_, ranked) in both.items())
         return {memory_id: judged for memory_id, (judged, _) in both.items()}
 
@@ -452,11 +494,3 @@ def _varints(blob: bytes) -> list[int]:
             out.append(value)
             value = 0
     return out
-
-
-_JUDGED = len(JUDGE_COLUMNS.split(","))
-
-
-def _judged_ranked(row: Sequence[Any]) -> tuple[JudgedRecord, RankFields]:
-    """A row of ``JUDGE_COLUMNS`` then ``RANK_COLUMNS`` as both light records."""
-    return to_judged(row[:_JUDGED]), to_rank_fields(row[_JUDGED:])

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
@@ -200,25 +201,58 @@ def to_memory(row: Sequence[Any]) -> Memory:
     )
 
 
-# What judging and ordering read of every search candidate (:func:`to_judged`): its text and its place in a chat.
-JUDGE_COLUMNS = (
+# What judging and ordering read of every search candidate (:func:`to_judged`): its text, its place in a chat
+# and its vector count (the last column, read from ``memory_vectors`` by :func:`judge_columns`).
+JUDGE_FIELDS = (
     "id, title, content, kind, session_id, source_type, source_uri, source_id, locator, author, created_at, updated_at"
 )
 
 
+def judge_columns(table: str) -> str:
+    """``JUDGE_FIELDS`` of ``table`` (the ``memories`` table's name or alias) and its count of stored vectors."""
+    fields = ", ".join(f"{table}.{c.strip()}" for c in JUDGE_FIELDS.split(","))
+    return f"{fields}, (SELECT count(*) FROM memory_vectors v WHERE v.memory_rowid = {table}.rowid)"
+
+
+JUDGE_COLUMNS = judge_columns("memories")
+# A search candidate read once for judging and ranking (:func:`to_candidate`): ``JUDGE_COLUMNS``, then what
+# ranking reads that judging does not.
+CANDIDATE_EXTRA = ("scope", "project_id", "importance", "expires_at")
+
+
 def to_judged(row: Sequence[Any]) -> JudgedRecord:
-    """A row of ``JUDGE_COLUMNS`` as a partial record: id, text, kind, session and source, nothing else.
+    """A row of ``JUDGE_COLUMNS`` as a partial record: id, text, kind, session, source and vector count, nothing else.
 
     Search judges every candidate but returns only ``limit`` of them; this
     skips what a whole record costs (34 columns, three JSON documents, a
     ``Memory``) for the rest. Only the search's ordering reads it: the hits
     are then read whole.
     """
-    id_, title, content, kind, session_id, source_type, source_uri, source_id, locator, author, created, updated = row
+    return _judged(row, from_epoch(row[10]), from_epoch(row[11]))  # type: ignore[arg-type]
+
+
+def _judged(row: Sequence[Any], created: datetime, updated: datetime) -> JudgedRecord:
+    id_, title, content, kind, session_id, source_type, source_uri, source_id, locator, author = row[:10]
     source = _source(source_type, source_uri, source_id, locator)
     if not author:  # as Memory works it out for a record that does not say who wrote it
         author = default_author(kind, source.type if source else None, source.locator.get("role") if source else None)
-    return JudgedRecord(id_, title, content, kind, session_id, source, author, from_epoch(created), from_epoch(updated))  # type: ignore[arg-type]
+    return JudgedRecord(id_, title, content, kind, session_id, source, author, created, updated, row[12])
+
+
+def candidate_columns(table: str) -> str:
+    """What :func:`to_candidate` reads of ``table`` (the ``memories`` table's name or alias)."""
+    return f"{judge_columns(table)}, {', '.join(f'{table}.{c}' for c in CANDIDATE_EXTRA)}"
+
+
+def to_candidate(row: Sequence[Any]) -> tuple[JudgedRecord, RankFields]:
+    """A row of :func:`candidate_columns` as the partial record judging reads and the rank fields ranking reads.
+
+    The same values as :func:`to_judged` and :func:`to_rank_fields` of the record, its times converted once.
+    """
+    created, updated = from_epoch(row[10]), from_epoch(row[11])
+    scope, project_id, importance, expires_at = row[13:17]
+    ranked = RankFields(row[0], scope, project_id, importance, updated, from_epoch(expires_at), created)  # type: ignore[arg-type]
+    return _judged(row, created, updated), ranked  # type: ignore[arg-type]
 
 
 def _source(source_type: str | None, uri: str | None, source_id: str | None, locator: str) -> SourceRef | None:
