@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..models import RankFields, SearchFilters, to_epoch
+from . import pg_plan
 from .base import Visibility
 from .pg_connection import placeholders
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
@@ -55,8 +56,8 @@ _EF_SEARCH = 1000  # pgvector's maximum
 # ef_search 40 to 1000 all measured recall@10 1.00 for tenants of 0.5%, 5% and 95% (bench/pg_recall.py).
 _EF_ITERATIVE = 100
 # The exact plan's first step: the tenant's nearest vectors by distance alone, then their records filtered
-# (at least 4 x k); the full join runs only when fewer than k records survive.
-_NEAR_PARTS = 100
+# (at least 4 x k); the full join runs only when fewer than k records survive (funes.store.pg_plan).
+_NEAR_PARTS = pg_plan.NEAR_PARTS
 # A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit).
 _VECTORS = (
     "(SELECT array_agg(v.embedding ORDER BY v.part) FROM memory_vectors v "
@@ -493,12 +494,16 @@ class PostgresSearch:
         runs the gated part only when the first falls short. At 4,000 vectors a tenant, joining every vector to
         its record first took 33 ms at p50; the distances alone take a few (bench/pg_exact_bench.py).
         Selective filters (a project, a session, a user, entities, references, sources) keep the full join
-        alone: their indexes on ``memories`` leave a few records to join, faster than every distance.
+        alone: their indexes on ``memories`` leave a few records to join, faster than every distance. So do
+        other filters once a search has seen them keep under a tenth of the near records, and the near step
+        grows to the share they keep (:mod:`funes.store.pg_plan`).
         """
         columns = ", ".join("m." + c for c in RANK_COLUMNS)
         params: list[Any] = []
-        if not _selective(filters):
-            params += [query, filters.tenant, max(_NEAR_PARTS, 4 * k)]
+        # How many near vectors the two steps sort out, or None for the full join alone (funes.store.pg_plan).
+        near = None if _selective(filters) else pg_plan.near_parts(self._filter_share(filters), k)
+        if near is not None:
+            params += [query, filters.tenant, near]
             near_where = self._where(filters, now, params)
             params.append(k)
         params += [query, filters.tenant]
@@ -510,18 +515,36 @@ class PostgresSearch:
             f"FROM memory_vectors v JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid "
             f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?"
         )
-        if not _selective(filters):
-            params.append(k)
-            # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index.
-            sql = (
-                "WITH near AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
-                "FROM memory_vectors v WHERE v.tenant = ? ORDER BY sim DESC LIMIT ?), "
-                f"hits AS MATERIALIZED (SELECT max(n.sim) AS sim, {columns} FROM near n JOIN memories m "
-                f"ON m.tenant = n.tenant AND m.rowid = n.memory_rowid WHERE {' AND '.join(near_where)} "
-                "GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) "
-                f"SELECT * FROM hits UNION ALL SELECT * FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
-            )
-        return _best(self.db.reader().execute(sql, params).fetchall(), k)
+        if near is None:
+            return _best(self.db.reader().execute(sql, params).fetchall(), k)
+        params.append(k)
+        # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index. The near
+        # rows carry how many near records passed the filters, and of how many (the next plan's choice).
+        sql = (
+            "WITH near AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
+            "FROM memory_vectors v WHERE v.tenant = ? ORDER BY sim DESC LIMIT ?), "
+            f"hits AS MATERIALIZED (SELECT max(n.sim) AS sim, {columns}, count(*) OVER () AS passed FROM near n "
+            f"JOIN memories m ON m.tenant = n.tenant AND m.rowid = n.memory_rowid WHERE {' AND '.join(near_where)} "
+            "GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) "
+            "SELECT h.*, (SELECT count(DISTINCT memory_rowid) FROM near) AS seen FROM hits h UNION ALL "
+            f"SELECT e.*, NULL, NULL FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
+        )
+        rows = self.db.reader().execute(sql, params).fetchall()
+        self._keep_share(filters, [(int(r[-2]), int(r[-1])) for r in rows if r[-1] is not None])
+        return _best([r[:-2] for r in rows], k)
+
+    def _filter_share(self, filters: SearchFilters) -> float | None:
+        """The share of the tenant's near records the filters kept last time, while the store's generation holds."""
+        key = pg_plan.share_key(filters)
+        cached = self._fts_stats.get(key) if key is not None else None
+        if cached is None or self._generation is None or not stat_fresh(cached[1], self._generation):
+            return None
+        return cached[0] / 1000
+
+    def _keep_share(self, filters: SearchFilters, rows: list[tuple[int, int]]) -> None:
+        key = pg_plan.share_key(filters)
+        if key is not None and self._generation is not None:
+            self._fts_stats[key] = (round(1000 * pg_plan.seen_share(rows)), float(self._generation))
 
     def _hnsw_knn(
         self,
