@@ -52,7 +52,9 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument(
-        "--reuse", action="store_true", help="The store (FUNES_BENCH_PG_URL) already holds this corpus: do not write it."
+        "--reuse",
+        action="store_true",
+        help="The store (FUNES_BENCH_PG_URL) already holds this corpus: do not write it.",
     )
     args = ap.parse_args()
     tenants = [f"t{i:02d}" for i in range(args.tenants)]
