@@ -58,9 +58,11 @@ _EF_ITERATIVE = 100
 # The exact plan's first step: the tenant's nearest vectors by distance alone, then their records filtered
 # (at least 4 x k); the full join runs only when fewer than k records survive (funes.store.pg_plan).
 _NEAR_PARTS = pg_plan.NEAR_PARTS
-# A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit).
+# A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit), in pgvector's
+# binary form (vector_send: a 4-byte header, then big-endian float4s): 50 hits' vectors as text took 10.6 ms
+# to format, send and parse, against 2.8 ms.
 _VECTORS = (
-    "(SELECT array_agg(v.embedding ORDER BY v.part) FROM memory_vectors v "
+    "(SELECT array_agg(vector_send(v.embedding) ORDER BY v.part) FROM memory_vectors v "
     "WHERE v.tenant = s.tenant AND v.memory_rowid = s.rowid)"
 )
 
@@ -666,5 +668,7 @@ def _hits(
 
 
 def _array(value: Any) -> np.ndarray:
-    """A pgvector value (or a list of floats) as a float32 array."""
+    """A pgvector value, its binary form (``vector_send``) or a list of floats, as a float32 array."""
+    if isinstance(value, (bytes, memoryview)):
+        return np.frombuffer(value, dtype=">f4", offset=4).astype(np.float32)
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
