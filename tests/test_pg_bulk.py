@@ -175,3 +175,18 @@ def test_a_tenants_load_counts_the_whole_stores_vectors_not_only_the_ones_securi
         assert store.db.reader().native("SELECT count(*) FROM memory_vectors").fetchone()[0] == BATCH + 200
     assert conn.native("SELECT count(*) FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw'").fetchone()[0] == 1
     assert conn.native("SELECT count(*) FROM jobs WHERE status = 'queued'").fetchone()[0] == queued
+
+
+def test_a_batch_of_many_tenants_writes_each_tenants_vectors_side_by_side(store: PostgresStore) -> None:
+    """An exact search reads its tenant's vectors through the tenant btree: grouped on the heap, they fill a few
+    pages instead of one page each (bench/store_bench.py's layout: 3,730 pages for 3,687 vectors before, 800 after)."""
+    rng = np.random.default_rng(5)
+    tenants = ["acme", "globex", "initech"]
+    records = [_record(f"note {i}", tenant=tenants[i % 3]) for i in range(300)]
+    store.put_many([(m, [_unit(rng)]) for m in records])
+    rows = store.db.reader().native("SELECT tenant FROM memory_vectors ORDER BY ctid").fetchall()
+    runs = [t for n, (t,) in enumerate(rows) if n == 0 or rows[n - 1][0] != t]
+    assert runs == tenants  # one run per tenant, not 300 alternations
+    for tenant in tenants:  # and every record still has its own vector
+        found = store.vector_search(_unit(rng), SearchFilters(tenant=tenant), k=200)
+        assert len(found) == 100

@@ -3,6 +3,10 @@
 It sorts the tenant's vectors by distance alone, then joins and filters the nearest; when filters
 leave fewer than k records among those, the full join answers in the same statement. Both paths
 must give exactly the brute-force answer: the best part of each record, in order.
+
+Which plan a filter set takes is chosen from the share of near records it was seen to keep
+(funes.store.pg_plan): a filter keeping about 5% takes the full join alone after its first search.
+The plan is read from the statement sent (a statement log on the connection), never from a timing.
 """
 
 from __future__ import annotations
@@ -89,3 +93,80 @@ def test_exact_plan_matches_brute_force_when_filters_remove_most_near_neighbours
             for k in (10, 60):
                 got = [i for i, _ in store.vector_search(query, filters, k=k, now=now)]
                 assert got == _truth(parts, ids, keep, query, k), (n, case, k)
+
+
+# -- the plan's choice (funes.store.pg_plan): filters seen to keep a small share go straight to the join --
+
+
+def _records(rng: np.random.Generator, count: int, start: int) -> tuple[list[tuple[Memory, list[np.ndarray]]], list]:
+    now = utcnow()
+    items, rows = [], []
+    for n in range(start, start + count):
+        kind = "preference" if n % 20 == 0 else "fact"  # 5% preferences
+        content = f"record {n}"
+        vector = rng.standard_normal(DIMS).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        memory = Memory(
+            id=new_id(),
+            content=content,
+            content_hash=content_hash(content),
+            tenant="acme",
+            scope="team",
+            memory_type=kind,
+            created_at=now,
+            updated_at=now,
+            source=SourceRef(type="user"),
+        )
+        items.append((memory, [vector]))
+        rows.append((memory.id, kind, vector))
+    return items, rows
+
+
+def _kind_truth(rows: list, query: np.ndarray, kind: str | None, k: int) -> list[str]:
+    kept = [(float(v @ query), i) for i, t, v in rows if kind is None or t == kind]
+    return [i for _, i in sorted(kept, key=lambda s: (-s[0], s[1]))[:k]]
+
+
+def _plan(store: PostgresStore, query: np.ndarray, filters: SearchFilters, k: int) -> tuple[list[str], str]:
+    """The hits of one exact search and which plan its statement took ("two steps" or "join")."""
+    counter = store.db.counter
+    counter.log = []
+    hits, _fields = store.vector_leg(query, filters, k=k)
+    log, counter.log = counter.log, None
+    vector_sql = [sql for _, sql in log if "memory_vectors" in sql and "<=>" in sql]
+    assert len(vector_sql) == 1
+    return [i for i, _ in hits], "two steps" if "WITH near" in vector_sql[0] else "join"
+
+
+def test_a_filter_seen_to_keep_a_small_share_takes_the_full_join_and_every_answer_stays_exact(
+    store: PostgresStore,
+) -> None:
+    rng = np.random.default_rng(3)
+    items, rows = _records(rng, 600, 0)
+    store.put_many(items)
+    store.term_stats(["record"])  # the keyword statement reads the store's generation, which shares follow
+    narrow = SearchFilters(tenant="acme", memory_types=("preference",))
+    wide = SearchFilters(tenant="acme")
+    plans = []
+    for _ in range(6):
+        query = rng.standard_normal(DIMS).astype(np.float32)
+        query /= np.linalg.norm(query)
+        for filters, kind in ((narrow, "preference"), (wide, None)):
+            hits, plan = _plan(store, query, filters, 10)
+            assert hits == _kind_truth(rows, query, kind, 10)
+            plans.append((kind, plan))
+    # The first narrow search takes the two steps (falling short: 5 of 100 near records pass) and learns it.
+    assert plans[0] == ("preference", "two steps")
+    assert [p for kind, p in plans[2:] if kind == "preference"] == ["join"] * 5
+    assert {p for kind, p in plans if kind is None} == {"two steps"}
+    # 30 more records (5% more than the 600 the share was seen at): the share is seen again.
+    more, more_rows = _records(rng, 30, 600)
+    store.put_many(more)
+    rows += more_rows
+    store.term_stats(["record"])
+    query = rng.standard_normal(DIMS).astype(np.float32)
+    query /= np.linalg.norm(query)
+    hits, plan = _plan(store, query, narrow, 10)
+    assert (hits, plan) == (_kind_truth(rows, query, "preference", 10), "two steps")
+    hits, plan = _plan(store, query, narrow, 10)
+    assert (hits, plan) == (_kind_truth(rows, query, "preference", 10), "join")

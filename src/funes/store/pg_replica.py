@@ -67,8 +67,9 @@ _READ_START = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 _NEEDS_PRIMARY = re.compile(
     r"\b(?:INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY|nextval|setval|pg_advisory\w*|pg_try_advisory\w*|"
     r"pg_notify|txid_current\w*|pg_current_xact_id\w*|pg_current_wal\w*|lo_\w+|"
-    # The server's own state differs on a standby: statistics, sizes, settings, file paths.
-    r"pg_stat\w*|pg_\w*_size|current_setting|pg_relation_filepath)\b|\bFOR\s+(?:KEY\s+)?SHARE\b",
+    # The server's own state differs on a standby: activity statistics, sizes, settings, file paths. The
+    # planner's statistics (pg_stats, which the keyword statement reads) are a catalog, replicated as they are.
+    r"pg_stat(?!s\b)\w*|pg_\w*_size|current_setting|pg_relation_filepath)\b|\bFOR\s+(?:KEY\s+)?SHARE\b",
     re.IGNORECASE,
 )
 

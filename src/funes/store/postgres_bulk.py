@@ -300,6 +300,10 @@ class PostgresBulk:
             for part, vector in enumerate(vectors)
         ]
         if rows:
+            # Each tenant's vectors side by side on the heap: an exact search reads its tenant's vectors by the
+            # tenant btree, and a batch of many tenants' records (an import of a team, a busy server's load)
+            # written in its own order put each of them on a page of its own (4,000 pages for 4,000 vectors).
+            rows.sort(key=lambda r: r[2])
             conn.native(
                 "INSERT INTO memory_vectors (memory_rowid, part, tenant, embedding) "
                 "SELECT * FROM unnest(%s::int8[], %s::int4[], %s::text[], %b::vector[])",  # binary: 16x faster

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..models import RankFields, SearchFilters, to_epoch
+from . import pg_plan
 from .base import Visibility
 from .pg_connection import placeholders
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
@@ -55,11 +56,13 @@ _EF_SEARCH = 1000  # pgvector's maximum
 # ef_search 40 to 1000 all measured recall@10 1.00 for tenants of 0.5%, 5% and 95% (bench/pg_recall.py).
 _EF_ITERATIVE = 100
 # The exact plan's first step: the tenant's nearest vectors by distance alone, then their records filtered
-# (at least 4 x k); the full join runs only when fewer than k records survive.
-_NEAR_PARTS = 100
-# A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit).
+# (at least 4 x k); the full join runs only when fewer than k records survive (funes.store.pg_plan).
+_NEAR_PARTS = pg_plan.NEAR_PARTS
+# A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit), in pgvector's
+# binary form (vector_send: a 4-byte header, then big-endian float4s): 50 hits' vectors as text took 10.6 ms
+# to format, send and parse, against 2.8 ms.
 _VECTORS = (
-    "(SELECT array_agg(v.embedding ORDER BY v.part) FROM memory_vectors v "
+    "(SELECT array_agg(vector_send(v.embedding) ORDER BY v.part) FROM memory_vectors v "
     "WHERE v.tenant = s.tenant AND v.memory_rowid = s.rowid)"
 )
 
@@ -75,6 +78,16 @@ _AVGDL = (
     f"FROM (SELECT {_LENGTH} AS l FROM memories WHERE rowid IN (SELECT generate_series(r.lo, r.hi, "
     "greatest(1, (r.hi - r.lo) / 1000)) FROM (SELECT min(rowid) AS lo, max(rowid) AS hi FROM memories) r)) sp)"
 )
+# A keyword term's share of the records in ANALYZE's sample (pg_stats' most common elements of the tsvector;
+# NULL for a term not among them, for a store never analysed, and under row-level security, where pg_stats
+# hides the table's statistics).
+_FTS_STATS = "FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'fts'"
+# Each side is an uncorrelated subquery: PostgreSQL reads and converts the arrays once per statement (an initplan).
+_COMMON_SHARE = (
+    f"SELECT (SELECT s.most_common_elem_freqs {_FTS_STATS})[array_position((SELECT s.most_common_elems::text::text[] "
+    f"{_FTS_STATS}), t.term)] AS f"
+)
+_COUNT_EXACT_MAX = 2000  # a term PostgreSQL's statistics put in more records than this is estimated, not counted
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # as unicode61: letters and digits, "_" separates
 # FTS5's porter tokenizer leaves words shorter than 3 or longer than 64 characters as they are.
 _STEM_MIN, _STEM_MAX = 3, 64
@@ -280,15 +293,22 @@ class PostgresSearch:
         ]
         # A cached statistic is used while the store's generation (its newest rowid, read from the sequence
         # in this statement) is within 1% of the one it was counted at, as on SQLite: the data decides.
+        # The record total: counted under row-level security (the acting tenant's); otherwise the newest rowid,
+        # as SQLite reads it (sqlite_keyword._record_estimate): a count(*) of 100k records took 50-60 ms.
+        # A term PostgreSQL's statistics put in more than _COUNT_EXACT_MAX records is estimated from them
+        # (its share of ANALYZE's sample) instead of counted: a count visits every match's row (73 ms for a word
+        # in 60% of 100k records), and an IDF that low moves nothing by a few percent (SQLite estimates too,
+        # sqlite_keyword._term_count). Under row-level security pg_stats shows nothing: counted, per tenant.
         stats = (
-            f"SELECT coalesce(CASE WHEN {stat_fresh_sql('p.marks[1]', 'g.gen')} THEN p.vals[1] END, "
-            "(SELECT count(*) FROM memories)) AS total, "
-            f"greatest(1, coalesce(CASE WHEN {stat_fresh_sql('p.marks[2]', 'g.gen')} THEN p.vals[2] END, "
-            f"{_AVGDL})) AS avgdl, ARRAY(SELECT coalesce(CASE WHEN {stat_fresh_sql('t.mark', 'g.gen')} THEN t.df END, "
-            "CASE WHEN t.term = '' THEN 0 ELSE (SELECT count(*) FROM memories WHERE fts @@ plainto_tsquery('simple', "
-            "t.term)) END) FROM unnest(?::text[], ?::bigint[], ?::float8[]) WITH ORDINALITY AS t(term, df, mark, n) "
-            "ORDER BY t.n) AS dfs, g.gen FROM (SELECT ?::bigint[] AS vals, ?::float8[] AS marks) p, "
-            "(SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS gen FROM memories_rowid_seq) g"
+            f"SELECT tt.total, greatest(1, coalesce(CASE WHEN {stat_fresh_sql('p.marks[2]', 'g.gen')} THEN p.vals[2] "
+            f"END, {_AVGDL})) AS avgdl, ARRAY(SELECT coalesce(CASE WHEN {stat_fresh_sql('t.mark', 'g.gen')} THEN t.df "
+            f"END, CASE WHEN t.term = '' THEN 0 END, (SELECT round(e.f * tt.total)::bigint FROM ({_COMMON_SHARE}) e "
+            f"WHERE e.f * tt.total > {_COUNT_EXACT_MAX}), (SELECT count(*) FROM memories WHERE fts @@ "
+            "plainto_tsquery('simple', t.term))) FROM unnest(?::text[], ?::bigint[], ?::float8[]) WITH ORDINALITY AS "
+            "t(term, df, mark, n) ORDER BY t.n) AS dfs, g.gen FROM (SELECT ?::bigint[] AS vals, ?::float8[] AS marks) p, "
+            "(SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS gen FROM memories_rowid_seq) g, "
+            f"LATERAL (SELECT coalesce(CASE WHEN {stat_fresh_sql('p.marks[1]', 'g.gen')} THEN p.vals[1] END, "
+            "CASE WHEN NOT row_security_active('memories') THEN g.gen END, (SELECT count(*) FROM memories)) AS total) tt"
         )
         if not folded or limit <= 0:
             return placeholders(f"SELECT total, avgdl, dfs, gen FROM ({stats}) st"), params, uniq
@@ -480,12 +500,16 @@ class PostgresSearch:
         runs the gated part only when the first falls short. At 4,000 vectors a tenant, joining every vector to
         its record first took 33 ms at p50; the distances alone take a few (bench/pg_exact_bench.py).
         Selective filters (a project, a session, a user, entities, references, sources) keep the full join
-        alone: their indexes on ``memories`` leave a few records to join, faster than every distance.
+        alone: their indexes on ``memories`` leave a few records to join, faster than every distance. So do
+        other filters once a search has seen them keep under a tenth of the near records, and the near step
+        grows to the share they keep (:mod:`funes.store.pg_plan`).
         """
         columns = ", ".join("m." + c for c in RANK_COLUMNS)
         params: list[Any] = []
-        if not _selective(filters):
-            params += [query, filters.tenant, max(_NEAR_PARTS, 4 * k)]
+        # How many near vectors the two steps sort out, or None for the full join alone (funes.store.pg_plan).
+        near = None if _selective(filters) else pg_plan.near_parts(self._filter_share(filters), k)
+        if near is not None:
+            params += [query, filters.tenant, near]
             near_where = self._where(filters, now, params)
             params.append(k)
         params += [query, filters.tenant]
@@ -497,18 +521,36 @@ class PostgresSearch:
             f"FROM memory_vectors v JOIN memories m ON m.tenant = v.tenant AND m.rowid = v.memory_rowid "
             f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?"
         )
-        if not _selective(filters):
-            params.append(k)
-            # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index.
-            sql = (
-                "WITH near AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
-                "FROM memory_vectors v WHERE v.tenant = ? ORDER BY sim DESC LIMIT ?), "
-                f"hits AS MATERIALIZED (SELECT max(n.sim) AS sim, {columns} FROM near n JOIN memories m "
-                f"ON m.tenant = n.tenant AND m.rowid = n.memory_rowid WHERE {' AND '.join(near_where)} "
-                "GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) "
-                f"SELECT * FROM hits UNION ALL SELECT * FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
-            )
-        return _best(self.db.reader().execute(sql, params).fetchall(), k)
+        if near is None:
+            return _best(self.db.reader().execute(sql, params).fetchall(), k)
+        params.append(k)
+        # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index. The near
+        # rows carry how many near records passed the filters, and of how many (the next plan's choice).
+        sql = (
+            "WITH near AS MATERIALIZED (SELECT v.tenant, v.memory_rowid, 1 - (v.embedding <=> ?) AS sim "
+            "FROM memory_vectors v WHERE v.tenant = ? ORDER BY sim DESC LIMIT ?), "
+            f"hits AS MATERIALIZED (SELECT max(n.sim) AS sim, {columns}, count(*) OVER () AS passed FROM near n "
+            f"JOIN memories m ON m.tenant = n.tenant AND m.rowid = n.memory_rowid WHERE {' AND '.join(near_where)} "
+            "GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?) "
+            "SELECT h.*, (SELECT count(DISTINCT memory_rowid) FROM near) AS seen FROM hits h UNION ALL "
+            f"SELECT e.*, NULL, NULL FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
+        )
+        rows = self.db.reader().execute(sql, params).fetchall()
+        self._keep_share(filters, [(int(r[-2]), int(r[-1])) for r in rows if r[-1] is not None])
+        return _best([r[:-2] for r in rows], k)
+
+    def _filter_share(self, filters: SearchFilters) -> float | None:
+        """The share of the tenant's near records the filters kept last time, while the store's generation holds."""
+        key = pg_plan.share_key(filters)
+        cached = self._fts_stats.get(key) if key is not None else None
+        if cached is None or self._generation is None or not stat_fresh(cached[1], self._generation):
+            return None
+        return cached[0] / 1000
+
+    def _keep_share(self, filters: SearchFilters, rows: list[tuple[int, int]]) -> None:
+        key = pg_plan.share_key(filters)
+        if key is not None and self._generation is not None:
+            self._fts_stats[key] = (round(1000 * pg_plan.seen_share(rows)), float(self._generation))
 
     def _hnsw_knn(
         self,
@@ -630,5 +672,7 @@ def _hits(
 
 
 def _array(value: Any) -> np.ndarray:
-    """A pgvector value (or a list of floats) as a float32 array."""
+    """A pgvector value, its binary form (``vector_send``) or a list of floats, as a float32 array."""
+    if isinstance(value, (bytes, memoryview)):
+        return np.frombuffer(value, dtype=">f4", offset=4).astype(np.float32)
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
