@@ -157,7 +157,8 @@ def _bounded(
 def _answered(
     judged: dict[int, _Judged], keys: list[tuple[str, int] | None], turns: dict[tuple[str, int], int]
 ) -> list[_Judged]:
-    """:func:`answers_first` of the judged candidates (by their place among all), each answer raised afresh."""
+    """:func:`answers_first` of the judged candidates (keyed by their place among all), each answer raised afresh:
+    a question's own relevance (before any answer was raised) is what its answer shows."""
     for j in judged.values():
         j.answers = None
         j.relevance = j.own
@@ -181,20 +182,9 @@ def answers_first(judged: list[_Judged]) -> list[_Judged]:
     the question's relevance (``signals["answers"]`` says so) and, on a tie,
     comes first.
     """
-    turns = {key: n for n, j in enumerate(judged) if (key := place(j.memory)) is not None}
-    asked = [j.relevance for j in judged]  # each question's own relevance, before any answer was raised
-    for n, j in enumerate(judged):
-        key = place(j.memory)
-        if key is None or j.question < 0.5:
-            continue
-        at = turns.get((key[0], key[1] + 1))
-        if at is None:
-            continue
-        answer = judged[at]
-        if answer.question >= 0.5 or answer.relevance >= asked[n]:
-            continue
-        answer.relevance = answer.answers = asked[n]
-    return sorted(judged, key=lambda j: (-j.relevance, j.question, -j.scored.score, j.memory.id))
+    keys = [place(j.memory) for j in judged]
+    turns = {key: n for n, key in enumerate(keys) if key is not None}
+    return _answered(dict(enumerate(judged)), keys, turns)
 
 
 def monotone(judged: Iterable[_Judged]) -> Iterator[tuple[_Judged, float]]:
