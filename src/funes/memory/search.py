@@ -40,6 +40,9 @@ from .windows import Window, long_enough, passage
 
 log = logging.getLogger("funes")
 
+# A record's count of text parts (its first vectors) and its passage windows (the vectors after them).
+Layout = tuple[int, list[Window]]
+
 
 class HybridSearch:
     """One store's hybrid ranking: keyword and vector legs in parallel, fused and judged."""
@@ -159,13 +162,14 @@ class HybridSearch:
         judge = signal_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
         records: dict[str, Any] | None = None
         cosines: dict[str, np.ndarray] = {}
+        layouts: dict[str, Layout] = {}
         if partial is not None:
             records = {**keyword_judged, **judged}  # the partial records both legs already read
         if vector is not None and self._windows_on():
             # Passage windows: the candidates and their parts' cosines are read before ranking (one statement
             # on PostgreSQL), each record's cosine becomes its blend of whole text and best window.
-            records, cosines = self._candidates(list(fields), vector, stored, partial, records or {})
-            sims, nearest = self._blend(records, cosines, sims, nearest)
+            records, cosines, layouts = self._candidates(list(fields), vector, stored, partial, records or {})
+            sims, nearest = self._blend(layouts, cosines, sims, nearest)
         # Every candidate is judged, then ordered by the relevance it shows: one order, one number.
         # Judging all of them (not the fused score's top few) keeps the order from depending on limit.
         scored = rank_scored(keyword, nearest, sims, fields, settings, now, len(fields))
@@ -182,10 +186,10 @@ class HybridSearch:
             whole = self.store.get_many([h.memory.id for h in hits])
             hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
         if cosines:
-            hits = self._with_passages(hits, cosines)
+            hits = _with_passages(hits, cosines, layouts)
         return SearchResults(hits, degraded=degraded)
 
-    def _windowed(self, memory: Memory | JudgedRecord) -> tuple[int, list[Window]] | None:
+    def _windowed(self, memory: Memory | JudgedRecord) -> Layout | None:
         """A record's count of text parts and its passage windows (None when it has none)."""
         if not windowed(memory) or not long_enough(memory):
             return None
@@ -198,22 +202,26 @@ class HybridSearch:
         stored: dict[str, list[np.ndarray]],
         partial: Callable[[list[str]], dict[str, Any]] | None,
         read: dict[str, Any],
-    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The candidates' records (``read``: those already read) and, for those with several parts, each part's
-        cosine with the query."""
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Layout]]:
+        """The candidates' records (``read``: those already read), each part's cosine with the query for those
+        with several parts, and the layout of those with passage windows (worked out once a search)."""
         both = getattr(self.store, "get_many_cosines", None)
         if both is not None and partial is None:
-            return both(ids, vector)  # type: ignore[no-any-return]
+            records, cosines = both(ids, vector)
+            found = {i: self._windowed(records[i]) for i in cosines if i in records}
+            return records, cosines, {i: layout for i, layout in found.items() if layout is not None}
         records = {**read, **(partial or self.store.get_many)([i for i in ids if i not in read])}
         # A record of one stored vector has no windows (a partial record says how many it has): no layout to work out.
-        long = [i for i, m in records.items() if _several(m) and self._windowed(m) is not None]
-        missing = [i for i in long if i not in stored]
+        found = {i: self._windowed(m) for i, m in records.items() if _several(m)}
+        layouts = {i: layout for i, layout in found.items() if layout is not None}
+        missing = [i for i in layouts if i not in stored]
         vectors = {**stored, **(self.store.vectors_for(missing) if missing else {})}
-        return records, {i: np.vstack(vectors[i]) @ vector for i in long if len(vectors.get(i, [])) > 1}
+        cosines = {i: np.vstack(vectors[i]) @ vector for i in layouts if len(vectors.get(i, [])) > 1}
+        return records, cosines, layouts
 
     def _blend(
         self,
-        records: dict[str, Any],
+        layouts: dict[str, Layout],
         cosines: dict[str, np.ndarray],
         sims: dict[str, float],
         nearest: list[tuple[str, float]],
@@ -222,7 +230,7 @@ class HybridSearch:
         weight = float(self.config.passage_window_weight)
         out = dict(sims)
         for i, cos in cosines.items():
-            found = self._windowed(records[i]) if i in records else None
+            found = layouts.get(i)
             if found is None or len(cos) <= found[0]:
                 continue  # no windows, or stored before them
             whole, window = float(cos[: found[0]].max()), float(cos[found[0] :].max())
@@ -233,19 +241,21 @@ class HybridSearch:
     def _windows_on(self) -> bool:
         return int(self.config.passage_window_sentences) > 0
 
-    def _with_passages(self, hits: list[SearchHit], cosines: dict[str, np.ndarray]) -> list[SearchHit]:
-        """Hits whose best-matching part is a passage window, explained by that window's sentences."""
-        out: list[SearchHit] = []
-        for hit in hits:
-            cos = cosines.get(hit.memory.id)
-            found = self._windowed(hit.memory) if cos is not None else None
-            if cos is None or found is None:
-                out.append(hit)
-                continue
-            part = int(np.argmax(cos))
-            matched = passage(found[1], found[0], part, float(cos[part]))
-            out.append(replace(hit, explanation=replace(hit.explanation, passage=matched)) if matched else hit)
-        return out
+
+def _with_passages(
+    hits: list[SearchHit], cosines: dict[str, np.ndarray], layouts: dict[str, Layout]
+) -> list[SearchHit]:
+    """Hits whose best-matching part is a passage window, explained by that window's sentences."""
+    out: list[SearchHit] = []
+    for hit in hits:
+        cos, found = cosines.get(hit.memory.id), layouts.get(hit.memory.id)
+        if cos is None or found is None:
+            out.append(hit)
+            continue
+        part = int(np.argmax(cos))
+        matched = passage(found[1], found[0], part, float(cos[part]))
+        out.append(replace(hit, explanation=replace(hit.explanation, passage=matched)) if matched else hit)
+    return out
 
 
 def _several(memory: Memory | JudgedRecord) -> bool:
