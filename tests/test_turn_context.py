@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import funes
-from funes.conversations.turn_context import TURN_WEIGHT, blend
 from funes.errors import EmbedderUnavailable
+from funes.memory.turns import TURN_WEIGHT, blend
 
 REPLY = "Yes, twice, and I loved every minute of it!"
 

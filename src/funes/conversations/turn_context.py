@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..memory.turns import TURN_WEIGHT, blend
+from ..memory.turns import blend
 
 if TYPE_CHECKING:
     from ..memory.embedding import Embedding
@@ -79,4 +79,4 @@ def turn_vectors(
     return out
 
 
-__all__ = ["TURN_WEIGHT", "blend", "turn_vectors"]
+__all__ = ["turn_vectors"]

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from .relevance import named_terms
+from .turns import blend
 
 if TYPE_CHECKING:
     from .embedding import Embedding
@@ -80,8 +81,7 @@ def query_vector(embedding: Embedding, query: str, weight: float) -> np.ndarray:
     texts = (embedding.parts(query), embedding.parts(other))
     vectors = embedding.embed([*texts[0], *texts[1]], query=True)  # one call (and one cache read) for both
     own, free = vectors[: len(texts[0])].mean(axis=0), vectors[len(texts[0]) :].mean(axis=0)
-    mixed = (1.0 - weight) * unit(own) + weight * unit(free)
-    return unit(mixed)
+    return blend(unit(own), unit(free), 1.0 - weight)  # the unit vector of (1 - w) own + w free
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
