@@ -221,3 +221,24 @@ def test_term_counts_follow_the_data_not_the_clock(store_url: str) -> None:
         # A search's keyword leg keeps the same counts (tests/test_pg_round_trips.py counts its statements).
         assert mem.search("glacier", limit=3)
         assert mem.store.term_stats(["glacier"]) == (321, {"glacier": 51})
+
+
+def test_a_statistic_kept_by_the_clock_is_never_read_as_a_generation_or_back(tmp_path: Path) -> None:
+    # PostgreSQL's tenant vector count is taken before any keyword statement has read the store's generation
+    # (kept by the clock), and later with one (kept by the data): each mark is judged by its own rule.
+    with funes.open(str(tmp_path / "marks.db"), embedder=HashEmbedder(32)) as mem:
+        store = mem.store
+        counted: list[int] = []
+
+        def count() -> int:
+            counted.append(1)
+            return len(counted)
+
+        assert store._planning_stat("k", count) == 1  # no generation at hand: kept for a while
+        assert store._planning_stat("k", count, 10**9) == 1  # a generation appears: the clock still holds it
+        store._fts_stats["k"] = (7, 100.0)  # counted at generation 100
+        assert store._planning_stat("k", count, 100) == 7
+        assert store._planning_stat("k", count, 102) == 2  # grown by over 1%: counted again
+        assert store._planning_stat("k", count, 102) == 2
+        assert store._planning_stat("k", count) == 3  # a generation mark, no generation at hand: counted again
+        assert store._planning_stat("k", count, 10**9) == 3  # now kept by the clock, whatever the generation

@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import time
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
@@ -44,7 +43,7 @@ from . import pg_plan
 from .base import Visibility
 from .pg_connection import placeholders
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
-from .sqlite_keyword import _STATS_TTL, stat_fresh, stat_fresh_sql
+from .sqlite_keyword import stat_fresh, stat_fresh_sql
 from .sqlite_rows import RANK_COLUMNS, record_filters, sql_in, to_rank_fields
 from .tenancy import current_tenant
 
@@ -443,20 +442,12 @@ class PostgresSearch:
     # -- vectors -----------------------------------------------------------------
     def _tenant_vectors(self, conn: Any, tenant: str) -> int:
         """How many vectors the tenant holds (a plan input): cached while the store grows by under 1% since the
-        last keyword statement read its generation; a count taken before any was read holds a while, and is
-        marked with the first generation read after it."""
-        key, generation = f"\0vectors\0{tenant}", self._generation
-        cached = self._fts_stats.get(key)
-        if cached is not None and cached[1] < 0 and generation is not None:  # counted just before the first read
-            self._fts_stats[key] = (cached[0], float(generation))
-            return cached[0]
-        if cached is not None and cached[1] < 0 and time.monotonic() + cached[1] < _STATS_TTL:
-            return cached[0]
-        if cached is not None and generation is not None and stat_fresh(cached[1], generation):
-            return cached[0]
-        count = int(conn.execute("SELECT count(*) FROM memory_vectors WHERE tenant = ?", (tenant,)).fetchone()[0])
-        self._fts_stats[key] = (count, -time.monotonic() if generation is None else float(generation))
-        return count
+        generation the last keyword statement read, or a while before any was read (``_planning_stat``)."""
+        return self._planning_stat(  # type: ignore[no-any-return]
+            f"\0vectors\0{tenant}",
+            lambda: int(conn.execute("SELECT count(*) FROM memory_vectors WHERE tenant = ?", (tenant,)).fetchone()[0]),
+            self._generation,
+        )
 
     def vector_search(
         self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None

@@ -414,20 +414,23 @@ class KeywordSearch:
 
         With ``generation`` (the store's newest rowid) the cached value holds
         until the store has grown by ``_STATS_GROWTH`` of its rows, or shrunk:
-        the data decides, never the time. Without one, it holds ``_STATS_TTL``.
+        the data decides, never the time. Without one, it holds ``_STATS_TTL``
+        (marked with the negated clock, so a clock mark is never read as a
+        generation or the other way round, when a caller first has no
+        generation at hand and then has one).
         """
         cached = self._fts_stats.get(key)
         if cached is not None:
             value, mark = cached
-            if generation is None:
-                if time.monotonic() - mark < _STATS_TTL:
+            if mark < 0:
+                if time.monotonic() + mark < _STATS_TTL:
                     return value
-            elif stat_fresh(mark, generation):
+            elif generation is not None and stat_fresh(mark, generation):
                 return value
         value = compute()
         if len(self._fts_stats) > 10_000:
             self._fts_stats.clear()
-        self._fts_stats[key] = (value, time.monotonic() if generation is None else float(generation))
+        self._fts_stats[key] = (value, -time.monotonic() if generation is None else float(generation))
         return value
 
     def _record_estimate(self, conn: Any) -> int:
