@@ -438,7 +438,7 @@ def _pieces(embedding: Embedding, texts: list[str]) -> list[str]:
     if not long:
         return []
     try:
-        return [p for t in long for p in [*embedding.parts(t), *(w.text for w in embedding.windows(t))]]
+        return [p for t in long for p in embedding.pieces(t)]
     except FunesError as exc:  # no embedder to split with: the whole texts' vectors still go
         log.warning("forget: the parts and windows of long texts were not split (%s)", exc)
         return []

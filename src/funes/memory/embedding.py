@@ -113,6 +113,11 @@ class Embedding:
         size, least = self.config.passage_window_sentences, self.config.passage_window_min_tokens
         return sentence_windows(text, embedder.count_tokens, size, least, embedder.max_tokens)
 
+    def pieces(self, text: str, *, windows: bool = True) -> list[str]:
+        """The texts a record's vectors are embedded from, in their stored order: its parts, then (``windows``) its
+        passage windows."""
+        return self.parts(text) + ([w.text for w in self.windows(text)] if windows else [])
+
     def layout(self, text: str) -> tuple[int, list[Window]] | None:
         """How many parts a text's vectors start with, and its passage windows (None without windows).
 
@@ -202,10 +207,7 @@ class Embedding:
         ``windows``: per text, whether it may have passage windows (all may when None).
         """
         allowed = [True] * len(texts) if windows is None else windows
-        split = [
-            self.parts(t) + ([w.text for w in self.windows(t)] if ok else [])
-            for t, ok in zip(texts, allowed, strict=True)
-        ]
+        split = [self.pieces(t, windows=ok) for t, ok in zip(texts, allowed, strict=True)]
         flat = [p for parts in split for p in parts]
         matrix = self.embed(flat, force=force) if flat else np.zeros((0, self.embedder.dimensions), dtype=np.float32)
         out: list[list[np.ndarray]] = []
