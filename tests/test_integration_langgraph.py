@@ -115,6 +115,45 @@ def test_list_namespaces_depth_only_none_and_empty(store: BaseStore) -> None:
     assert len(store.list_namespaces()) == 5
 
 
+def test_a_namespace_inside_another_is_listed_and_deleted_items_leave(mem: funes.Funes) -> None:
+    # Funes only: InMemoryStore keeps listing a namespace after its last item is deleted (LangGraph's
+    # PostgresStore and SqliteStore, which list the items' distinct namespaces, do not).
+    store = FunesStore(mem)
+    _fill(store, [("a", "b"), ("a", "b", "c"), ("a", "b", "c"), ("a", "b", "c", "d"), ("x",)])
+    assert sorted(store.list_namespaces()) == [("a", "b"), ("a", "b", "c"), ("a", "b", "c", "d"), ("x",)]
+    store.delete(("a", "b"), "id_0")  # ("a", "b") held one item of its own
+    store.delete(("a", "b", "c"), "id_1")  # ("a", "b", "c") still holds id_2
+    assert sorted(store.list_namespaces(prefix=("a",))) == [("a", "b", "c"), ("a", "b", "c", "d")]
+    assert store.list_namespaces(prefix=("a", "b"), max_depth=2) == [("a", "b")]
+
+
+def test_namespaces_are_counted_by_the_store_on_both_backends(backend_mem: funes.Funes) -> None:
+    store = FunesStore(backend_mem, namespace_fields=("tenant",))
+    for ns, key in [(("acme", "notes"), "1"), (("acme", "notes"), "2"), (("acme", "notes", "old"), "3")]:
+        store.put(ns, key, {"text": f"item {key}"})
+    store.put(("globex", "notes"), "1", {"text": "another tenant"})
+    # One grouped statement per call: each prefix of each namespace, with the records under it.
+    assert backend_mem.reference_counts("langgraph-ns", tenant="acme") == {
+        '["acme"]': 3,
+        '["acme","notes"]': 3,
+        '["acme","notes","old"]': 1,
+    }
+    assert backend_mem.reference_counts(
+        "langgraph-ns", tenant="acme", refs=['langgraph-ns:["acme","notes","old"]']
+    ) == {
+        '["acme"]': 1,
+        '["acme","notes"]': 1,
+        '["acme","notes","old"]': 1,
+    }
+    assert backend_mem.reference_counts("no-such-type", tenant="acme") == {}
+    with pytest.raises(InvalidInput, match="reference type"):
+        backend_mem.reference_counts(" ")
+    assert store.list_namespaces(prefix=("acme",)) == [("acme", "notes"), ("acme", "notes", "old")]
+    store.delete(("acme", "notes", "old"), "3")
+    assert store.list_namespaces(prefix=("acme",)) == [("acme", "notes")]
+    assert store.list_namespaces(prefix=("globex",)) == [("globex", "notes")]
+
+
 def test_invalid_namespaces_are_refused_by_the_public_api(store: BaseStore) -> None:
     doc = {"foo": "bar"}
     for bad in [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "foo")]:

@@ -21,6 +21,7 @@ The parts, innermost first (each may use only those before it):
 * ``agent_tools`` (:class:`funes.agents.tools.AgentTools`): the agent tools;
 * ``transfer`` (:class:`funes.memory.transfer.Transfer`): export and import;
 * ``atlas`` (:class:`funes.memory.atlas.Atlas`): the knowledge map's 2-D layout (``Funes.memory_map``);
+* ``facets`` (:class:`funes.memory.facets.Facets`): counts of records per reference (``Funes.reference_counts``);
 * ``curation`` (:class:`funes.curation.versions.Curation`): version history, restore and redact;
 * ``review`` (:class:`funes.curation.proposals.Proposals`): machine proposals on records people own;
 * ``entities`` (:class:`funes.curation.entities.Entities`): entity reconciliation;
@@ -70,6 +71,7 @@ from .knowledge.uploads import Uploads
 from .memory.atlas import Atlas
 from .memory.core import Core
 from .memory.embedding import Embedding
+from .memory.facets import Facets
 from .memory.jobs import Jobs
 from .memory.keys import Keys
 from .memory.passages import PassageWindows
@@ -131,6 +133,7 @@ class Funes:
         self.agent_tools = AgentTools(self.core, self.conversations, self.writeback.write_back)
         self.transfer = Transfer(self.core)
         self.atlas = Atlas(self.core)
+        self.facets = Facets(self.core)
         self.curation = Curation(self.core)
         self.review = Proposals(self.core)
         self.entities = Entities(self.core, self.jobs)
@@ -196,6 +199,7 @@ class Funes:
     forget_receipt = _delegate("forgetting", Forgetting.receipt)
     why = _delegate("provenance", Provenance.why)
     list = _delegate("core", Core.list)
+    reference_counts = _delegate("facets", Facets.reference_counts)
 
     def search(self, query: str | SearchQuery, **options: Any) -> SearchResults:
         """Hybrid search: the best hits for ``query``, each explained, attributed and with its relevance.

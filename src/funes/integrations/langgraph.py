@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -406,11 +407,21 @@ class FunesStore(BaseStore):
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
         prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), ())
-        found: set[tuple[str, ...]] = set()
-        for memory in self._records(prefix):
-            namespace = tuple(memory.metadata["langgraph"]["namespace"])
-            if all(_namespace_matches(c, namespace) for c in conditions):
-                found.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
+        # Every record carries a reference per prefix of its namespace, so the store counts the records
+        # under each prefix in one grouped statement; a prefix holding more records than its children
+        # together holds records of its own, so it is a namespace.
+        counts = self.funes.reference_counts(
+            PREFIX_REF, entity_types=[ENTITY_TYPE], refs=self._prefix_refs(prefix) or None, **self._partition(prefix)
+        )
+        under: Counter[tuple[str, ...]] = Counter()
+        paths = {tuple(json.loads(ref)): n for ref, n in counts.items()}
+        for path, n in paths.items():
+            under[path[:-1]] += n
+        found = {
+            path[: op.max_depth] if op.max_depth is not None else path
+            for path, n in paths.items()
+            if n > under[path] and all(_namespace_matches(c, path) for c in conditions)
+        }
         return sorted(found)[op.offset : op.offset + op.limit]
 
     # -- TTL -----------------------------------------------------------------------------

@@ -227,6 +227,12 @@ class Store(Protocol):
         """Records newest first, cursor-paginated."""
         ...
 
+    def reference_counts(
+        self, filters: SearchFilters, ref_type: str, *, now: datetime, include_expired: bool = False
+    ) -> dict[str, int]:
+        """Per reference id of ``ref_type``: how many of the records the filters keep carry it."""
+        ...
+
     def keyword_search(
         self,
         terms: Sequence[str],

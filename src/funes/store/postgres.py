@@ -91,6 +91,8 @@ class PostgresStore(
     find_by_hash = SqliteStore.find_by_hash
     _find_by_hash = SqliteStore._find_by_hash
     list = SqliteStore.list
+    reference_counts = SqliteStore.reference_counts
+    ref_rows = ("LATERAL jsonb_array_elements(m.refs::jsonb) r", "r ->> 'type'", "r ->> 'id'")
     put = SqliteStore.put
     transaction = SqliteStore.transaction
     delete = SqliteStore.delete

@@ -458,6 +458,23 @@ class SqliteStore(
         next_cursor = items[-1].id if len(rows) > limit and items else None
         return Page(items=items, next_cursor=next_cursor)
 
+    #: A record's references as rows, and their type and id (PostgreSQL spells them with jsonb).
+    ref_rows = ("json_each(m.refs) r", "json_extract(r.value, '$.type')", "json_extract(r.value, '$.id')")
+
+    def reference_counts(
+        self, filters: SearchFilters, ref_type: str, *, now: datetime, include_expired: bool = False
+    ) -> dict[str, int]:
+        """How many records the filters keep carry each reference id of ``ref_type``: one grouped statement."""
+        rows, of_type, ref_id = self.ref_rows
+        params: list[Any] = []
+        where = [*self._where(filters, now, params, include_expired), f"{of_type} = ?"]
+        params.append(ref_type)
+        sql = (
+            f"SELECT {ref_id} AS ref, count(DISTINCT m.id) FROM memories m, {rows} "
+            f"WHERE {' AND '.join(where)} GROUP BY ref"
+        )
+        return {str(ref): int(n) for ref, n in self.db.reader().execute(sql, params).fetchall()}
+
     def index_work(self) -> list[str]:
         """Tenants whose approximate vector index searches asked to build or catch up (each reported once)."""
         return self.ann.take_wanted()
