@@ -379,6 +379,32 @@ def test_reads_refresh_the_ttl_of_items_written_meanwhile_from_many_threads(mem:
     assert record.expires_at is not None and record.expires_at > utcnow()
 
 
+def test_puts_and_deletes_of_one_key_from_many_threads_never_fail(backend_mem: funes.Funes) -> None:
+    """A put whose record another thread deleted after the put read it writes the record anew.
+
+    On PostgreSQL the delete commits between the put's read and its update (the put holds no lock on the
+    row until it writes): the update then changes nothing and, before the fix, the put's vectors broke
+    the foreign key to a record that was gone (LangGraph's ``test_large_batches`` on PostgreSQL).
+    """
+    store = FunesStore(backend_mem)
+
+    def work(i: int) -> None:
+        for n in range(40):
+            key = f"k{n % 2}"
+            if (i + n) % 3:
+                store.put(("t",), key, {"v": f"value {i} {n}"})
+            else:
+                store.delete(("t",), key)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(work, range(6)))
+    for key in ("k0", "k1"):
+        item = store.get(("t",), key)
+        records = backend_mem.list(entity_types=["langgraph"]).items
+        assert len([m for m in records if m.title == key]) == (item is not None)
+    assert backend_mem.doctor() == []
+
+
 def test_concurrent_async_operations_are_coalesced_and_all_answered(mem: funes.Funes) -> None:
     """The shape of LangGraph's large async batch test (60,000 operations there), smaller."""
     store = FunesStore(mem)

@@ -261,14 +261,17 @@ class PostgresStore(
         if row is None and rows:
             refuse_other_tenant(m, rows[0][1])
         values = row_values(m)
-        if row is None:
+        updated = False
+        if row is not None:
+            sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
+            rowid = row[0]
+            # Zero rows when another transaction deleted the record after the read above (it holds no lock
+            # on the row until now): the write then stands as the later one and inserts the record anew.
+            updated = conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid)).rowcount > 0
+        if not updated:
             rowid = conn.execute(
                 f"INSERT INTO memories ({COLUMNS}) VALUES ({PLACEHOLDERS}) RETURNING rowid", values
             ).fetchone()[0]
-        else:
-            rowid = row[0]
-            sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
-            conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
         conn.execute(
             "UPDATE memories SET fts = setweight(to_tsvector('simple', ?), 'A') || to_tsvector('simple', ?) "
             "|| setweight(to_tsvector('simple', ?), 'C') WHERE rowid = ?",
