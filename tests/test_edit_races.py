@@ -108,3 +108,31 @@ def test_the_library_refuses_an_edit_of_a_record_deleted_or_changed_meanwhile(st
             assert update is None or isinstance(update, (funes.Memory, Conflict, NotFound)), update
             with pytest.raises(NotFound):
                 mem.get(record.id)
+
+
+def test_a_pin_or_a_label_read_before_an_edit_applies_to_the_edited_record(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change beside the text (pin, importance, metadata) does not depend on the text: it lands on what is there now.
+
+    The interleaving is made by hand: the caller read the record, then a person's edit committed, then the
+    caller's pin reached the write. A new text written against the older text still conflicts.
+    """
+    with funes.open(store_url, embedder="hash", worker="off") as mem:
+        record = mem.remember("The locker code is 12", metadata={"room": "B"})
+        stale = mem.get(record.id)
+        edited = mem.update(record.id, content="The locker code is 13", metadata={"floor": 2})
+        monkeypatch.setattr(mem.core, "get", lambda *_a, **_k: stale)  # every later edit starts from the old read
+        pinned = mem.update(record.id, pinned=True, importance=0.9, metadata={"owner": "ana"})
+        assert (pinned.content, pinned.version, pinned.pinned, pinned.importance) == (
+            "The locker code is 13",
+            2,
+            True,
+            0.9,
+        )
+        assert pinned.metadata == {"room": "B", "floor": 2, "owner": "ana"}
+        with pytest.raises(Conflict, match="changed while it was being edited"):
+            mem.update(record.id, content="The locker code is 14")
+        monkeypatch.undo()
+        now = mem.get(record.id)
+        assert (now.content, now.version, now.pinned) == (edited.content, 2, True)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import funes
 from funes.interfaces.cli import main
 from funes.memory.ranking import retention_score
+from funes.memory.search import rank_settings
 from funes.models import utcnow
 from funes.providers.embed import HashEmbedder
 
@@ -106,7 +107,7 @@ def test_retention_evicts_the_lowest_scoring_unpinned_down_to_80_percent(tmp_pat
         plan = mem.maintain(dry_run=True)
         assert {e["tier"] for e in plan["evict"]} == {"project"}
         now = utcnow()
-        settings = mem.core.rank_settings()
+        settings = rank_settings(mem.config)
         expected = sorted(made, key=lambda m: retention_score(m, settings, now))[: 13 - 8]
         assert [e["id"] for e in plan["evict"]] == [m.id for m in expected]
         report = mem.maintain()
@@ -155,7 +156,7 @@ def test_recently_read_records_outscore_forgotten_ones(tmp_path: Path) -> None:
             mem.store.put(stored.evolve(created_at=old, updated_at=old), None)
         assert mem.search("second old fact", limit=1)[0].memory.id == b.id  # a read
         mem.core.sync_access()
-        settings = mem.core.rank_settings()
+        settings = rank_settings(mem.config)
         now = utcnow()
         got_a, got_b = mem.store.get(a.id), mem.store.get(b.id)
         assert got_a is not None and got_b is not None

@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..memory.ranking import retention_score
+from ..memory.search import rank_settings
 from ..models import Job, Memory, SearchFilters, format_time, utcnow
 from ..store import vis_key
 
@@ -201,7 +202,7 @@ class Upkeep:
         one; pinned records, document chunks and messages are never evicted.
         Each project (or the tenant) is brought back to 80%.
         """
-        settings = self.core.rank_settings()
+        settings = rank_settings(self.config)
         counts = self.store.record_counts(tenant, exclude_kinds=("message",))
         out: list[dict[str, Any]] = []
         taken = set(gone)

@@ -52,7 +52,6 @@ from .embedding import Embedding
 from .grouping import fetch_size, grouped
 from .neighbours import with_turns
 from .project_settings import ProjectSettings
-from .ranking import RankSettings
 from .record_input import (
     RecordFields,
     as_reference,
@@ -70,7 +69,7 @@ from .record_input import (
 )
 from .relevance import CALIBRATED_MODELS, marked_weak
 from .safety import flag_instruction_like
-from .search import HybridSearch, rank_settings
+from .search import HybridSearch
 from .timeline import as_of_time, at_time
 from .turns import in_context
 from .versioning import next_version, superseded
@@ -545,10 +544,14 @@ class Core:
                     hint="Create it again (create_memory / POST .../memories) if the edited text should be kept.",
                 )
             if (stored.version, stored.updated_at) != (current.version, current.updated_at):
-                raise Conflict(
-                    f"Memory {memory_id!r} changed while it was being edited; this edit was not applied.",
-                    hint="Read the memory again and reapply the change to what it says now.",
-                )
+                if vectors is not None or deferred:  # new text (or title) was written against the old text
+                    raise Conflict(
+                        f"Memory {memory_id!r} changed while it was being edited; this edit was not applied.",
+                        hint="Read the memory again and reapply the change to what it says now.",
+                    )
+                # Pin, importance, type, expiry, labels and metadata apply to the record as it is now.
+                if metadata is not None:
+                    changes["metadata"] = check_metadata({**stored.metadata, **check_metadata(metadata)})
             updated = stored.evolve(**changes, updated_at=now)
             self.store.put(updated, vectors)
             if deferred:
@@ -774,15 +777,6 @@ class Core:
             except (ValueError, OverflowError):
                 continue  # "999 years after" it: off the calendar (reading dates never fails a search)
         return tuple(windows)
-
-    def rank_settings(
-        self,
-        min_similarity: float | None = None,
-        project: str | None = None,
-        date_windows: tuple[DateWindow, ...] = (),
-    ) -> RankSettings:
-        """The ranking knobs from the settings (retention scores records with the same ones)."""
-        return rank_settings(self.config, min_similarity, project, date_windows)
 
     def relevance_calibrated(self) -> bool:
         """Whether the relevance constants were fitted for the store's embedding model (funes.relevance)."""
