@@ -412,3 +412,23 @@ def test_clear_gives_the_space_back(tmp_path: Path, auto_vacuum: int) -> None:
         conn = mem.store.db.reader()
         assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == auto_vacuum
         assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+
+
+def test_messages_for_a_session_cleared_meanwhile_are_refused_and_nothing_is_written(backend_mem: funes.Funes) -> None:
+    """A caller holding a Session whose row was cleared since (another thread, process or request).
+
+    Before, both stores failed on the messages' foreign key with a raw database error (an IntegrityError
+    on SQLite, a ForeignKeyViolation on PostgreSQL) instead of saying what happened and what to do.
+    """
+    held = backend_mem.session("s-gone")
+    backend_mem.add_message(held, "user", "first turn, before the clear")
+    backend_mem.clear_session("s-gone")
+    with pytest.raises(NotFound, match="it was deleted") as info:
+        backend_mem.add_message(held, "user", "a turn for a session that is gone")
+    assert "funes.session" in (info.value.hint or "")
+    with pytest.raises(NotFound):
+        backend_mem.add_messages(held, [{"role": "user", "content": "two"}, {"role": "assistant", "content": "turns"}])
+    assert backend_mem.list().items == ()
+    assert backend_mem.sessions() == []
+    backend_mem.session("s-gone").add_message("user", "created again, it takes messages")
+    assert [m.content for m in backend_mem.history("s-gone")] == ["created again, it takes messages"]

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import NotFound
 from ..models import Memory, Turn, format_time, from_epoch, to_epoch
 from ..models.messages import Message, ToolCall
 
@@ -232,13 +233,18 @@ class SessionTables:
         with self.db.write() as conn:
             # The session's row first: on PostgreSQL its row lock makes concurrent appends to one
             # session take turns, and the MAX(seq) below then sees the other's messages (issue 29).
-            conn.execute(
+            touched = conn.execute(
                 # Retention counts from when Funes stored the message, never from its own date:
                 # an imported 2023 conversation dated by its messages was pruned at once (issue 9).
                 "UPDATE sessions SET last_activity = MAX(last_activity, ?), message_count = message_count + ? "
                 "WHERE tenant = ? AND id = ?",
                 (time.time(), len(rows), tenant, session_id),
-            )
+            ).rowcount
+            if not touched:  # deleted (forgotten, pruned) since the caller found it
+                raise NotFound(
+                    f"No session {session_id!r}: it was deleted; the messages were not added.",
+                    hint="Create the session again (funes.session(id)) and add them to it.",
+                )
             last = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE tenant = ? AND session_id = ?",
                 (tenant, session_id),
