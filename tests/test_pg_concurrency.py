@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import funes
-from funes.errors import BackendUnavailable, Conflict
+from funes.errors import BackendUnavailable, Conflict, WriteCrossed
 from funes.providers.embed import HashEmbedder
+from funes.store.pg_connection import CROSSED_ATTEMPTS
 from funes.store.tenancy import acting_for
 
 pytestmark = pytest.mark.postgres
@@ -172,3 +174,45 @@ def test_eight_threads_adding_messages_to_one_session_get_distinct_consecutive_s
     assert errors == []
     seqs = [m.seq for m in mem.session("shared-chat").history()]
     assert seqs == list(range(1, 26))
+
+
+def test_a_write_rolled_back_for_a_deadlock_runs_again_and_both_writers_finish(mem: funes.Funes) -> None:
+    """Two writers lock two records in opposite orders: PostgreSQL aborts one, and ``retrying`` runs it again."""
+    first, second = mem.remember("Deadlock row A"), mem.remember("Deadlock row B")
+    db = mem.core.store.db
+    both_hold_one = threading.Barrier(2)
+    runs: dict[str, int] = {"x": 0, "y": 0}
+
+    def writer(name: str, one: str, other: str) -> str:
+        def body() -> str:
+            runs[name] += 1
+            with acting_for("default"), db.write() as conn:
+                conn.execute("UPDATE memories SET importance = importance WHERE id = ?", (one,))
+                if runs[name] == 1:
+                    both_hold_one.wait(30)
+                conn.execute("UPDATE memories SET importance = importance WHERE id = ?", (other,))
+            return name
+
+        return db.retrying(body)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = [pool.submit(writer, "x", first.id, second.id), pool.submit(writer, "y", second.id, first.id)]
+        assert [f.result(timeout=60) for f in done] == ["x", "y"]
+    assert sorted(runs.values()) == [1, 2], "the deadlock's victim ran once more, the other once"
+
+
+def test_retrying_gives_up_after_its_attempts_and_never_inside_a_callers_transaction(mem: funes.Funes) -> None:
+    db = mem.core.store.db
+    calls: list[int] = []
+
+    def crossing() -> None:
+        calls.append(1)
+        raise WriteCrossed("crossed", hint="retry")
+
+    with pytest.raises(WriteCrossed):
+        db.retrying(crossing)
+    assert len(calls) == CROSSED_ATTEMPTS
+    calls.clear()
+    with pytest.raises(WriteCrossed), acting_for("default"), db.write():
+        db.retrying(crossing)  # the caller's transaction is rolled back whole: the caller's to run again
+    assert len(calls) == 1

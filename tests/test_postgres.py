@@ -22,6 +22,7 @@ from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, con
 from funes.providers.embed import HashEmbedder
 from funes.store import open_store
 from funes.store.postgres import PostgresStore
+from funes.store.sqlite_forget import TOUCHED
 from funes.store.tenancy import acting_for
 
 pytestmark = pytest.mark.postgres
@@ -267,3 +268,18 @@ def test_the_unique_entity_index_refuses_a_second_summary_of_one_entity(store: P
     store.put(record("Table t1 of file 2", **{**fields, "project_id": "file2"}), None)
     store.put(record("Table t1 of globex", **{**fields, "tenant": "globex"}), None)
     assert len(list(store.iter_records())) == 3
+
+
+def test_vacuum_runs_when_the_connection_s_tenant_must_change_first(store: PostgresStore) -> None:
+    """VACUUM cannot run in a transaction block; the tenant setting piped with it made one.
+
+    A forget's scrub (VACUUM FULL) failed with ActiveSqlTransaction whenever the pooled connection last served
+    another tenant, which under concurrent use was now and then: the forget had committed, its caller saw an error.
+    """
+    with acting_for("acme"):
+        store.put(record("acme's note to scrub", tenant="acme"), None)
+        store.delete([m.id for m in store.iter_records()])
+    for tenant in ("globex", "acme"):  # each call must first change the tenant the connection was left with
+        with acting_for(tenant):
+            assert store.scrub([tenant]) == {"vacuum_full": list(TOUCHED)}
+            store.db.reader().native("VACUUM memories")

@@ -81,6 +81,14 @@ class BackendUnavailable(FunesError):
     code = "backend_unavailable"
 
 
+class WriteCrossed(BackendUnavailable):
+    """The database rolled a write back because it crossed a concurrent one (deadlock, serialisation failure).
+
+    Nothing of it was written. A store write that is a transaction of its own
+    is run again a few times before this reaches the caller.
+    """
+
+
 class EmbedderUnavailable(BackendUnavailable):
     """The embedding server cannot be reached (or keeps failing) right now.
 

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..models import EmbedderIdentity, Job, Memory, Page, RankFields, SearchFilters, Turn
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def own_transaction(method: F) -> F:
+    """A store write that is a transaction of its own, so it can be run again whole: when the database
+    rolls it back for crossing a concurrent write (a PostgreSQL deadlock), ``db.retrying`` runs it again
+    rather than hand the caller an error for work nobody did wrong."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.db.retrying(lambda: method(self, *args, **kwargs))
+
+    return run  # type: ignore[return-value]
 
 
 def refuse_other_embedder(current: EmbedderIdentity | None, identity: EmbedderIdentity, reset: bool) -> None:

@@ -17,14 +17,15 @@ import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import BackendUnavailable, Conflict, DependencyMissing, StoreCorrupt, StoreFull, StoreReadOnly
 
 _DRIVER: ModuleType | None = None
+T = TypeVar("T")
 CACHE_KIB = 128 * 1024  # page cache per connection, in KiB (allocated as used)
 MMAP_BYTES = 1 << 30  # address space mapped for reads (not memory used)
 
@@ -330,6 +331,10 @@ class Database:
                     ) from exc
                 raise _translate(self.path, exc) from exc
             return before, after
+
+    def retrying(self, run: Callable[[], T]) -> T:
+        """``run()``: one writer at a time never deadlocks here (PostgreSQL's store runs it again when it does)."""
+        return run()
 
     @contextlib.contextmanager
     def secure_deletes(self) -> Iterator[None]:

@@ -17,7 +17,8 @@ several processes' do, and the read-then-write sequences are made safe by
 PostgreSQL itself (``SELECT ... FOR UPDATE`` on the row, ``SKIP LOCKED`` job
 claims, single-statement ``UPDATE ... RETURNING`` / ``ON CONFLICT`` upserts,
 transaction-scoped advisory locks on content identity). A deadlock or
-serialisation failure between them is a clear "retry" error (503), never a
+serialisation failure between them is run again (:meth:`PgDatabase.retrying`) when
+the write is a transaction of its own, else a clear "retry" error (503), never a
 traceback. Reads inside a transaction run on its connection, so they see its writes. Every statement runs with
 ``funes.tenant`` set from :data:`funes.store.tenancy.current_tenant`, which the
 row-level-security policies read; when the setting must change it travels in
@@ -34,19 +35,27 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import random
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt
+from ..errors import BackendUnavailable, DependencyMissing, StoreCorrupt, WriteCrossed
 from .tenancy import current_tenant
 
 log = logging.getLogger("funes.store.postgres")
 T = TypeVar("T")
+#: How many times a self-contained write rolled back for crossing another (a deadlock) is run in all.
+CROSSED_ATTEMPTS = 4
 
 # Tables whose inserts report a generated key as ``cursor.lastrowid``.
 _SERIAL_KEYS = {"cleanup_log": "id", "access_log": "id", "usage": "id", "memory_vectors": "vector_id"}
+# Statements PostgreSQL refuses inside a transaction block, which a pipeline of several statements is.
+_OUTSIDE_TRANSACTION = re.compile(
+    r"\s*(VACUUM|CLUSTER|(CREATE\s+(UNIQUE\s+)?|DROP\s+|REINDEX\s+)INDEX\s+CONCURRENTLY)\b", re.IGNORECASE
+)
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re.IGNORECASE)
 # SQLite's scalar two-argument MAX in the shared mixins, spelled as PostgreSQL's GREATEST.
 _REWRITES = (
@@ -236,7 +245,10 @@ class PgConnection:
     def _run(self, sql: str, params: Sequence[Any] | None, key: str | None) -> PgCursor:
         args = tuple(params) if params is not None else None
         try:
-            if self._tenant_stale():
+            if self._tenant_stale() and _OUTSIDE_TRANSACTION.match(sql):
+                self._sync_tenant()  # a round trip of its own: piped together, the two would be one transaction
+                cur = self.raw.execute(sql, args)
+            elif self._tenant_stale():
                 with self.raw.pipeline():  # the tenant setting and the statement: one round trip
                     self._sync_tenant()
                     cur = self.raw.execute(sql, args)
@@ -432,7 +444,7 @@ class PgDatabase:
                 hint="Another writer got there first: read the current row and retry.",
             )
         if isinstance(exc, (errors.DeadlockDetected, errors.SerializationFailure)):
-            return BackendUnavailable(
+            return WriteCrossed(
                 f"This write crossed a concurrent one and PostgreSQL rolled it back "
                 f"({str(exc).strip().splitlines()[0]}); nothing was written.",
                 hint="Retry the request: the other write has finished.",
@@ -484,6 +496,24 @@ class PgDatabase:
     def in_transaction(self) -> bool:
         """Whether this thread is inside a write transaction."""
         return getattr(self._local, "conn", None) is not None
+
+    def retrying(self, run: Callable[[], T]) -> T:
+        """``run()`` (a write that is one transaction of its own), again when PostgreSQL rolled it back for
+        crossing a concurrent write: up to :data:`CROSSED_ATTEMPTS` times, after a short random pause.
+
+        Inside a caller's transaction it runs once: that transaction was rolled back whole, so it is the
+        caller's to run again.
+        """
+        attempt = 1
+        while True:
+            try:
+                return run()
+            except WriteCrossed:
+                if attempt >= CROSSED_ATTEMPTS or self.in_transaction():
+                    raise
+                attempt += 1
+                log.info("a write crossed a concurrent one; running it again (attempt %d)", attempt)
+                time.sleep(random.uniform(0.005, 0.02) * 2**attempt)  # out of step with the other writer
 
     @contextlib.contextmanager
     def write(self) -> Iterator[PgConnection]:

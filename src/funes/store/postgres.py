@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..models import EmbedderIdentity, Memory
-from .base import refuse_other_embedder, refuse_other_tenant
+from .base import own_transaction, refuse_other_embedder, refuse_other_tenant
 from .pg_connection import PgDatabase, redact
 from .postgres_bulk import PostgresBulk, refold_keywords
 from .postgres_extras import PostgresExtras
@@ -250,6 +250,7 @@ class PostgresStore(
         """
         return self.put_unique_many([(memory, vectors)])[0]
 
+    @own_transaction
     def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int:
         """Insert or replace many records in one transaction (a large batch refreshes the planner's statistics)."""
         return self._write_many(items)

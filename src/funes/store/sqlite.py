@@ -43,7 +43,15 @@ from ..models import (
     to_epoch,
 )
 from .ann_index import AnnIndexes
-from .base import AccessEvent, Visibility, checked_vectors, refuse_other_embedder, refuse_other_tenant, vis_key
+from .base import (
+    AccessEvent,
+    Visibility,
+    checked_vectors,
+    own_transaction,
+    refuse_other_embedder,
+    refuse_other_tenant,
+    vis_key,
+)
 from .connection import Database
 from .sqlite_cjk import CjkTables
 from .sqlite_cleanup import CleanupTables
@@ -220,6 +228,7 @@ class SqliteStore(
         self._dims = identity.dimensions
 
     # -- writes ------------------------------------------------------------
+    @own_transaction
     def put(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:
         """Insert or replace a record with its vectors, atomically."""
         with self.db.write() as conn:
@@ -350,6 +359,7 @@ class SqliteStore(
                 conn.execute(f"DELETE FROM vec_memories WHERE vector_id IN ({', '.join('?' for _ in ids)})", ids)
             conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
 
+    @own_transaction
     def delete(self, memory_ids: Sequence[str]) -> int:
         """Delete records, their vectors and keyword entries, atomically."""
         if not memory_ids:

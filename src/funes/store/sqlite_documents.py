@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..models import Memory
+from .base import own_transaction
 
 DOCUMENT_COLUMNS: tuple[str, ...] = (
     "id",
@@ -65,6 +66,12 @@ def _doc_values(doc: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
+def document_key(doc_id: str) -> str:
+    """What writers of one document take turns on (PostgreSQL: an advisory lock), so that replacing, moving
+    and deleting it lock its row and its chunks in one order and never deadlock each other."""
+    return f"document\x1f{doc_id}"
+
+
 class DocumentTables:
     """Source (document) storage, mixed into :class:`funes.store.sqlite.SqliteStore`."""
 
@@ -75,6 +82,8 @@ class DocumentTables:
         def put_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]]) -> int: ...
 
         def _delete(self, conn: Any, memory_ids: Sequence[str]) -> int: ...
+
+        def lock_identity(self, key: str) -> None: ...
 
     # -- reads -------------------------------------------------------------
     def get_document(self, doc_id: str) -> dict[str, Any] | None:
@@ -160,16 +169,19 @@ class DocumentTables:
         with self.db.write() as conn:
             self._upsert_document(conn, doc)
 
+    @own_transaction
     def replace_document(
         self, doc: dict[str, Any], items: Sequence[tuple[Memory, Sequence[np.ndarray] | None]]
     ) -> None:
         """Swap a document's chunks for new ones and update its row, in one transaction."""
         with self.db.write() as conn:
+            self.lock_identity(document_key(doc["id"]))
             old = [r[0] for r in conn.execute("SELECT id FROM memories WHERE source_id = ?", (doc["id"],))]
             self._delete(conn, old)
             self.put_many(items)  # in batches on PostgreSQL (issue 29)
             self._upsert_document(conn, doc)
 
+    @own_transaction
     def move_document(self, doc_id: str, uri: str, name: str, updated_at: float) -> int:
         """Point a document and its chunks at a new uri (a renamed file); returns the chunks moved.
 
@@ -177,6 +189,7 @@ class DocumentTables:
         stay, so a rename costs no embedding.
         """
         with self.db.write() as conn:
+            self.lock_identity(document_key(doc_id))
             conn.execute(
                 "UPDATE documents SET uri = ?, name = ?, updated_at = ? WHERE id = ?", (uri, name, updated_at, doc_id)
             )
@@ -187,9 +200,11 @@ class DocumentTables:
             ).rowcount
         return int(moved)
 
+    @own_transaction
     def delete_document(self, doc_id: str) -> int:
         """Delete a document row with its chunks and their vectors; returns the chunks removed."""
         with self.db.write() as conn:
+            self.lock_identity(document_key(doc_id))
             old = [r[0] for r in conn.execute("SELECT id FROM memories WHERE source_id = ?", (doc_id,))]
             removed = self._delete(conn, old)
             conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))

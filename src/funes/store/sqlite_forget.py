@@ -26,9 +26,11 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable
+from .base import own_transaction
+from .sqlite_documents import document_key
 
 _CHUNK = 500
 _ID = re.compile(r"[a-z]{3}_[0-9a-z]{26}")
@@ -64,7 +66,13 @@ class ForgetTables:
     db: Any
     path: str
 
+    row_lock: str
+
     def _delete(self, conn: Any, memory_ids: Sequence[str]) -> int: ...
+
+    if TYPE_CHECKING:  # provided by the store this class is mixed into
+
+        def lock_identity(self, key: str) -> None: ...
 
     # -- finding -------------------------------------------------------------------------
     def ids_matching(self, tenant: str, user: str | None, text: str) -> list[str]:
@@ -154,6 +162,7 @@ class ForgetTables:
         return used
 
     # -- removing ------------------------------------------------------------------------
+    @own_transaction
     def purge(
         self,
         tenant: str,
@@ -179,6 +188,13 @@ class ForgetTables:
         """
         counts: dict[str, int] = {}
         with self.db.secure_deletes(), self.db.write() as conn:
+            # Locks in the order every other writer takes them, so none waits on another in a cycle (PostgreSQL):
+            # a document's (as replacing, moving or deleting it), then the records' rows in rowid order (as
+            # an edit or a delete), and only then the messages, sessions and documents that hold their text.
+            for doc_id in sorted(document_ids):
+                self.lock_identity(document_key(doc_id))
+            for chunk, marks in _chunks(sorted(record_ids)):
+                conn.execute(f"SELECT rowid FROM memories WHERE id IN ({marks}) ORDER BY rowid{self.row_lock}", chunk)
             versions = vectors = 0
             for chunk, marks in _chunks(list(record_ids)):
                 for (history,) in conn.execute(f"SELECT previous_versions FROM memories WHERE id IN ({marks})", chunk):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import NotFound
 from ..models import Memory, Turn, format_time, from_epoch, to_epoch
 from ..models.messages import Message, ToolCall
+from .base import own_transaction
 
 if TYPE_CHECKING:
     from .connection import Database
@@ -406,6 +407,7 @@ class SessionTables:
             )
         return message
 
+    @own_transaction
     def clear_session(self, tenant: str, session_id: str, at: datetime, reason: str) -> dict[str, Any]:
         """Remove a session's unpinned records, messages, usage and row, and log it (in the caller's transaction if any)."""
         with self.db.write() as conn:
