@@ -498,6 +498,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--dump", type=Path, help="Also pickle every query's ranked units and hit signals here.")
     parser.add_argument(
+        "--from-dump",
+        type=Path,
+        help="Search nothing: redo leave-one-dataset-out (and --calibrate) from a --dump of an earlier run.",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -506,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ARGS = args = parser.parse_args(argv)
     settings = dict(item.split("=", 1) for item in args.set)
+    if args.from_dump:
+        return from_dump(args.from_dump, args, settings)
     require(args.data)
     import funes
     from funes.providers.embed.local import LocalEmbedder
@@ -586,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.dump:
                     dumped["agent"] = ag
             if len(sets) > 1:
-                report["leave_one_out"] = leave_one_out(sets)
+                report["leave_one_out"] = leave_one_out(sets, unseen_name_floor(settings))
             if args.calibrate and sets:
                 print_constants(sets)
     finally:
@@ -595,6 +602,35 @@ def main(argv: list[str] | None = None) -> int:
         import pickle
 
         args.dump.write_bytes(pickle.dumps(dumped))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    return 0
+
+
+def unseen_name_floor(settings: dict[str, str]) -> float:
+    """Automatic context's floor for a query naming what no record holds, with the run's ``--set`` settings."""
+    from funes.models.config import load
+
+    return float(load(**settings).context_unseen_name_relevance)
+
+
+def from_dump(path: Path, args: argparse.Namespace, settings: dict[str, str]) -> int:
+    """Leave-one-dataset-out (and the calibration fit) from the recorded hits of a ``--dump``, searching nothing."""
+    import pickle
+
+    dumped = pickle.loads(path.read_bytes())
+    sets: dict[str, tuple[list[Ranked], list[Ranked]]] = {}
+    if "locomo" in dumped:
+        sets["locomo"] = (dumped["locomo"]["methods"]["funes"], dumped["locomo"]["noise"] + dumped["locomo"]["foreign"])
+    if "scifact" in dumped:
+        sets["scifact"] = (dumped["scifact"]["funes"], dumped.get("scifact_noise", []))
+    if "agent" in dumped:
+        sets["agent"] = (dumped["agent"]["on"], dumped["agent"]["off"])
+    report: dict[str, Any] = {"from_dump": str(path)}
+    if len(sets) > 1:
+        report["leave_one_out"] = leave_one_out(sets, unseen_name_floor(settings))
+    if args.calibrate and sets:
+        print_constants(sets)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     return 0

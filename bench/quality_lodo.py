@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 from agent_memory_data import AgentStore, ingest_agent, stores
+from quality_floor import Judged, floor_fitted_report
 from quality_metrics import dedup, fit_logistic
 
 FIT_TOP = 20  # hits per query that enter the fit
@@ -163,23 +164,11 @@ def rescored(r: Any, model: tuple[float, np.ndarray] | None) -> tuple[list[str],
 
 def floor_rows(on: list[Any], off: list[Any], model: tuple[float, np.ndarray] | None) -> dict[float, dict[str, float]]:
     """Per floor: the share of no-floor own-unit recall@10 kept, and the share of off-topic queries left empty."""
-    on_r = [rescored(r, model) for r in on]
-    off_r = [rescored(r, model) for r in off]
-
-    def recall(units: list[str], probs: list[float], relevant: set[str], floor: float) -> float:
-        kept = [u for u, p in list(zip(units, probs, strict=True))[:10] if p >= floor]
-        return len(set(kept) & relevant) / len(relevant) if relevant else 0.0
-
-    base = statistics.mean(recall(u, p, set(r.relevant), 0.0) for (u, p), r in zip(on_r, on, strict=True))
+    judged = Judged.of(on, off, lambda r: rescored(r, model))
     out = {}
     for floor in LODO_FLOORS:
-        kept = statistics.mean(recall(u, p, set(r.relevant), floor) for (u, p), r in zip(on_r, on, strict=True))
-        out[floor] = {
-            "recall_kept": kept / base if base else 1.0,
-            "off_topic_empty": statistics.mean(float(not [x for x in p[:10] if x >= floor]) for _, p in off_r)
-            if off_r
-            else 0.0,
-        }
+        kept, empty = judged.at(floor)
+        out[floor] = {"recall_kept": kept, "off_topic_empty": empty}
     return out
 
 
@@ -199,39 +188,18 @@ def unseen_name_rows(
     on: list[Any], off: list[Any], model: tuple[float, np.ndarray] | None, floor: float = 0.005
 ) -> dict[float, dict[str, float]]:
     """At the context floor: recall@10 kept and off-topic empty when a query naming what no record holds needs more."""
-    on_r = [rescored(r, model) for r in on]
-    off_r = [rescored(r, model) for r in off]
-    # A query's absent_name is the same for all its hits: read it from its first recorded hit.
-    named_on = [bool(r.signals and r.signals[0].get("absent_name")) for r in on]
-    named_off = [bool(r.signals and r.signals[0].get("absent_name")) for r in off]
-
-    def keep(probs: list[float], named: bool, name_floor: float) -> list[int]:
-        need = max(floor, name_floor) if named else floor
-        return [n for n, p in enumerate(probs[:10]) if p >= need]
-
-    def recall(units: list[str], idx: list[int], relevant: set[str]) -> float:
-        return len({units[n] for n in idx} & relevant) / len(relevant) if relevant else 0.0
-
-    base = statistics.mean(
-        recall(u, list(range(min(10, len(u)))), set(r.relevant)) for (u, _), r in zip(on_r, on, strict=True)
-    )
+    judged = Judged.of(on, off, lambda r: rescored(r, model))
+    share = sum(named for *_, named in judged.on) / max(1, len(on))
     out = {}
     for name_floor in UNSEEN_NAME_FLOORS:
-        kept = statistics.mean(
-            recall(u, keep(p, named, name_floor), set(r.relevant))
-            for (u, p), r, named in zip(on_r, on, named_on, strict=True)
-        )
-        empty = [float(not keep(p, named, name_floor)) for (_, p), named in zip(off_r, named_off, strict=True)]
-        out[name_floor] = {
-            "recall_kept": kept / base if base else 1.0,
-            "off_topic_empty": statistics.mean(empty) if empty else 0.0,
-            "on_topic_unseen_name": sum(named_on) / max(1, len(on)),
-        }
+        kept, empty = judged.at(floor, name_floor)
+        out[name_floor] = {"recall_kept": kept, "off_topic_empty": empty, "on_topic_unseen_name": share}
     return out
 
 
-def leave_one_out(sets: dict[str, tuple[list[Any], list[Any]]]) -> dict[str, Any]:
-    """Fit on all sets but one, rank and judge the floor on the one left out; then the shipped constants."""
+def leave_one_out(sets: dict[str, tuple[list[Any], list[Any]]], unseen_name_floor: float = 0.1) -> dict[str, Any]:
+    """Fit on all sets but one, rank and judge the floor on the one left out (held fixed, then fitted with the
+    model on the other sets: quality_floor); ``unseen_name_floor``: automatic context's one for unseen names."""
     report: dict[str, Any] = {}
     print("\n## Leave-one-dataset-out: relevance fitted on the other sets, judged on the held-out one")
     for held in sets:
@@ -269,7 +237,36 @@ def leave_one_out(sets: dict[str, tuple[list[Any], list[Any]]]) -> dict[str, Any
         kept = min(report[h]["unseen_name"][name_floor]["recall_kept"] for h in sets)
         empty = min(report[h]["unseen_name"][name_floor]["off_topic_empty"] for h in sets)
         print(f"{name_floor:>6.3f} {kept:>16.3f} {empty:>20.1%}")
+    report["floor_fitted"] = floor_fitted_report(sets, fit, rescored, unseen_name_floor)
+    report["answer_rate_by_cosine"] = answer_rate_by_cosine(sets)
     return report
+
+
+COSINE_BINS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def answer_rate_by_cosine(sets: dict[str, tuple[list[Any], list[Any]]]) -> dict[str, list[tuple[float, int, int]]]:
+    """Per data set and cosine bin: (bin start, top-20 hits that answer, top-20 hits), off-topic hits included.
+
+    What any relevance read from the hit alone can say at that cosine: an answer in a bin where most hits do
+    not answer cannot get a high calibrated relevance from its cosine.
+    """
+    out: dict[str, list[tuple[float, int, int]]] = {}
+    for name, (on, off) in sets.items():
+        counts = {b: [0, 0] for b in COSINE_BINS}
+        rows = [(u in r.relevant, s) for r in on for u, s in list(zip(r.units, r.signals, strict=True))[:FIT_TOP]]
+        rows += [(False, s) for r in off for s in r.signals[:FIT_TOP]]
+        for answers, s in rows:
+            b = max(x for x in COSINE_BINS if x <= max(0.0, s.get("cosine") or 0.0))
+            counts[b][0] += answers
+            counts[b][1] += 1
+        out[name] = [(b, a, n) for b, (a, n) in counts.items()]
+    print(f"\n## Share of top-{FIT_TOP} hits that answer, by cosine (on- and off-topic queries)")
+    print(f"{'cosine':<8}" + "".join(f"{name:>25}" for name in out))
+    for i, b in enumerate(COSINE_BINS):
+        cells = "".join(f"{a:>7}/{n:<7} {a / n if n else 0.0:>7.3f}  " for _, a, n in (out[k][i] for k in out))
+        print(f"≥ {b:<6.1f}{cells}")
+    return out
 
 
 def print_constants(sets: dict[str, tuple[list[Any], list[Any]]]) -> None:
