@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import funes
 from funes.models import SearchFilters, utcnow
@@ -181,6 +183,24 @@ def test_a_lone_common_term_scores_as_bm25_without_the_idf_walk(tmp_path: Path, 
                 assert a == pytest.approx(b, rel=1e-12)
         assert used == [True, True, True, True]
         assert plain[0][1] > 0.01  # zebra: a real IDF, not the floor
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**40), max_size=6), st.binary(max_size=12))
+def test_a_docsize_records_token_total_is_the_sum_of_its_varints(counts: list[int], junk: bytes) -> None:
+    """The one-term BM25's row length: the sum of the row's varints, by the shortcut for one-byte ones or in full."""
+    from funes.store.sqlite_keyword import _size, _varints
+
+    def varint(value: int) -> bytes:
+        groups = [value & 0x7F]
+        while value > 0x7F:
+            value >>= 7
+            groups.append(0x80 | (value & 0x7F))
+        return bytes(reversed(groups))
+
+    blob = b"".join(varint(c) for c in counts)
+    assert _varints(blob) == counts
+    assert _size(blob) == sum(counts)
+    assert _size(junk) == sum(_varints(junk))  # any bytes: the same total as the full decoding
 
 
 def test_a_very_common_terms_count_is_estimated_from_the_newest_rows(tmp_path: Path, monkeypatch: object) -> None:
