@@ -203,6 +203,32 @@ def test_a_docsize_records_token_total_is_the_sum_of_its_varints(counts: list[in
     assert _size(junk) == sum(_varints(junk))  # any bytes: the same total as the full decoding
 
 
+def test_a_terms_count_the_keyword_plan_took_whole_is_not_walked_again_for_its_statistics(tmp_path: Path) -> None:
+    """The plan's bounded count of a term that stopped short of its bound is the term's count: term_stats reuses it,
+    and reads the same numbers as a store that never planned."""
+    from funes.store.sqlite_keyword import _BOUNDED_COUNT
+
+    counting = _BOUNDED_COUNT.split("?")[0]  # the statement as traced, its parameters filled in
+    terms = ["zeppelin", "project", "budget", "hangar"]
+    with fill(tmp_path) as mem:
+        fresh_stats = mem.store.term_stats(terms)  # nothing cached yet: every count walked
+    with funes.open(str(tmp_path / "kw.db"), embedder=HashEmbedder(32), keyword_scan_cap=CAP) as mem:
+        store, conn = mem.store, mem.store.db.reader()
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        store.keyword_search(terms, SearchFilters(), limit=5, scan_cap=CAP, now=utcnow(), common_ratio=0.1)
+        planned = sum(q.startswith(counting) for q in statements)
+        statements.clear()
+        stats = store.term_stats(terms)
+        conn.set_trace_callback(None)
+        assert stats == fresh_stats
+        assert planned == 4  # one bounded count per term (bound: a tenth of the 201 records, plus one)
+        # "zeppelin" (1 record) and "hangar" (1) stopped short of the bound: reused. "project" and "budget"
+        # (201 each) were cut off at 21: counted again without the bound.
+        assert sum(q.startswith(counting) for q in statements) == 2
+        assert stats[1]["zeppelin"] == 1 and stats[1]["project"] == 201
+
+
 def test_a_very_common_terms_count_is_estimated_from_the_newest_rows(tmp_path: Path, monkeypatch: object) -> None:
     """Past COUNT_EXACT_MAX a term's record count comes from its share of the newest rows, close to the truth."""
     import funes.store.sqlite_keyword as kw

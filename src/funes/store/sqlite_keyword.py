@@ -452,11 +452,16 @@ class KeywordSearch:
         """
         phrase = '"' + term.replace('"', '""') + '"'
         if bound is not None:
-            return self._planning_stat(
-                f"{term}\0{bound}",
-                lambda: int(conn.execute(_BOUNDED_COUNT, (phrase, bound)).fetchone()[0]),
-                generation,
-            )
+
+            def bounded() -> int:
+                found = int(conn.execute(_BOUNDED_COUNT, (phrase, bound)).fetchone()[0])
+                if found < bound and found <= COUNT_EXACT_MAX:
+                    # Not cut off, so the term's whole count: the count without a bound (term_stats, right
+                    # after the keyword leg's plan) would walk the same doclist again for the same number.
+                    self._fts_stats[f"{term}\0{None}"] = (found, float(generation))
+                return found
+
+            return self._planning_stat(f"{term}\0{bound}", bounded, generation)
 
         def count() -> int:
             seen = int(conn.execute(_BOUNDED_COUNT, (phrase, COUNT_EXACT_MAX + 1)).fetchone()[0])
