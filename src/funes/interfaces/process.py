@@ -4,7 +4,7 @@ A library leaves the cyclic garbage collector alone: that is the
 application's choice, and these shells are the application. Start-up leaves
 about 127,000 tracked objects (FastAPI's routes and schemas, pydantic
 models, the modules), and every full collection walks all of them again:
-140-200 ms with the GIL held, stalling every request in flight, each time
+140-200 ms (load 4) with the GIL held, stalling every request in flight, each time
 the surviving objects grow by a quarter. ``gc.freeze()`` moves them to a
 generation the collector never walks; collection keeps working for
 everything allocated later (docs/benchmarks.md, issue 29).
