@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import funes
 from funes.models import SearchFilters, utcnow
@@ -181,6 +183,50 @@ def test_a_lone_common_term_scores_as_bm25_without_the_idf_walk(tmp_path: Path, 
                 assert a == pytest.approx(b, rel=1e-12)
         assert used == [True, True, True, True]
         assert plain[0][1] > 0.01  # zebra: a real IDF, not the floor
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**40), max_size=6), st.binary(max_size=12))
+def test_a_docsize_records_token_total_is_the_sum_of_its_varints(counts: list[int], junk: bytes) -> None:
+    """The one-term BM25's row length: the sum of the row's varints, by the shortcut for one-byte ones or in full."""
+    from funes.store.sqlite_keyword import _size, _varints
+
+    def varint(value: int) -> bytes:
+        groups = [value & 0x7F]
+        while value > 0x7F:
+            value >>= 7
+            groups.append(0x80 | (value & 0x7F))
+        return bytes(reversed(groups))
+
+    blob = b"".join(varint(c) for c in counts)
+    assert _varints(blob) == counts
+    assert _size(blob) == sum(counts)
+    assert _size(junk) == sum(_varints(junk))  # any bytes: the same total as the full decoding
+
+
+def test_a_terms_count_the_keyword_plan_took_whole_is_not_walked_again_for_its_statistics(tmp_path: Path) -> None:
+    """The plan's bounded count of a term that stopped short of its bound is the term's count: term_stats reuses it,
+    and reads the same numbers as a store that never planned."""
+    from funes.store.sqlite_keyword import _BOUNDED_COUNT
+
+    counting = _BOUNDED_COUNT.split("?")[0]  # the statement as traced, its parameters filled in
+    terms = ["zeppelin", "project", "budget", "hangar"]
+    with fill(tmp_path) as mem:
+        fresh_stats = mem.store.term_stats(terms)  # nothing cached yet: every count walked
+    with funes.open(str(tmp_path / "kw.db"), embedder=HashEmbedder(32), keyword_scan_cap=CAP) as mem:
+        store, conn = mem.store, mem.store.db.reader()
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        store.keyword_search(terms, SearchFilters(), limit=5, scan_cap=CAP, now=utcnow(), common_ratio=0.1)
+        planned = sum(q.startswith(counting) for q in statements)
+        statements.clear()
+        stats = store.term_stats(terms)
+        conn.set_trace_callback(None)
+        assert stats == fresh_stats
+        assert planned == 4  # one bounded count per term (bound: a tenth of the 201 records, plus one)
+        # "zeppelin" (1 record) and "hangar" (1) stopped short of the bound: reused. "project" and "budget"
+        # (201 each) were cut off at 21: counted again without the bound.
+        assert sum(q.startswith(counting) for q in statements) == 2
+        assert stats[1]["zeppelin"] == 1 and stats[1]["project"] == 201
 
 
 def test_a_very_common_terms_count_is_estimated_from_the_newest_rows(tmp_path: Path, monkeypatch: object) -> None:

@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 
 from ..errors import FunesError
 from ..models import Caller, new_id
+from .process import settle_heap
 
 if TYPE_CHECKING:
     from ..agents.specs import ToolSpec
@@ -323,6 +324,7 @@ def run_stdio(open_funes: Callable[[], Funes], *, project: str, session_id: str 
         async with stdio_server() as (read_stream, write_stream):
             funes = await anyio.to_thread.run_sync(open_funes)
             server = build_server(funes, project=project, session_id=session_id)
+            settle_heap()
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(serve)
@@ -420,6 +422,7 @@ def run_http(open_funes: Callable[[], Funes], *, project: str, port: int, sessio
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it; with the default handler the
     # process would die before the service flushes its access log, so the re-raise exits cleanly.
     previous = signal.signal(signal.SIGTERM, stop)
+    settle_heap()
     try:
         uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning")).run()
     finally:

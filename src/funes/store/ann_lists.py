@@ -50,7 +50,7 @@ def list_count(n: int) -> int:
 
 def dequantized(q8: np.ndarray, scale: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The rows' approximate unit vectors from their int8 codes."""
-    return q8[rows].astype(np.float32) * scale[rows, None]  # type: ignore[no-any-return]
+    return np.take(q8, rows, axis=0).astype(np.float32) * np.take(scale, rows)[:, None]  # type: ignore[no-any-return]
 
 
 def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:

@@ -27,7 +27,10 @@ from ..errors import BackendUnavailable, Conflict, DependencyMissing, StoreCorru
 _DRIVER: ModuleType | None = None
 T = TypeVar("T")
 CACHE_KIB = 128 * 1024  # page cache per connection, in KiB (allocated as used)
-MMAP_BYTES = 1 << 30  # address space mapped for reads (not memory used)
+# Address space mapped for reads (not memory used). Mapping all of a 2.8 GB store (1M records) made a
+# read-only search run cheaper, but end-to-end searches, which also write the access log, cost 1.2x the
+# CPU with it (measured, cause not isolated; issue 29, docs/benchmarks.md): 1 GB stays.
+MMAP_BYTES = 1 << 30
 
 
 def _can_load_extensions(module: ModuleType) -> bool:

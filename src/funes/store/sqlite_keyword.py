@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..models import JudgedRecord, RankFields, SearchFilters, to_epoch
 from .sqlite_cjk import cjk_runs, merge_hits
 from .sqlite_rows import (
@@ -294,16 +296,18 @@ class KeywordSearch:
             chunk = [r[1] for r in rows[start : start + 500]]
             sql = f"SELECT id, sz FROM memories_fts_docsize WHERE id IN ({', '.join('?' for _ in chunk)})"
             sizes.update(conn.execute(sql, chunk))
-        weights = [w for w in WEIGHTS if w]
-        scored = []
-        for memory_id, rowid, *texts in rows:
-            freq = sum(w * text.count(_MARK) for w, text in zip(weights, texts, strict=True) if text)
-            length = sum(_varints(sizes.get(rowid, b"")))
-            # bm25()'s own operations, in its order (fts5_aux.c), so the doubles agree.
-            score = idf * ((freq * (1.2 + 1.0)) / (freq + 1.2 * (1 - 0.75 + 0.75 * length / avgdl)))
-            scored.append((memory_id, score))
-        scored.sort(key=lambda r: -r[1])  # stable: ties stay newest first, as the bm25() plan orders them
-        return scored[:limit]
+        n = len(rows)
+        # Each weighted column's instances times its weight: whole numbers, so any order of the sums is exact.
+        freq = np.zeros(n)
+        for j, w in enumerate(w for w in WEIGHTS if w):
+            marked = (r[2 + j].count(_MARK) if r[2 + j] else 0 for r in rows)
+            freq += w * np.fromiter(marked, dtype=np.float64, count=n)
+        length = np.fromiter((_size(sizes.get(r[1], b"")) for r in rows), dtype=np.int64, count=n)
+        # bm25()'s own operations, in its order (fts5_aux.c), so the doubles agree (numpy's float64
+        # operations round as Python's do).
+        score = idf * ((freq * (1.2 + 1.0)) / (freq + 1.2 * (1 - 0.75 + 0.75 * length / avgdl)))
+        best = np.argsort(-score, kind="stable")[:limit]  # stable: ties stay newest first, as bm25()'s plan orders
+        return [(rows[i][0], s) for i, s in zip(best.tolist(), score[best].tolist(), strict=True)]
 
     def judge_records(
         self, memory_ids: Sequence[str], fields: dict[str, RankFields] | None = None
@@ -448,11 +452,16 @@ class KeywordSearch:
         """
         phrase = '"' + term.replace('"', '""') + '"'
         if bound is not None:
-            return self._planning_stat(
-                f"{term}\0{bound}",
-                lambda: int(conn.execute(_BOUNDED_COUNT, (phrase, bound)).fetchone()[0]),
-                generation,
-            )
+
+            def bounded() -> int:
+                found = int(conn.execute(_BOUNDED_COUNT, (phrase, bound)).fetchone()[0])
+                if found < bound and found <= COUNT_EXACT_MAX:
+                    # Not cut off, so the term's whole count: the count without a bound (term_stats, right
+                    # after the keyword leg's plan) would walk the same doclist again for the same number.
+                    self._fts_stats[f"{term}\0{None}"] = (found, float(generation))
+                return found
+
+            return self._planning_stat(f"{term}\0{bound}", bounded, generation)
 
         def count() -> int:
             seen = int(conn.execute(_BOUNDED_COUNT, (phrase, COUNT_EXACT_MAX + 1)).fetchone()[0])
@@ -485,6 +494,11 @@ def stat_fresh(mark: float, generation: float) -> bool:
 def stat_fresh_sql(mark: str, generation: str) -> str:
     """:func:`stat_fresh` as a SQL condition on two SQL expressions (NULL when no mark: not fresh)."""
     return f"({generation} BETWEEN {mark} AND {mark} + greatest(1.0, {mark} * {_STATS_GROWTH!r}))"
+
+
+def _size(blob: bytes) -> int:
+    """The sum of a docsize record's varints (a row's tokens over its columns): a byte under 0x80 is a whole varint."""
+    return sum(blob) if blob.isascii() else sum(_varints(blob))
 
 
 def _varints(blob: bytes) -> list[int]:
