@@ -57,6 +57,12 @@ _EF_ITERATIVE = 100
 # The exact plan's first step: the tenant's nearest vectors by distance alone, then their records filtered
 # (at least 4 x k); the full join runs only when fewer than k records survive (funes.store.pg_plan).
 _NEAR_PARTS = pg_plan.NEAR_PARTS
+# The keyword and the exact vector statements run on the generic plan of their prepared form (psycopg prepares
+# a statement text on its fifth run on a connection): PostgreSQL chose a custom plan every time, and planning
+# them took 2-5 ms and 0.6-0.8 ms a search. The term-presence probes keep custom plans, each term's selectivity
+# choosing between its GIN lookup and the tenant's rows (generic: 9.1 ms p50 against 2.0 replayed, load 7-9).
+_GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+_AUTO_PLAN: tuple[str, Sequence[Any] | None] = ("SET LOCAL plan_cache_mode = auto", None)
 # A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit), in pgvector's
 # binary form (vector_send: a 4-byte header, then big-endian float4s): 50 hits' vectors as text took 10.6 ms
 # to format, send and parse, against 2.8 ms.
@@ -235,8 +241,8 @@ class PostgresSearch:
         if presence:
             present, checked, check = self._presence_statement(terms, filters, now)
             if check is not None:
-                statements.append(check)
-        results = self.db.reader().batch(statements)
+                statements += [_AUTO_PLAN, check]  # its plan follows each term's selectivity
+        results = self.db.reader().batch(statements, [_GENERIC_PLAN])
         rows = results[0].fetchall()
         total, dfs = int(rows[0][0]), [int(d) for d in rows[0][2]]
         counts = self._keep_stats(total, int(rows[0][1]), dict(zip(uniq, dfs, strict=True)), int(rows[0][3]))
@@ -535,7 +541,7 @@ class PostgresSearch:
             f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?"
         )
         if near is None:
-            return _best(self.db.reader().execute(_judging(sql, out), params).fetchall(), k, out)
+            return _best(self._generic(_judging(sql, out), params), k, out)
         params.append(k)
         # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index. The near
         # rows carry how many near records passed the filters, and of how many (the next plan's choice).
@@ -548,10 +554,14 @@ class PostgresSearch:
             "SELECT h.*, (SELECT count(DISTINCT memory_rowid) FROM near) AS seen FROM hits h UNION ALL "
             f"SELECT e.*, NULL, NULL FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
         )
-        rows = self.db.reader().execute(_judging(sql, out), params).fetchall()
+        rows = self._generic(_judging(sql, out), params)
         cut = -2 if out is None else -3  # (passed, seen), before the vectors _judging adds
         self._keep_share(filters, [(int(r[cut]), int(r[cut + 1])) for r in rows if r[cut + 1] is not None])
         return _best([r[:cut] if out is None else (*r[:cut], r[-1]) for r in rows], k, out)
+
+    def _generic(self, sql: str, params: list[Any]) -> list[Any]:
+        """The rows of a statement run with the generic plan of its prepared form (no planning per search)."""
+        return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN])[0].fetchall())
 
     def _filter_share(self, filters: SearchFilters) -> float | None:
         """The share of the tenant's near records the filters kept last time, while the store's generation holds."""
