@@ -12,6 +12,7 @@ import pytest
 
 import funes
 from funes.providers.embed import HashEmbedder
+from funes.store.postgres import PostgresStore
 from funes.store.tenancy import acting_for
 
 pytestmark = pytest.mark.postgres
@@ -102,3 +103,18 @@ def test_a_search_that_finds_a_long_record_explains_its_window_in_the_same_three
     assert counter.round_trips - before <= 3
     assert hits[0].memory.id == memo.id
     assert hits[0].explanation.passage is not None and hits[0].explanation.passage["sentences"] == [5, 5]
+
+
+def test_a_statement_after_a_batch_with_settings_runs_as_the_tenant_the_batch_set(pg_url: str) -> None:
+    """The batch's tenant setting and its BEGIN share the pipeline's implicit transaction: ending it kept the
+    setting (a ROLLBACK undid it, and the next statement on that connection ran as the previous tenant)."""
+    store = PostgresStore(pg_url, pool_min=1, pool_max=1)  # one connection: each statement finds the last one's
+    try:
+        with acting_for("acme"):
+            store.db.reader().native("SELECT 1")
+        with acting_for("globex"):
+            store.db.reader().batch([("SELECT 1", None)], ["SET LOCAL work_mem = '8MB'"])
+            seen = store.db.reader().native("SELECT current_setting('funes.tenant')").fetchone()[0]
+        assert seen == "globex"
+    finally:
+        store.close()

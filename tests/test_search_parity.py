@@ -13,6 +13,8 @@ import random
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 import funes
 from funes.models import utcnow
 from funes.providers.embed import HashEmbedder
@@ -106,4 +108,22 @@ def test_an_uncalibrated_model_ranks_alike_from_partial_records(tmp_path: Path) 
         partial = _answers(mem, queries, at) + _answers(mem, queries[:10], at, scopes=["team"], limit=4)
         assert sum(len(hits) for hits in partial) > 300
         _whole_records_for_every_candidate(mem)
+        assert _answers(mem, queries, at) + _answers(mem, queries[:10], at, scopes=["team"], limit=4) == partial
+
+
+@pytest.mark.postgres
+def test_postgres_ranks_alike_from_the_partial_records_its_legs_read(pg_url: str) -> None:
+    """On PostgreSQL the keyword and vector statements return their hits' partial records (funes.store.pg_judged)."""
+    with funes.open(pg_url, embedder=HashEmbedder(64), worker="off") as mem:
+        _fill(mem, seed=5)
+        queries, at = _queries(6), utcnow()
+        store = mem.store
+        partial = _answers(mem, queries, at) + _answers(mem, queries[:10], at, scopes=["team"], limit=4)
+        assert sum(len(hits) for hits in partial) > 300
+        assert any(h[4].get("passage") for hits in partial for h in hits)  # windows matched, and were explained
+        store.exact_max = 0  # every search through the HNSW plan (its statement reads the partial records too)
+        hnsw = _answers(mem, queries, at) + _answers(mem, queries[:10], at, scopes=["team"], limit=4)
+        _whole_records_for_every_candidate(mem)
+        assert _answers(mem, queries, at) + _answers(mem, queries[:10], at, scopes=["team"], limit=4) == hnsw
+        store.exact_max = 4000
         assert _answers(mem, queries, at) + _answers(mem, queries[:10], at, scopes=["team"], limit=4) == partial

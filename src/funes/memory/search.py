@@ -78,10 +78,12 @@ class HybridSearch:
 
         # PostgreSQL answers the whole keyword leg, term presence included, in one round trip.
         one_trip = getattr(self.store, "keyword_leg", None)
-        # SQLite reads what judging reads of every candidate with its rank fields (a partial record), and
-        # whole records of the hits returned only.
+        # Both stores read what judging reads of every candidate with its rank fields (a partial record), and
+        # whole records of the hits returned only (PostgreSQL: the legs' statements read them, with the vectors
+        # of the vector leg's hits that have several).
         partial = getattr(self.store, "judge_records", None)
         judged: dict[str, JudgedRecord] = {}
+        several: dict[str, list[np.ndarray]] = {}
 
         def keyword_leg() -> tuple[
             list[tuple[str, float]],
@@ -101,7 +103,7 @@ class HybridSearch:
                 "now": now,
             }
             if one_trip is not None:
-                return (*one_trip(terms, filters, **scan), {})  # type: ignore[no-any-return]
+                return one_trip(terms, filters, **scan)  # type: ignore[no-any-return]
             fields: dict[str, RankFields] = {}
             judged: dict[str, JudgedRecord] = {}
             if partial is not None:  # SQLite: the hits' partial records, read with them, beside the vector leg
@@ -130,7 +132,8 @@ class HybridSearch:
                 vector = query_vector(self.embedding, query, float(self.config.name_free_query_weight))
                 vector_leg = getattr(self.store, "vector_leg", None)  # PostgreSQL: rank fields in the same trip
                 if vector_leg is not None:
-                    nearest, fields = vector_leg(vector, filters, k=candidates, now=now)
+                    more = {} if partial is None else {"judged": judged, "vectors": several}
+                    nearest, fields = vector_leg(vector, filters, k=candidates, now=now, **more)
                 else:
                     nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
                     if partial is not None:
@@ -152,6 +155,7 @@ class HybridSearch:
             if presence is not None:
                 presence.cancel()
             keyword, keyword_fields, stats, stored, found_present, keyword_judged = pending.result()
+            stored = {**several, **stored}
         if found_present is not None:
             present = found_present
         fields.update(keyword_fields)

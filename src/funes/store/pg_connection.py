@@ -308,7 +308,7 @@ class PgConnection:
     ) -> list[PgCursor]:
         """Read statements (PostgreSQL SQL) in one round trip, with ``SET LOCAL`` lines in force for them alone.
 
-        The settings need a transaction: a read-only one rolled back after the
+        The settings need a transaction: a read-only one committed after the
         statements, or a savepoint rolled back to inside a write.
         """
         inside = self.depth > 0
@@ -325,7 +325,10 @@ class PgConnection:
                     self.raw.execute("ROLLBACK TO SAVEPOINT funes_batch")
                     self.raw.execute("RELEASE SAVEPOINT funes_batch")
                 elif settings:
-                    self.raw.execute("ROLLBACK")
+                    # COMMIT, not ROLLBACK: a pipeline is one implicit transaction until its sync, so BEGIN takes
+                    # in the tenant setting sent before it, and a rollback undid it while the connection went on
+                    # believing it set: the next statement ran as the previous tenant (row-level security's tenant).
+                    self.raw.execute("COMMIT")  # a read-only transaction: nothing else to keep
         except self.db.error as exc:
             self.forget_tenant()
             if settings and not inside:

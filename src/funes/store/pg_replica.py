@@ -63,7 +63,8 @@ RETRY_SECONDS = 30.0
 _CONNECT_TIMEOUT = 5  # seconds: a replica that does not answer at once is treated as down
 _POSITION = "SELECT pg_current_wal_lsn()::text"
 _REPLAYED = "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"
-_READ_START = re.compile(r"^\s*(?:SELECT|WITH)\b", re.IGNORECASE)
+# SET LOCAL: a read batch's planner setting for the statements after it (postgres_search), as a standby runs it.
+_READ_START = re.compile(r"^\s*(?:SELECT|WITH|SET\s+LOCAL)\b", re.IGNORECASE)
 _NEEDS_PRIMARY = re.compile(
     r"\b(?:INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY|nextval|setval|pg_advisory\w*|pg_try_advisory\w*|"
     r"pg_notify|txid_current\w*|pg_current_xact_id\w*|pg_current_wal\w*|lo_\w+|"
@@ -76,7 +77,8 @@ _NEEDS_PRIMARY = re.compile(
 
 @functools.lru_cache(maxsize=2048)
 def is_pure_read(sql: str) -> bool:
-    """Whether a statement only reads, so a hot standby can run it (``SELECT``/``WITH`` naming no write).
+    """Whether a statement only reads, so a hot standby can run it (``SELECT``/``WITH`` naming no write,
+    or a ``SET LOCAL`` planner setting).
 
     Cached: statements are parameterised templates, and the keyword leg's is several kB to scan.
     """

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import FunesError
-from ..models import Memory, from_epoch, new_id, to_epoch
+from ..models import JudgedRecord, Memory, RankFields, from_epoch, new_id, to_epoch
+from . import pg_judged
 from .base import AccessEvent
 from .sqlite import SqliteStore
 from .sqlite_rows import COLUMNS, to_memory
@@ -148,6 +149,25 @@ class PostgresExtras:
         rows = self._fetch_with_access((f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", [ids]))
         return {row[0]: to_memory(row) for row in rows}
 
+    def judge_records(
+        self, memory_ids: Sequence[str], fields: dict[str, RankFields] | None = None
+    ) -> dict[str, JudgedRecord]:
+        """Partial records of search candidates (funes.store.pg_judged), by id; ``fields`` receives their rank fields.
+
+        The legs of a search read them with their hits; this reads those they did not (none: no statement).
+        """
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        sql = f"SELECT {pg_judged.columns('m')}, {pg_judged.vector_count('m')} FROM memories m WHERE m.id = ANY(%s)"
+        out: dict[str, JudgedRecord] = {}
+        for row in self.db.reader().native(sql, [ids]).fetchall():
+            ranked, record = pg_judged.to_candidate(row[:-1], int(row[-1]))
+            out[ranked.id] = record  # type: ignore[assignment]
+            if fields is not None:
+                fields[ranked.id] = ranked
+        return out
+
     def get_many_cosines(
         self, memory_ids: Sequence[str], vector: np.ndarray
     ) -> tuple[dict[str, Memory], dict[str, np.ndarray]]:
@@ -160,14 +180,11 @@ class PostgresExtras:
         ids = list(dict.fromkeys(memory_ids))
         if not ids or self._dims is None:
             return self.get_many(ids), {}
-        # Only records with several parts (long texts, passage windows) return their parts' cosines.
-        cosines = (
-            "(SELECT CASE WHEN count(*) > 1 THEN array_agg(1 - (v.embedding <=> %s) ORDER BY v.part) END "
-            "FROM memory_vectors v WHERE v.tenant = memories.tenant AND v.memory_rowid = memories.rowid)"
-        )
-        fetch = (f"SELECT {COLUMNS}, {cosines} FROM memories WHERE id = ANY(%s)", [vector, ids])
+        # Only records with several parts (long texts, passage windows) return their parts' vectors, whose
+        # cosines are worked out as search works out those of the vectors the legs return (funes.store.pg_judged).
+        fetch = (f"SELECT {COLUMNS}, {pg_judged.several_vectors('memories')} FROM memories WHERE id = ANY(%s)", [ids])
         rows = self._fetch_with_access(fetch)
-        parts = {row[0]: np.asarray(row[-1], dtype=np.float64) for row in rows if row[-1] is not None}
+        parts = {row[0]: pg_judged.part_cosines(row[-1], vector) for row in rows if row[-1] is not None}
         return {row[0]: to_memory(row[:-1]) for row in rows}, parts
 
     def _fetch_with_access(self, fetch: tuple[str, list[Any]]) -> list[Any]:

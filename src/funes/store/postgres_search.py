@@ -38,13 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from ..models import RankFields, SearchFilters, to_epoch
-from . import pg_plan
+from ..models import JudgedRecord, RankFields, SearchFilters, to_epoch
+from . import pg_judged, pg_plan
 from .base import Visibility
 from .pg_connection import placeholders
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
 from .sqlite_keyword import stat_fresh, stat_fresh_sql
-from .sqlite_rows import RANK_COLUMNS, record_filters, sql_in, to_rank_fields
+from .sqlite_rows import RANK_COLUMNS, record_filters, sql_in
 from .tenancy import current_tenant
 
 _K1 = 1.2
@@ -57,6 +57,12 @@ _EF_ITERATIVE = 100
 # The exact plan's first step: the tenant's nearest vectors by distance alone, then their records filtered
 # (at least 4 x k); the full join runs only when fewer than k records survive (funes.store.pg_plan).
 _NEAR_PARTS = pg_plan.NEAR_PARTS
+# The keyword and the exact vector statements run on the generic plan of their prepared form (psycopg prepares
+# a statement text on its fifth run on a connection): PostgreSQL chose a custom plan every time, and planning
+# them took 2-5 ms and 0.6-0.8 ms a search. The term-presence probes keep custom plans, each term's selectivity
+# choosing between its GIN lookup and the tenant's rows (generic: 9.1 ms p50 against 2.0 replayed, load 7-9).
+_GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+_AUTO_PLAN: tuple[str, Sequence[Any] | None] = ("SET LOCAL plan_cache_mode = auto", None)
 # A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit), in pgvector's
 # binary form (vector_send: a 4-byte header, then big-endian float4s): 50 hits' vectors as text took 10.6 ms
 # to format, send and parse, against 2.8 ms.
@@ -192,7 +198,7 @@ class PostgresSearch:
 
         ``fields``, when given, receives the rank fields of the hits (the scoring query reads them).
         """
-        found, hit_fields, _stats, _vectors, _present = self.keyword_leg(
+        found, hit_fields, _stats, _vectors, _present, _judged = self.keyword_leg(
             terms, filters, limit=limit, scan_cap=scan_cap, now=now, common_ratio=common_ratio, presence=False
         )
         if fields is not None:
@@ -215,9 +221,11 @@ class PostgresSearch:
         tuple[int, dict[str, int]],
         dict[str, list[np.ndarray]],
         set[str],
+        dict[str, JudgedRecord],
     ]:
         """A search's whole keyword leg in one round trip: hits, their rank fields and stored vectors, the term
-        statistics and (with ``presence``) the terms present, as :class:`funes.memory.search.HybridSearch` reads them.
+        statistics, (with ``presence``) the terms present and the hits' partial records (funes.store.pg_judged),
+        as :class:`funes.memory.search.HybridSearch` reads them.
 
         BM25 is scored inside PostgreSQL; the term statistics are computed by the
         same statement where they are not cached (per tenant setting: row-level
@@ -233,21 +241,24 @@ class PostgresSearch:
         if presence:
             present, checked, check = self._presence_statement(terms, filters, now)
             if check is not None:
-                statements.append(check)
-        results = self.db.reader().batch(statements)
+                statements += [_AUTO_PLAN, check]  # its plan follows each term's selectivity
+        results = self.db.reader().batch(statements, [_GENERIC_PLAN])
         rows = results[0].fetchall()
         total, dfs = int(rows[0][0]), [int(d) for d in rows[0][2]]
         counts = self._keep_stats(total, int(rows[0][1]), dict(zip(uniq, dfs, strict=True)), int(rows[0][3]))
         fields: dict[str, RankFields] = {}
         vectors: dict[str, list[np.ndarray]] = {}
-        words = _hits(rows, 4, fields, vectors, True)
+        judged: dict[str, JudgedRecord] = {}
+        words = _hits(rows, 4, fields, vectors, judged, True)
         found = words
         if cjk is not None:
             cjk_rows = results[1].fetchall()
             runs = len(cjk_runs(terms))
             grams = cjk[2]
             # On the BM25 scale of a rare term: every gram found counts like one matched rare word.
-            ranked = _hits([(2.0 * int(r[0]) / grams * runs, *r[1:]) for r in cjk_rows], 0, fields, vectors, False)
+            ranked = _hits(
+                [(2.0 * int(r[0]) / grams * runs, *r[1:]) for r in cjk_rows], 0, fields, vectors, judged, False
+            )
             found = merge_hits(words, sorted(ranked, key=lambda kv: -kv[1]), limit)
         if checked:
             flags = results[-1].fetchone()[0]
@@ -259,6 +270,7 @@ class PostgresSearch:
             (total, counts),
             {i: v for i, v in vectors.items() if i in kept},
             present,
+            {i: j for i, j in judged.items() if i in kept},
         )
 
     def _word_statement(
@@ -355,8 +367,11 @@ class PostgresSearch:
             "WITH ORDINALITY AS q(p, i)) x) AS score FROM c, st, kp) "
             # A match on a term the positions cannot show (a hyphenated part) still ranks above nothing.
             "SELECT st.total, st.avgdl, st.dfs, st.gen, CASE WHEN h.score > 0 THEN h.score ELSE 1e-6 END, h.vecs, "
-            f"{', '.join('h.' + c for c in RANK_COLUMNS)} FROM st LEFT JOIN LATERAL (SELECT s.*, {vecs} AS vecs "
-            'FROM s ORDER BY s.score DESC, s.id COLLATE "C" LIMIT ?) h ON true'
+            f"{', '.join('h.' + c for c in RANK_COLUMNS)}, {', '.join('j.' + c for c in pg_judged.JUDGE_EXTRA)} "
+            f"FROM st LEFT JOIN LATERAL (SELECT s.*, {vecs} AS vecs "
+            'FROM s ORDER BY s.score DESC, s.id COLLATE "C" LIMIT ?) h ON true '
+            # What judging reads of the hits (a partial record), joined to the hits alone (funes.store.pg_judged).
+            "LEFT JOIN memories j ON j.tenant = h.tenant AND j.rowid = h.rowid"
         )
         return placeholders(sql), params, uniq
 
@@ -432,8 +447,8 @@ class PostgresSearch:
         vecs = _VECTORS.replace("s.", "c.") if self._dims is not None else "NULL"
         # Best first among the newest scan_cap that hold any (newer first among equals).
         sql = (
-            f"SELECT c.found, {vecs}, {', '.join('c.' + c for c in RANK_COLUMNS)} FROM (SELECT * FROM "
-            f"(SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, {found} AS found FROM memories m "
+            f"SELECT c.found, {vecs}, {pg_judged.columns('c')} FROM (SELECT * FROM "
+            f"(SELECT {pg_judged.columns('m')}, m.tenant, m.rowid, {found} AS found FROM memories m "
             f"WHERE {' AND '.join(where)}) f WHERE found > 0 ORDER BY rowid DESC LIMIT ?) c "
             "ORDER BY c.found DESC, c.rowid DESC LIMIT ?"
         )
@@ -456,9 +471,21 @@ class PostgresSearch:
         return self.vector_leg(vector, filters, k=k, now=now)[0]
 
     def vector_leg(
-        self, vector: np.ndarray, filters: SearchFilters, *, k: int, now: datetime | None = None
+        self,
+        vector: np.ndarray,
+        filters: SearchFilters,
+        *,
+        k: int,
+        now: datetime | None = None,
+        judged: dict[str, JudgedRecord] | None = None,
+        vectors: dict[str, list[np.ndarray]] | None = None,
     ) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
-        """A search's vector leg in one round trip (with the tenant's vector count cached): hits and their rank fields."""
+        """A search's vector leg in one round trip (with the tenant's vector count cached): hits and their rank fields.
+
+        ``judged``, when given, receives the hits' partial records and ``vectors`` the stored vectors of those
+        with several (funes.store.pg_judged), read by the same statement.
+        """
+        out = None if judged is None else (judged, {} if vectors is None else vectors)
         if self._dims is None or k <= 0:
             return [], {}
         query = np.asarray(vector, dtype=np.float32)
@@ -467,20 +494,20 @@ class PostgresSearch:
         # inside, with every other filter of _where, and the exact search below answers when it falls short.
         narrow = bool(filters.entity_types or filters.entity_ids or filters.references)
         if narrow or self._tenant_vectors(self.db.reader(), filters.tenant) <= self.exact_max:
-            return self._exact_knn(query, filters, k, now)
+            return self._exact_knn(query, filters, k, now, out)
         # Before 0.8, ef_search 1000 (pgvector's maximum) whatever the tenant's share: at 12k x 384 dims, 100
         # for a tenant holding 95% of the vectors measured recall@10 0.71; 1000 measured 0.99 (bench/pg_recall.py).
         iterative = self.pgvector_version >= (0, 8)
         found = self._hnsw_knn(
-            query, filters, k, now, iterative=iterative, ef=_EF_ITERATIVE if iterative else _EF_SEARCH
+            query, filters, k, now, iterative=iterative, ef=_EF_ITERATIVE if iterative else _EF_SEARCH, out=out
         )
         if len(found[0]) < k:
             # Too few candidates survived the filters: the approximate answer would be short, so go exact.
-            return self._exact_knn(query, filters, k, now)
+            return self._exact_knn(query, filters, k, now, out)
         return found
 
     def _exact_knn(
-        self, query: np.ndarray, filters: SearchFilters, k: int, now: datetime | None
+        self, query: np.ndarray, filters: SearchFilters, k: int, now: datetime | None, out: _Judging | None = None
     ) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
         """Every vector of the tenant inside the filters, sorted by distance (the tenant btree, no HNSW).
 
@@ -495,7 +522,8 @@ class PostgresSearch:
         other filters once a search has seen them keep under a tenth of the near records, and the near step
         grows to the share they keep (:mod:`funes.store.pg_plan`).
         """
-        columns = ", ".join("m." + c for c in RANK_COLUMNS)
+        # With ``out``, what judging reads too, and the record's keys for its vectors (_judging).
+        columns = pg_judged.columns("m", judged=out is not None) + (", m.tenant, m.rowid" if out is not None else "")
         params: list[Any] = []
         # How many near vectors the two steps sort out, or None for the full join alone (funes.store.pg_plan).
         near = None if _selective(filters) else pg_plan.near_parts(self._filter_share(filters), k)
@@ -513,7 +541,7 @@ class PostgresSearch:
             f"WHERE {' AND '.join(where)} GROUP BY m.tenant, m.rowid ORDER BY sim DESC, m.id LIMIT ?"
         )
         if near is None:
-            return _best(self.db.reader().execute(sql, params).fetchall(), k)
+            return _best(self._generic(_judging(sql, out), params), k, out)
         params.append(k)
         # ORDER BY the similarity, not the distance operator, keeps the planner off the HNSW index. The near
         # rows carry how many near records passed the filters, and of how many (the next plan's choice).
@@ -526,9 +554,14 @@ class PostgresSearch:
             "SELECT h.*, (SELECT count(DISTINCT memory_rowid) FROM near) AS seen FROM hits h UNION ALL "
             f"SELECT e.*, NULL, NULL FROM ({sql}) e WHERE (SELECT count(*) FROM hits) < ?"
         )
-        rows = self.db.reader().execute(sql, params).fetchall()
-        self._keep_share(filters, [(int(r[-2]), int(r[-1])) for r in rows if r[-1] is not None])
-        return _best([r[:-2] for r in rows], k)
+        rows = self._generic(_judging(sql, out), params)
+        cut = -2 if out is None else -3  # (passed, seen), before the vectors _judging adds
+        self._keep_share(filters, [(int(r[cut]), int(r[cut + 1])) for r in rows if r[cut + 1] is not None])
+        return _best([r[:cut] if out is None else (*r[:cut], r[-1]) for r in rows], k, out)
+
+    def _generic(self, sql: str, params: list[Any]) -> list[Any]:
+        """The rows of a statement run with the generic plan of its prepared form (no planning per search)."""
+        return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN])[0].fetchall())
 
     def _filter_share(self, filters: SearchFilters) -> float | None:
         """The share of the tenant's near records the filters kept last time, while the store's generation holds."""
@@ -552,6 +585,7 @@ class PostgresSearch:
         *,
         iterative: bool,
         ef: int = _EF_SEARCH,
+        out: _Judging | None = None,
     ) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
         """The HNSW index's nearest vectors, filtered (inside the scan when iterative), best part per record."""
         settings = [
@@ -560,14 +594,14 @@ class PostgresSearch:
             # by a sequential scan: exact, but it reads every vector. This plan is for the index.
             "SET LOCAL enable_seqscan = off",
         ]
-        columns = ", ".join("m." + c for c in RANK_COLUMNS)
+        columns = pg_judged.columns("m", judged=out is not None) + (", m.tenant, m.rowid" if out is not None else "")
         if iterative:
             settings.append("SET LOCAL hnsw.iterative_scan = relaxed_order")
             params: list[Any] = [query]
             where = self._where(filters, now, params)
             params += [query, max(k * 4, 40)]
             sql = (
-                f"SELECT 1 - (v.embedding <=> ?), {columns} FROM memory_vectors v JOIN memories m "
+                f"SELECT 1 - (v.embedding <=> ?) AS sim, {columns} FROM memory_vectors v JOIN memories m "
                 f"ON m.tenant = v.tenant AND m.rowid = v.memory_rowid WHERE {' AND '.join(where)} "
                 "ORDER BY v.embedding <=> ? LIMIT ?"
             )
@@ -584,8 +618,16 @@ class PostgresSearch:
                 f"{inner}SELECT c.sim, {columns} FROM c JOIN memories m ON m.tenant = c.tenant AND m.rowid = c.memory_rowid "
                 f"WHERE {' AND '.join(where)}"
             )
-        rows = self.db.reader().batch([(placeholders(sql), params)], settings)[0].fetchall()
-        return _best(rows, k)
+        if out is not None:
+            # The best part of each record, the best k records: what judging reads is sent for those alone.
+            sql = (
+                "SELECT d.* FROM (SELECT DISTINCT ON (r.id) r.* FROM "
+                f"({sql}) r WHERE r.sim <> 'NaN'::float8 ORDER BY r.id, r.sim DESC) d "
+                'ORDER BY d.sim DESC, d.id COLLATE "C" LIMIT ?'
+            )
+            params.append(k)
+        rows = self.db.reader().batch([(placeholders(_judging(sql, out)), params)], settings)[0].fetchall()
+        return _best(rows, k, out)
 
     def vectors_for(self, memory_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
         """Stored vectors of the given records, by record id, parts in order."""
@@ -626,16 +668,43 @@ def _idf(total: int, count: int) -> float:
     return max(math.log((total - count + 0.5) / (count + 0.5)), 1e-6)
 
 
-def _best(rows: Sequence[Sequence[Any]], k: int) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
-    """Rows of (similarity, rank columns...) as the best ``k`` records (best part each) and their rank fields."""
+# Where a vector statement puts its hits' partial records and the vectors of those with several.
+_Judging = tuple[dict[str, JudgedRecord], dict[str, list[np.ndarray]]]
+
+
+def _judging(sql: str, out: _Judging | None) -> str:
+    """A vector statement, with ``out`` each row's record's vectors when it has several (after its own columns)."""
+    if out is None:
+        return sql
+    return f"SELECT u.*, {pg_judged.several_vectors('u')} FROM ({sql}) u"
+
+
+def _best(
+    rows: Sequence[Sequence[Any]], k: int, out: _Judging | None = None
+) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
+    """Rows of (similarity, rank columns...) as the best ``k`` records (best part each) and their rank fields.
+
+    With ``out``, rows of (similarity, rank and judging's columns, tenant, rowid, vectors when several): their
+    partial records and those vectors go to ``out``.
+    """
     best: dict[str, float] = {}
     fields: dict[str, RankFields] = {}
-    for sim, *rank in rows:
-        memory_id = str(rank[0])
+    records: dict[str, tuple[JudgedRecord | None, Any]] = {}
+    for row in rows:
+        sim, memory_id = row[0], str(row[1])
         if sim is not None and sim == sim and sim > best.get(memory_id, -2.0):
             best[memory_id] = float(sim)
-            fields[memory_id] = to_rank_fields(rank)
+            vecs = row[-1] if out is not None else None
+            fields[memory_id], record = pg_judged.to_candidate(row[1:], 1 if vecs is None else len(vecs))
+            records[memory_id] = (record, vecs)
     found = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    if out is not None:
+        for memory_id, _ in found:
+            record, vecs = records[memory_id]
+            if record is not None:
+                out[0][memory_id] = record
+            if vecs is not None:
+                out[1][memory_id] = [_array(v) for v in vecs]
     return found, {i: fields[i] for i, _ in found}
 
 
@@ -644,17 +713,22 @@ def _hits(
     at: int,
     fields: dict[str, RankFields],
     vectors: dict[str, list[np.ndarray]],
+    judged: dict[str, JudgedRecord],
     sort: bool,
 ) -> list[tuple[str, float]]:
-    """Rows holding (score, vectors, rank columns...) from column ``at`` as hits; their fields and vectors are kept."""
+    """Rows holding (score, vectors, rank columns, judging's columns) from column ``at`` as hits; their fields,
+    vectors and partial records are kept."""
     out: list[tuple[str, float]] = []
     for row in rows:
         if len(row) <= at + 2 or row[at + 2] is None:
             continue  # the statistics row of a search without matches
-        score, vecs, rank = row[at], row[at + 1], row[at + 2 :]
-        memory_id = str(rank[0])
+        score, vecs = row[at], row[at + 1]
+        ranked, record = pg_judged.to_candidate(row[at + 2 :], 0 if vecs is None else len(vecs))
+        memory_id = ranked.id
         out.append((memory_id, float(score)))
-        fields[memory_id] = to_rank_fields(rank)
+        fields[memory_id] = ranked
+        if record is not None:
+            judged[memory_id] = record
         if vecs is not None:
             vectors[memory_id] = [_array(v) for v in vecs]
     if sort:
@@ -662,8 +736,4 @@ def _hits(
     return out
 
 
-def _array(value: Any) -> np.ndarray:
-    """A pgvector value, its binary form (``vector_send``) or a list of floats, as a float32 array."""
-    if isinstance(value, (bytes, memoryview)):
-        return np.frombuffer(value, dtype=">f4", offset=4).astype(np.float32)
-    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+_array = pg_judged.to_array
