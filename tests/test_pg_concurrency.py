@@ -284,3 +284,20 @@ def test_two_syncs_of_one_folder_writing_its_notes_in_opposite_orders_both_finis
     assert crossed == [] and failures == []
     assert [d.name for d in mem.documents()] == ["b.md"] and mem.folder_status()[0].drift.total == 0
     assert mem.doctor() == []
+
+
+def test_an_upload_accepted_by_one_server_is_indexed_by_another_servers_worker(
+    pg_url: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers on one store, each with its own Funes home: either worker may claim the upload's job."""
+    monkeypatch.setenv("FUNES_HOME", str(tmp_path / "server-a"))
+    with funes.open(pg_url, embedder=HashEmbedder(32), worker="off") as a:
+        accepted = a.upload("plan.md", b"# Plan\n\nThe okapi exhibit opens in May.\n")
+    monkeypatch.setenv("FUNES_HOME", str(tmp_path / "server-b"))
+    with funes.open(pg_url, embedder=HashEmbedder(32), worker="off") as b:
+        assert b.run_jobs()["done"] >= 1
+        job = b.jobs.get(accepted["job_id"])
+        assert job.status == "done", job.last_error
+        assert [d.name for d in b.documents()] == ["plan.md"] and b.search("okapi exhibit")
+        assert b.uploads.reindex(job.result["document_id"])["job_id"]
+        assert b.run_jobs()["failed"] == 0 and b.doctor() == []
