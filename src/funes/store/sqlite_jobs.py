@@ -184,9 +184,13 @@ class JobTables:
                     (error, stamp, stamp, job_id, worker),
                 )
             else:
+                # A job of the same dedupe key queued while this one ran holds the key: the retry runs
+                # without it (both run) rather than break the unique key and leave this one running.
                 conn.execute(
                     "UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?, "
-                    "lease_until = NULL, locked_by = NULL WHERE id = ? AND status = 'running' AND locked_by = ?",
+                    "lease_until = NULL, locked_by = NULL, dedupe_key = CASE WHEN EXISTS (SELECT 1 FROM jobs o "
+                    "WHERE o.dedupe_key = jobs.dedupe_key AND o.status = 'queued' AND o.id <> jobs.id) "
+                    "THEN NULL ELSE dedupe_key END WHERE id = ? AND status = 'running' AND locked_by = ?",
                     (error, to_epoch(retry_at), stamp, job_id, worker),
                 )
 
