@@ -142,6 +142,20 @@ def test_a_failed_attempt_retries_beside_a_job_of_its_dedupe_key_queued_meanwhil
     assert {m.content for m in mem.list().items} == {"first", "queued meanwhile"} and mem.doctor() == []
 
 
+def test_a_failed_job_retried_by_hand_runs_beside_a_job_of_its_dedupe_key(mem: funes.Funes) -> None:
+    def bad(job: Job) -> Callable[[], Any]:
+        raise InvalidInput("the payload is wrong", hint="fix it")
+
+    mem.jobs.register("bad", bad)
+    failed = mem.jobs.enqueue("bad", {}, dedupe_key="maintain:default")
+    mem.run_jobs()
+    assert mem.jobs.get(failed).status == "failed"
+    queued = mem.jobs.enqueue("bad", {}, dedupe_key="maintain:default")  # the key is free: a new job holds it
+    assert queued != failed
+    retried = mem.jobs.retry(failed)
+    assert retried.status == "queued" and mem.jobs.get(queued).status == "queued"
+
+
 def test_unknown_kinds_are_left_for_a_process_that_handles_them(mem: funes.Funes) -> None:
     job_id = mem.jobs.enqueue("someone-elses-kind", {})
     assert mem.run_jobs()["done"] == 0
