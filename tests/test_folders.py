@@ -207,6 +207,36 @@ def test_sync_survives_another_process_syncing_the_same_file(tmp_path: Path, mon
         assert len(ours.documents()) == 1 and found(ours, "xerus", "xerus")
 
 
+def test_sync_of_removed_notes_survives_their_documents_removed_meanwhile(
+    mem: funes.Funes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer (a memory-tool delete's own sync) removes a document after each of our scans."""
+    root = tmp_path / "notes"
+    mem.add_folder(root)
+    for name in ("gone1", "gone2", "kept"):
+        (root / f"{name}.md").write_text(f"# {name}\n\nThe {name} note about the gharial.\n")
+    mem.sync(root)
+    (root / "gone1.md").unlink()
+    (root / "gone2.md").unlink()
+    scan = mem.memory_folders.scan
+    raced: list[str] = []
+
+    def racing(folder, *rest):  # type: ignore[no-untyped-def]
+        drift = scan(folder, *rest)
+        docs = [d for d in mem.documents() if d.name.startswith("gone")]
+        if docs:
+            raced.append(docs[0].name)
+            mem.remove_document(docs[0].id)
+        return drift
+
+    monkeypatch.setattr(mem.memory_folders, "scan", racing)
+    [report] = mem.sync(root)
+    assert raced == ["gone1.md", "gone2.md"] and report.drift.total == 0
+    monkeypatch.undo()
+    assert [d.name for d in mem.documents()] == ["kept.md"] and mem.folder_status()[0].drift.total == 0
+    assert mem.doctor() == []
+
+
 def test_a_watched_folder_indexes_every_type_ingest_reads(mem: funes.Funes, watching) -> None:  # type: ignore[no-untyped-def]
     """PDFs, spreadsheets, text and chat exports copied into a watched folder are searchable, as Markdown is."""
     import json

@@ -308,3 +308,14 @@ def test_forgetting_a_memory_store_memory_removes_its_versions_and_its_mirrored_
         assert mem.verify_forgotten(receipt["id"])["ok"]
     found = _scan(_files(tmp_path / "s.db", tmp_path / "notes"))
     assert found == []
+
+
+def test_a_file_gone_since_verify_listed_it_holds_nothing(tmp_path: Path) -> None:
+    """PostgreSQL drops a relation's files (a VACUUM, a forget's scrub) while another verify scans: no hit."""
+    from funes.curation.forget_scan import scan_file, seal
+
+    tokens = seal(["quokkabrandt"])
+    kept = tmp_path / "kept.md"
+    kept.write_text("the quokkabrandt passcode\n", encoding="utf-8")
+    assert [h["word"] for h in scan_file(kept, tokens)] == ["quokkabrandt"]
+    assert scan_file(tmp_path / "19239_fsm", tokens, ["mem_x"]) == []

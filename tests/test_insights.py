@@ -194,3 +194,23 @@ def test_insights_and_learning_are_on_where_a_worker_runs(tmp_path: Path, monkey
     monkeypatch.setenv("FUNES_AUTO_INSIGHTS", "false")
     with funes.open(db, embedder=HashEmbedder(64), worker="on") as chosen:
         assert (chosen.config.auto_insights, chosen.config.auto_learn) == (False, True)  # a set value wins
+
+
+def test_two_chats_of_a_new_topic_planned_at_once_make_one_insight_naming_both(store_url: str) -> None:
+    """Both plans say "created" (no insight of the topic yet); the second to write merges into the first."""
+    from funes.providers.llm import OfflineLLM, Usage
+
+    with funes.open(store_url, embedder=HashEmbedder(64), worker="off") as mem:
+        mem.entities.llm = OfflineLLM(Usage())
+        for sid in ("a", "b"):
+            _chat(mem, sid, [("user", LONG_Q), ("assistant", LONG_A)])
+        plans = [mem.insights._plan(sid, "default", None) for sid in ("a", "b")]
+        assert [p["status"] for p in plans] == ["created", "created"]
+        with mem.store.transaction():
+            first = mem.insights._apply(plans[0])
+        with mem.store.transaction():
+            second = mem.insights._apply(plans[1])
+        assert (first["status"], second["status"]) == ("created", "merged")
+        [insight] = mem.list(kinds=["insight"]).items
+        assert insight.id == first["memory"].id == second["memory"].id
+        assert insight.metadata["sessions"] == ["a", "b"] and mem.doctor() == []

@@ -118,6 +118,44 @@ def test_a_dedupe_key_coalesces_queued_work(mem: funes.Funes) -> None:
     assert third != first  # the key is free again once the job ran
 
 
+def test_a_failed_attempt_retries_beside_a_job_of_its_dedupe_key_queued_meanwhile(mem: funes.Funes) -> None:
+    """A folder's sync job fails while a watcher queues the folder's next sync: both stay, none is stuck."""
+    runs: list[str] = []
+
+    def failing_once(job: Job) -> Callable[[], Any]:
+        runs.append(job.id)
+        if len(runs) == 1:
+            mem.jobs.enqueue("sync", {"text": "queued meanwhile"}, dedupe_key="folder-sync:default:/notes")
+            raise ConnectionError("the embedding server went away")
+        return writer(mem)(job)
+
+    mem.jobs.register("sync", failing_once)
+    first = mem.jobs.enqueue("sync", {"text": "first"}, dedupe_key="folder-sync:default:/notes")
+    assert mem.run_jobs() == {"done": 1, "retrying": 1, "failed": 0, "taken_over": 0}  # the new one ran
+    job = mem.jobs.get(first)
+    assert job.status == "queued" and "went away" in (job.last_error or "")
+    deadline = time.monotonic() + 10  # its backoff (FAST: milliseconds), not a timing assertion
+    while mem.jobs.get(first).status == "queued" and time.monotonic() < deadline:
+        mem.run_jobs()
+        time.sleep(0.01)
+    assert mem.jobs.get(first).status == "done" and len(runs) == 3
+    assert {m.content for m in mem.list().items} == {"first", "queued meanwhile"} and mem.doctor() == []
+
+
+def test_a_failed_job_retried_by_hand_runs_beside_a_job_of_its_dedupe_key(mem: funes.Funes) -> None:
+    def bad(job: Job) -> Callable[[], Any]:
+        raise InvalidInput("the payload is wrong", hint="fix it")
+
+    mem.jobs.register("bad", bad)
+    failed = mem.jobs.enqueue("bad", {}, dedupe_key="maintain:default")
+    mem.run_jobs()
+    assert mem.jobs.get(failed).status == "failed"
+    queued = mem.jobs.enqueue("bad", {}, dedupe_key="maintain:default")  # the key is free: a new job holds it
+    assert queued != failed
+    retried = mem.jobs.retry(failed)
+    assert retried.status == "queued" and mem.jobs.get(queued).status == "queued"
+
+
 def test_unknown_kinds_are_left_for_a_process_that_handles_them(mem: funes.Funes) -> None:
     job_id = mem.jobs.enqueue("someone-elses-kind", {})
     assert mem.run_jobs()["done"] == 0

@@ -194,3 +194,36 @@ def test_default_folder_is_under_the_project_root(
     assert (project / ".funes" / "memory" / "n.md").read_text() == "hello"
     assert [f.path for f in mem.folders()] == [str(project / ".funes" / "memory")]
     assert os.path.isdir(mem.default_folder())
+
+
+def test_a_write_stands_while_other_syncs_keep_moving_the_folder_index(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every scan of the tool's own sync is overtaken by another writer: the file is written, a job indexes it."""
+    from funes.providers.embed import HashEmbedder
+
+    with funes.open(store_url, embedder=HashEmbedder(64), worker="off") as mem:
+        root = tmp_path / "memory"
+        mem.add_folder(root)
+        for n in range(6):
+            (root / f"old{n}.md").write_text(f"# Old {n}\n\nThe okapi note number {n}.\n")
+        mem.sync(root)
+        scan = mem.memory_folders.scan
+        overtaken: list[str] = []
+
+        def overtaking(folder, *rest):  # type: ignore[no-untyped-def]
+            drift = scan(folder, *rest)
+            doc = next(d for d in mem.documents() if d.name.startswith("old"))
+            overtaken.append(doc.name)
+            mem.remove_document(doc.id)  # another writer changes the index after each of our scans
+            return drift
+
+        monkeypatch.setattr(mem.memory_folders, "scan", overtaking)
+        out = run(mem, root, command="create", path="/memories/new.md", file_text="# New\n\nThe user likes quolls.\n")
+        monkeypatch.undo()
+        assert out == "File created successfully at: /memories/new.md" and len(overtaken) == 5
+        assert (root / "new.md").read_text() == "# New\n\nThe user likes quolls.\n"
+        assert [j.kind for j in mem.jobs.list(status="queued")] == ["folder-sync"]
+        mem.run_jobs()
+        assert sorted(d.name for d in mem.documents()) == ["new.md", *(f"old{n}.md" for n in range(6))]
+        assert any("quolls" in h.memory.content for h in mem.search("quolls")) and mem.doctor() == []

@@ -216,3 +216,88 @@ def test_retrying_gives_up_after_its_attempts_and_never_inside_a_callers_transac
     with pytest.raises(WriteCrossed), acting_for("default"), db.write():
         db.retrying(crossing)  # the caller's transaction is rolled back whole: the caller's to run again
     assert len(calls) == 1
+
+
+def test_two_syncs_of_one_folder_writing_its_notes_in_opposite_orders_both_finish(
+    mem: funes.Funes, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sync A saw a.md edited and b.md deleted; sync B, scanning later, saw a.md deleted and b.md rewritten.
+
+    A replaces a.md's document then deletes b.md's; B replaces b.md's then deletes a.md's. Both are held
+    (a Barrier) at their delete until the other got there too: without the folder lock each held the
+    document the other wanted next, and PostgreSQL rolled one back for a deadlock.
+    """
+    root = tmp_path / "notes"
+    mem.add_folder(root)
+    (root / "a.md").write_text("# A\n\nThe aardvark digs.\n")
+    (root / "b.md").write_text("# B\n\nThe bison grazes.\n")
+    mem.sync(root)
+    folders, store = mem.memory_folders, mem.core.store
+    prepare, delete = folders._prepare, store.delete_document
+    prepared = {"A": threading.Event(), "B": threading.Event()}
+    go, at_delete = threading.Event(), threading.Barrier(2, timeout=3)
+    crossed: list[BaseException] = []
+
+    def pausing(folder):  # type: ignore[no-untyped-def]
+        planned = prepare(folder)
+        name = threading.current_thread().name
+        if not prepared[name].is_set():
+            prepared[name].set()
+            go.wait(timeout=60)
+        return planned
+
+    def meeting(doc_id: str) -> int:
+        try:
+            at_delete.wait()
+        except threading.BrokenBarrierError:  # the other sync waits on the folder: this one goes on alone
+            pass
+        try:
+            return delete(doc_id)
+        except WriteCrossed as exc:
+            crossed.append(exc)
+            raise
+
+    monkeypatch.setattr(folders, "_prepare", pausing)
+    monkeypatch.setattr(store, "delete_document", meeting)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            mem.sync(root)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    (root / "a.md").write_text("# A\n\nThe aardvark digs at night.\n")
+    (root / "b.md").unlink()
+    a = threading.Thread(target=run, name="A")
+    a.start()
+    assert prepared["A"].wait(timeout=60)
+    (root / "a.md").unlink()
+    (root / "b.md").write_text("# B\n\nThe bison grazes the prairie.\n")
+    b = threading.Thread(target=run, name="B")
+    b.start()
+    assert prepared["B"].wait(timeout=60)
+    go.set()
+    a.join()
+    b.join()
+    monkeypatch.undo()
+    assert crossed == [] and failures == []
+    assert [d.name for d in mem.documents()] == ["b.md"] and mem.folder_status()[0].drift.total == 0
+    assert mem.doctor() == []
+
+
+def test_an_upload_accepted_by_one_server_is_indexed_by_another_servers_worker(
+    pg_url: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers on one store, each with its own Funes home: either worker may claim the upload's job."""
+    monkeypatch.setenv("FUNES_HOME", str(tmp_path / "server-a"))
+    with funes.open(pg_url, embedder=HashEmbedder(32), worker="off") as a:
+        accepted = a.upload("plan.md", b"# Plan\n\nThe okapi exhibit opens in May.\n")
+    monkeypatch.setenv("FUNES_HOME", str(tmp_path / "server-b"))
+    with funes.open(pg_url, embedder=HashEmbedder(32), worker="off") as b:
+        assert b.run_jobs()["done"] >= 1
+        job = b.jobs.get(accepted["job_id"])
+        assert job.status == "done", job.last_error
+        assert [d.name for d in b.documents()] == ["plan.md"] and b.search("okapi exhibit")
+        assert b.uploads.reindex(job.result["document_id"])["job_id"]
+        assert b.run_jobs()["failed"] == 0 and b.doctor() == []

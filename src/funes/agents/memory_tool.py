@@ -15,6 +15,7 @@ file and renamed into place, so a watcher never indexes half a note.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Callable, Mapping
@@ -22,11 +23,13 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from ..errors import Conflict, FunesError, InvalidInput, NotFound
+from ..errors import Conflict, FunesError, InvalidInput, NotFound, WriteCrossed
 from ..knowledge.paths import read_regular, write_atomic
 
 if TYPE_CHECKING:
     from ..knowledge.folders import Folders
+
+log = logging.getLogger("funes.memory_tool")
 
 ROOT = "/memories"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
@@ -80,7 +83,13 @@ class MemoryTool:
                 raise
             return f"Error: {exc}"
         if wrote:
-            self.folders.sync(registered.path, tenant=registered.tenant)
+            try:
+                self.folders.sync(registered.path, tenant=registered.tenant)
+            except (Conflict, WriteCrossed) as exc:
+                # The file is written; other writers kept moving the folder's index meanwhile. The job
+                # runner indexes it, rather than an error saying nothing was written.
+                log.info("memory tool: %s is indexed by a folder-sync job (%s)", registered.path, exc)
+                self.folders.enqueue_sync(registered, reason="memory tool")
         return text
 
     # -- paths -------------------------------------------------------------------------------

@@ -78,6 +78,8 @@ def scan_file(path: Path, tokens: dict[str, Any], needles: Iterable[str] = ()) -
     overlap = max([*lengths, *(len(n) for n in plain), 1])
     try:
         fh = path.open("rb")
+    except FileNotFoundError:  # gone since it was listed (a dropped table's file, a checkpointed WAL): holds nothing
+        return []
     except OSError as exc:
         return [{"file": str(path), "error": str(exc)}]
     with fh:

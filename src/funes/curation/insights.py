@@ -207,6 +207,29 @@ class Insights:
         if plan["status"] == "skipped":
             return plan
         sources = {"sessions": [plan["session"]], "related_concepts": plan["concepts"]}
+        fields: dict[str, Any] = {
+            "type": plan["memory_type"],
+            "kind": "insight",
+            "scope": plan["scope"],
+            "project": plan["project"] if plan["scope"] != "team" else None,
+            "session": plan["session"] if plan["scope"] == "session" else None,
+            "tenant": plan["tenant"],
+            "user": plan["user"],
+            "title": plan["topic"][:200],
+            "topic": plan["topic"],
+            "entity_type": INSIGHT_TYPE,
+            "entity_id": topic_key(plan["topic"]),
+            "source": SourceRef(type="chat", uri=f"session:{plan['session']}", locator={"session": plan["session"]}),
+            "metadata": {**sources, "knowledge_type": plan["knowledge_type"]},
+        }
+        if plan["status"] == "created":
+            # Another chat of this topic may have created its memory since the plan (its identity is locked
+            # now, to the commit): merge into it, or that chat's session would be dropped from the record.
+            draft = self.core.prepare(plan["content"], **fields)
+            key = (draft.tenant, draft.user_id, draft.project_id, INSIGHT_TYPE, str(draft.entity_id))
+            topical = self.core.store.find_entity(*key)
+            if topical is not None:
+                plan = {**plan, "status": "merged", "memory_id": topical.id, "similarity": 1.0}
         if plan["status"] == "merged":
             current = self.core.store.get_for_update(plan["memory_id"])  # held to the commit: no lost merge
             if current is not None:
@@ -220,22 +243,7 @@ class Insights:
                 )
                 return self._report({**plan, "status": "proposed"} if proposed else plan, memory)
             plan = {**plan, "status": "created"}  # the topic's memory was deleted meanwhile
-        memory = self.core.remember(
-            plan["content"],
-            type=plan["memory_type"],
-            kind="insight",
-            scope=plan["scope"],
-            project=plan["project"] if plan["scope"] != "team" else None,
-            session=plan["session"] if plan["scope"] == "session" else None,
-            tenant=plan["tenant"],
-            user=plan["user"],
-            title=plan["topic"][:200],
-            topic=plan["topic"],
-            entity_type=INSIGHT_TYPE,
-            entity_id=topic_key(plan["topic"]),
-            source=SourceRef(type="chat", uri=f"session:{plan['session']}", locator={"session": plan["session"]}),
-            metadata={**sources, "knowledge_type": plan["knowledge_type"]},
-        )
+        memory = self.core.remember(plan["content"], **fields)
         return self._report(plan, memory)
 
     @staticmethod

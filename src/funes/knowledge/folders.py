@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..errors import DependencyMissing, EmbedderUnavailable, InvalidInput, NotFound
+from ..errors import Conflict, DependencyMissing, EmbedderUnavailable, InvalidInput, NotFound
 from ..models import Job, Memory, format_time, from_epoch, new_id, to_epoch, utcnow
 from .paths import expand_paths, read_regular
 from .readers import EXTENSIONS
@@ -71,6 +71,7 @@ def debounce_seconds(value: Any) -> float:
     return seconds
 
 
+_SYNC_ATTEMPTS = 5  # scans of one sync call when other syncs keep writing the same folder meanwhile
 _PROBLEMS_KEPT = 20  # per sync job: a folder of a thousand broken files says so in a few lines
 
 
@@ -355,10 +356,10 @@ class Folders:
                     out[str(path)] = "sha256:" + hashlib.sha256(data).hexdigest()
         return out
 
-    def scan(self, folder: Folder) -> Drift:
-        """Compare the folder's files with its index by path and content hash (reads only)."""
+    def scan(self, folder: Folder, indexed: dict[str, _Indexed] | None = None) -> Drift:
+        """Compare the folder's files with its index (``indexed``, else read now) by path and content hash."""
         disk = self._on_disk(Path(folder.path))
-        indexed = self._indexed(folder)
+        indexed = self._indexed(folder) if indexed is None else indexed
         new = [p for p in disk if p not in indexed]
         changed = [p for p in disk if p in indexed and indexed[p].digest != disk[p]]
         removed = [u for u in indexed if u not in disk]
@@ -379,8 +380,10 @@ class Folders:
     def _prepare(self, folder: Folder) -> tuple[Drift, IngestReport, Callable[[], dict[str, Any]]]:
         """Scan, then read and embed what changed; the returned ``apply`` writes it all (call it in a transaction)."""
         started = time.monotonic()
-        drift = self.scan(folder)
+        # One read of the index for the drift and for the apply: a document another writer removed between
+        # two reads left a removed file's uri with no document to look up (a KeyError).
         indexed = self._indexed(folder)
+        drift = self.scan(folder, indexed)
         report, swap_in = self.docs.prepare_paths(
             [*drift.new, *drift.changed],
             keep=self._not_written_back,
@@ -393,6 +396,14 @@ class Folders:
 
         def apply() -> dict[str, Any]:
             now = to_epoch(utcnow())
+            # Syncs of one folder (a watcher's job, the memory tool's, `funes sync`) write in turns: each
+            # writes several documents, and two in different orders deadlocked on PostgreSQL.
+            self.store.lock_identity(f"folder\x1f{folder.tenant}\x1f{folder.path}")
+            if self._indexed(folder) != indexed:  # another sync wrote since our scan: ours would undo or double it
+                raise Conflict(
+                    f"The index of {folder.path} changed while it was being synced; nothing was written.",
+                    hint="Sync again: a fresh scan sees the other sync's work.",
+                )
             swap_in()
             for uri in drift.removed:
                 store.delete_document(indexed[uri].doc_id)
@@ -435,16 +446,16 @@ class Folders:
         out = []
         for folder in targets:
             started = time.monotonic()
-            for attempt in (1, 2):
+            for attempt in range(1, _SYNC_ATTEMPTS + 1):
                 drift, report, apply = self._prepare(folder)
                 try:
                     with self.store.transaction():
                         apply()
                     break
-                except Exception:
-                    # Another process (a watcher's job) indexed the same file between our scan and our
-                    # write, and the batch rolled back whole; a fresh scan sees its work.
-                    if attempt == 2:
+                except Exception as exc:
+                    # Another sync (a watcher's job, another process) indexed the same files between our
+                    # scan and our write, and the batch rolled back whole; a fresh scan sees its work.
+                    if attempt == _SYNC_ATTEMPTS or (attempt == 2 and not isinstance(exc, Conflict)):
                         raise
             out.append(
                 SyncReport(self.folder(folder.path, tenant=folder.tenant), drift, report, time.monotonic() - started)

@@ -9,7 +9,10 @@ with the reason. Indexing is two-phase like every job: read and embed first,
 then swap the chunks in with the job's completion. The saved file stays as
 the document's source (a reindex reads it again); upload folders that no job
 refers to any more (jobs are trimmed after ``job_keep_days``) are removed
-once they are an hour old.
+once they are an hour old. The job names the folder the bytes were saved in, so
+the worker of another server on the same PostgreSQL store (another Funes home
+on this host) reads them there; servers on other hosts need that folder on a
+shared disk.
 """
 
 from __future__ import annotations
@@ -94,7 +97,14 @@ class Uploads:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        payload = {"upload": upload_id, "name": base, "scope": scope, "project": project, "user": user}
+        payload = {
+            "upload": upload_id,
+            "name": base,
+            "scope": scope,
+            "project": project,
+            "user": user,
+            "folder": str(self.folder),  # another server on this store (another home) runs the job from here
+        }
         job_id = self.core.enqueue_job(KIND, payload, tenant=tenant_id)
         return {"job_id": job_id, "document": self.pending(self.core.store.get_job(job_id))}
 
@@ -137,7 +147,7 @@ class Uploads:
         tenant_id = self.core.tenant_of(tenant)
         for job in self.core.store.list_jobs(tenant_id, kind=KIND, limit=1000):
             if job.status == "done" and (job.result or {}).get("document_id") == document_id:
-                if not (self.folder / str(job.payload.get("upload")) / str(job.payload.get("name"))).is_file():
+                if not self._saved(job.payload)[1].is_file():
                     break
                 payload = {**job.payload, "force": True}
                 return {"job_id": self.core.enqueue_job(KIND, payload, tenant=tenant_id)}
@@ -160,18 +170,27 @@ class Uploads:
             if entry.is_dir() and entry.name not in live and entry.stat().st_mtime < cutoff:
                 shutil.rmtree(entry, ignore_errors=True)
 
+    def _saved(self, payload: dict[str, Any]) -> tuple[Path, Path]:
+        """The uploads folder an upload was saved in (by whichever server accepted it), and its file there."""
+        folder = Path(str(payload.get("folder") or self.folder))
+        return folder, folder / str(payload["upload"]) / str(payload["name"])
+
     def _job(self, job: Job) -> Callable[[], dict[str, Any]]:
         """Handler of ``document-ingest`` jobs: read and embed the saved upload, swap its chunks in on completion."""
         data = job.payload
-        path = self.folder / str(data["upload"]) / str(data["name"])
+        folder, path = self._saved(data)
         if not path.exists() and not path.is_symlink():
-            raise NotFound(f"The uploaded file {data['name']!r} is gone.", hint="Upload the file again.")
+            raise NotFound(
+                f"The uploaded file {data['name']!r} is gone from {folder}.",
+                hint="Upload the file again. Servers sharing one store need the folder the upload was saved in "
+                "(the same Funes home, or a shared disk).",
+            )
         limit = int(self.core.config.max_file_mb) * 1024 * 1024
         content = read_regular(
             path,
             str(data["name"]),
             limit,
-            within=self.folder,
+            within=folder,
             over=f"the {self.core.config.max_file_mb} MB limit",
             hint="Split the file, or raise the limit: funes config set max_file_mb 500.",
         )

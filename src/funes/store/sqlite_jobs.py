@@ -22,6 +22,13 @@ _COLUMNS = (
     "lease_until, locked_by, last_error, result, dedupe_key, finished_at"
 )
 
+# A job queued again (a retry, after a failed attempt or by hand) while another queued job holds its dedupe
+# key goes without the key, so both run, instead of breaking the unique key (jobs_dedupe).
+_KEY_UNLESS_HELD = (
+    "dedupe_key = CASE WHEN EXISTS (SELECT 1 FROM jobs o WHERE o.dedupe_key = jobs.dedupe_key "
+    "AND o.status = 'queued' AND o.id <> jobs.id) THEN NULL ELSE dedupe_key END"
+)
+
 
 def _job(row: Sequence[Any]) -> Job:
     (jid, tenant, kind, payload, status, attempts, max_attempts, run_after, created, updated, lease, locked_by,
@@ -186,7 +193,8 @@ class JobTables:
             else:
                 conn.execute(
                     "UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?, "
-                    "lease_until = NULL, locked_by = NULL WHERE id = ? AND status = 'running' AND locked_by = ?",
+                    f"lease_until = NULL, locked_by = NULL, {_KEY_UNLESS_HELD} "
+                    "WHERE id = ? AND status = 'running' AND locked_by = ?",
                     (error, to_epoch(retry_at), stamp, job_id, worker),
                 )
 
@@ -196,7 +204,8 @@ class JobTables:
         with self.db.write() as conn:
             row = conn.execute(
                 "UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, updated_at = ?, finished_at = NULL, "
-                f"lease_until = NULL, locked_by = NULL WHERE id = ? AND status IN ('failed', 'done') RETURNING {_COLUMNS}",
+                f"lease_until = NULL, locked_by = NULL, {_KEY_UNLESS_HELD} "
+                f"WHERE id = ? AND status IN ('failed', 'done') RETURNING {_COLUMNS}",
                 (stamp, stamp, job_id),
             ).fetchone()
         return _job(row) if row is not None else None
