@@ -55,9 +55,13 @@ def _access_statement(batch: Sequence[tuple[AccessEvent, datetime]]) -> tuple[st
     sql = (
         "WITH ev AS (SELECT * FROM unnest(%s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], "
         "%s::float8[], %s::text[], %s::text[]) WITH ORDINALITY AS e(at, tenant, memory_id, action, query, score, "
-        "session_id, agent_id, n)), bump AS (UPDATE memories m SET access_count = m.access_count + c.reads, "
-        "last_accessed = c.at FROM (SELECT memory_id, count(*) AS reads, max(at) AS at FROM ev GROUP BY memory_id) c "
-        "WHERE m.id = c.memory_id) INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, "
+        "session_id, agent_id, n)), c AS (SELECT memory_id, count(*) AS reads, max(at) AS at FROM ev GROUP BY memory_id), "
+        # The records' rows locked in rowid order, as every writer locks them: in the update's own order a
+        # concurrent writer holding one and waiting on another deadlocked with it.
+        "locked AS MATERIALIZED (SELECT m.rowid FROM memories m JOIN c ON m.id = c.memory_id ORDER BY m.rowid "
+        "FOR UPDATE OF m), bump AS (UPDATE memories m SET access_count = m.access_count + c.reads, "
+        "last_accessed = c.at FROM c, locked l WHERE m.id = c.memory_id AND m.rowid = l.rowid) "
+        "INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, "
         "agent_id) SELECT at, tenant, memory_id, action, query, score, session_id, agent_id FROM ev ORDER BY n"
     )
     return sql, columns
@@ -86,7 +90,8 @@ class PostgresExtras:
     def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
         """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip)."""
         if batch:
-            self.db.reader().native(*_access_statement(batch))
+            statement = _access_statement(batch)
+            self.db.retrying(lambda: self.db.reader().native(*statement))
 
     def defer_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
         """Hold access rows to go with the acting tenant's next fetch of records (no round trip of their own).
