@@ -291,3 +291,34 @@ def test_an_edited_section_becomes_the_next_version_of_its_record(mem: funes.Fun
     assert food.id in after and after[food.id].version == food.version  # unchanged text, no new version
     assert mem.search("window seats", limit=3)[0].memory.id == seats.id
     assert not any("aisle" in h.memory.content for h in mem.search("aisle seats", limit=10))
+
+
+def test_a_sync_is_not_overtaken_by_another_writer_s_change_to_files_it_does_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the files a sync writes are compared under its lock: another writer's unrelated change lets it land."""
+    from funes.providers.embed import HashEmbedder
+
+    with funes.open(str(tmp_path / "f.db"), embedder=HashEmbedder(64), worker="off") as mem:
+        root = tmp_path / "notes"
+        root.mkdir()
+        for n in range(3):
+            (root / f"old{n}.md").write_text(f"# Old {n}\n\nThe okapi note number {n}.\n")
+        mem.add_folder(root)
+        mem.sync(root)
+        (root / "new.md").write_text("# New\n\nThe user likes quolls.\n")
+        scan = mem.memory_folders.scan
+        scans: list[int] = []
+
+        def then_another_writer(folder, *rest):  # type: ignore[no-untyped-def]
+            drift = scan(folder, *rest)
+            scans.append(1)
+            old = next(d for d in mem.documents() if d.name == "old0.md")
+            mem.remove_document(old.id)  # a file this sync does not write
+            return drift
+
+        monkeypatch.setattr(mem.memory_folders, "scan", then_another_writer)
+        (report,) = mem.sync(root)
+        monkeypatch.undo()
+        assert len(scans) == 1 and report.drift.new == (str(root / "new.md"),)
+        assert sorted(d.name for d in mem.documents()) == ["new.md", "old1.md", "old2.md"]

@@ -210,12 +210,21 @@ def test_a_write_stands_while_other_syncs_keep_moving_the_folder_index(
         mem.sync(root)
         scan = mem.memory_folders.scan
         overtaken: list[str] = []
+        inside: list[int] = []
 
         def overtaking(folder, *rest):  # type: ignore[no-untyped-def]
             drift = scan(folder, *rest)
-            doc = next(d for d in mem.documents() if d.name.startswith("old"))
-            overtaken.append(doc.name)
-            mem.remove_document(doc.id)  # another writer changes the index after each of our scans
+            if len(overtaken) < len(inside):  # the other writer's own sync scans as usual
+                return drift
+            inside.append(1)
+            try:  # after each of our scans, another writer indexes its own version of the file we write
+                target = root / "new.md"
+                ours = target.read_text()
+                target.write_text(f"# New\n\nAnother writer's version {len(overtaken)}.\n")
+                mem.sync(root)
+                target.write_text(ours)
+            finally:
+                overtaken.append("new.md")
             return drift
 
         monkeypatch.setattr(mem.memory_folders, "scan", overtaking)

@@ -399,7 +399,12 @@ class Folders:
             # Syncs of one folder (a watcher's job, the memory tool's, `funes sync`) write in turns: each
             # writes several documents, and two in different orders deadlocked on PostgreSQL.
             self.store.lock_identity(f"folder\x1f{folder.tenant}\x1f{folder.path}")
-            if self._indexed(folder) != indexed:  # another sync wrote since our scan: ours would undo or double it
+            now_indexed = self._indexed(folder)
+            # The files this apply writes (not those the preparation failed on: it recorded their failure itself).
+            touched = {r.uri for r in report.indexed} | {*drift.removed, *(u for pair in drift.renamed for u in pair)}
+            if any(now_indexed.get(u) != indexed.get(u) for u in touched):
+                # Another sync wrote one of the files this one is about to write since our scan: ours would
+                # undo or double it. Its writes to other files change nothing here.
                 raise Conflict(
                     f"The index of {folder.path} changed while it was being synced; nothing was written.",
                     hint="Sync again: a fresh scan sees the other sync's work.",
