@@ -517,8 +517,9 @@ class Core:
             changes["title"] = title
         if topic is not _UNSET:
             changes["topic"] = topic
-        if metadata is not None:
-            changes["metadata"] = check_metadata({**current.metadata, **check_metadata(metadata)})
+        asked = None if metadata is None else check_metadata(metadata)
+        if asked is not None:
+            changes["metadata"] = check_metadata({**current.metadata, **asked})
         if not changes:
             return current
         check_labels(title=changes.get("title"), topic=changes.get("topic"))
@@ -549,9 +550,9 @@ class Core:
                         f"Memory {memory_id!r} changed while it was being edited; this edit was not applied.",
                         hint="Read the memory again and reapply the change to what it says now.",
                     )
-                # Pin, importance, type, expiry, labels and metadata apply to the record as it is now.
-                if metadata is not None:
-                    changes["metadata"] = check_metadata({**stored.metadata, **check_metadata(metadata)})
+            # Pin, importance, type, expiry and labels apply to the record as it is now; metadata merges into its own.
+            if asked is not None:
+                changes["metadata"] = check_metadata({**stored.metadata, **asked})
             updated = stored.evolve(**changes, updated_at=now)
             self.store.put(updated, vectors)
             if deferred:

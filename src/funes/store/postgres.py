@@ -26,6 +26,7 @@ Migrations are the numbered files in ``pg_sql/``, recorded in ``migrations``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -230,8 +231,11 @@ class PostgresStore(
 
     # -- writes ------------------------------------------------------------
     def lock_identity(self, key: str) -> None:
-        """Inside a write transaction: a transaction-scoped advisory lock on ``key`` (threads and processes alike)."""
-        with self.db.write() as conn:
+        """Inside a write transaction: a transaction-scoped advisory lock on ``key`` (threads and processes alike).
+
+        On the transaction's own connection, without a savepoint: a lock statement has nothing to roll back.
+        """
+        with contextlib.nullcontext(self.db.reader()) if self.db.in_transaction() else self.db.write() as conn:
             conn.native("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
 
     def find_entity(

@@ -193,7 +193,7 @@ class ForgetTables:
             # an edit or a delete), and only then the messages, sessions and documents that hold their text.
             for doc_id in sorted(document_ids):
                 self.lock_identity(document_key(doc_id))
-            for chunk, marks in _chunks(sorted(record_ids)):
+            for chunk, marks in _chunks(sorted(record_ids) if self.row_lock else []):  # SQLite: one writer already
                 conn.execute(f"SELECT rowid FROM memories WHERE id IN ({marks}) ORDER BY rowid{self.row_lock}", chunk)
             versions = vectors = 0
             for chunk, marks in _chunks(list(record_ids)):
