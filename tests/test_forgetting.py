@@ -310,6 +310,28 @@ def test_forgetting_a_memory_store_memory_removes_its_versions_and_its_mirrored_
     assert found == []
 
 
+def test_a_receipt_keeps_a_file_path_that_spells_a_forgotten_word_only_as_its_keyed_hash(
+    project: Path, tmp_path: Path
+) -> None:
+    """A mirror named after the memory's path would put the forgotten word in the tombstone, and verify fails."""
+    from funes.curation.forget_scan import token_hash
+
+    with _open(str(tmp_path / "p.db")) as mem:
+        folder = mem.memory_folders.add_folder(tmp_path / "notes")
+        ms = mem.memory_stores
+        store = ms.create_store("Notes")["id"]
+        made = ms.create_memory(store, "/team/quokkabrandt.md", "The quokkabrandt code is zephyrwhistle42.\n")
+        mirror = Path(folder.path) / ".memory_stores" / store / "team" / "quokkabrandt.md"
+        assert mirror.is_file()
+        receipt = mem.forget_everywhere([made["id"]])
+        salt = bytes.fromhex(receipt["tokens"]["salt"])
+        assert receipt["mirror_files"] == [f"hmac-sha256/16:{token_hash(salt, str(mirror))}"]
+        assert receipt["counts"]["mirror_files"] == 1 and not mirror.exists()
+        assert mem.forget_receipt(receipt["id"])["mirror_files"] == receipt["mirror_files"]
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+    assert _scan(_files(tmp_path / "p.db", tmp_path / "notes")) == []
+
+
 def test_a_file_gone_since_verify_listed_it_holds_nothing(tmp_path: Path) -> None:
     """PostgreSQL drops a relation's files (a VACUUM, a forget's scrub) while another verify scans: no hit."""
     from funes.curation.forget_scan import scan_file, seal

@@ -62,6 +62,17 @@ def seal(tokens: Iterable[str]) -> dict[str, Any]:
     }
 
 
+def unspelled(paths: Iterable[str], tokens: set[str], salt: str) -> list[str]:
+    """``paths`` for a receipt: a path spelling a forgotten token is kept only as its keyed hash.
+
+    A memory-store mirror is named after the memory's path, and a note's file name
+    may be a forgotten word: the tombstone would otherwise hold what it proves gone.
+    Whoever holds the receipt (and so its salt) can still check a path they know.
+    """
+    key = bytes.fromhex(salt)
+    return [f"hmac-sha256/16:{token_hash(key, path)}" if candidate_tokens([path]) & tokens else path for path in paths]
+
+
 def _words(data: bytes, base: int) -> Iterator[tuple[int, bytes]]:
     for match in _BYTES_WORD.finditer(data):
         yield base + match.start(), match.group(0)

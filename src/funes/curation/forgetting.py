@@ -39,7 +39,7 @@ from ..errors import FunesError, InvalidInput, NotFound
 from ..knowledge.folders import WRITTEN_BACK
 from ..memory.windows import MIN_CHARS
 from ..models import Memory, format_time, new_id, to_epoch, utcnow
-from .forget_scan import candidate_tokens, files_under, scan_file, seal
+from .forget_scan import candidate_tokens, files_under, scan_file, seal, unspelled
 from .provenance import cites
 
 if TYPE_CHECKING:
@@ -295,8 +295,9 @@ class Forgetting:
             "sessions": sorted(plan["sessions"]),
             "documents": sorted(plan["documents"]),
             "uploads": sorted(plan["uploads"]),
-            "markdown_files": sorted(plan["markdown"]),
-            "mirror_files": plan["mirrors"],
+            # Named below, once the forgotten words are known: a file's path may spell them.
+            "markdown_files": [],
+            "mirror_files": [],
         }
         for path, text in plan["markdown"].items():
             _rewrite(Path(path), text)
@@ -341,6 +342,8 @@ class Forgetting:
         }
         receipt["storage"] = storage
         receipt["tokens"] = seal(tokens)
+        receipt["markdown_files"] = unspelled(sorted(plan["markdown"]), tokens, receipt["tokens"]["salt"])
+        receipt["mirror_files"] = unspelled(plan["mirrors"], tokens, receipt["tokens"]["salt"])
         store.save_receipt(receipt)
         return receipt
 
