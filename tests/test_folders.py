@@ -293,6 +293,50 @@ def test_an_edited_section_becomes_the_next_version_of_its_record(mem: funes.Fun
     assert not any("aisle" in h.memory.content for h in mem.search("aisle seats", limit=10))
 
 
+def test_a_sync_overtaken_on_every_scan_takes_the_folder_for_its_last_one(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under churn another process's sync lands between each scan and write; the last attempt holds the folder."""
+    from funes.providers.embed import HashEmbedder
+
+    with funes.open(store_url, embedder=HashEmbedder(64), worker="off") as mem:
+        root = tmp_path / "notes"
+        root.mkdir()
+        target = root / "new.md"
+        (root / "old.md").write_text("# Old\n\nThe okapi note.\n")
+        mem.add_folder(root)
+        mem.sync(root)
+        target.write_text("# New\n\nThe user likes quolls.\n")
+        scan = mem.memory_folders.scan
+        others: list[threading.Thread] = []
+        landed: list[bool] = []
+
+        def overtaken(folder, *rest):  # type: ignore[no-untyped-def]
+            drift = scan(folder, *rest)
+            if threading.current_thread() is not threading.main_thread() or len(others) == 5:
+                return drift
+            # Another writer, in a thread of its own: its version of the file, its own sync, then ours again.
+            ours = target.read_text()
+            target.write_text(f"# New\n\nAnother writer's version {len(others)}.\n")
+            other = threading.Thread(target=mem.sync, args=(root,))
+            others.append(other)
+            other.start()
+            other.join(1.0)  # it lands at once unless this sync holds the folder
+            landed.append(not other.is_alive())
+            target.write_text(ours)
+            return drift
+
+        monkeypatch.setattr(mem.memory_folders, "scan", overtaken)
+        (report,) = mem.sync(root)
+        monkeypatch.undo()
+        for other in others:
+            other.join()
+        assert landed == [True, True, True, True, False]  # the fifth waited for this sync's whole run
+        assert report.drift.changed == (str(target),)
+        hits = [h.memory.content for h in mem.search("quolls") if h.memory.source.uri == str(target)]
+        assert any("quolls" in text for text in hits) and mem.doctor() == []
+
+
 def test_a_sync_is_not_overtaken_by_another_writer_s_change_to_files_it_does_not_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -196,10 +197,15 @@ def test_default_folder_is_under_the_project_root(
     assert os.path.isdir(mem.default_folder())
 
 
-def test_a_write_stands_while_other_syncs_keep_moving_the_folder_index(
+def test_a_write_stands_while_other_writers_keep_moving_the_folder_index(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every scan of the tool's own sync is overtaken by another writer: the file is written, a job indexes it."""
+    """Each scan of the tool's own sync is overtaken by another writer's: the file is written all the same.
+
+    Four times another process syncs its own version of the file in between; the last scan holds the
+    folder, so there another writer can only remove the document. On PostgreSQL that lands and a job
+    indexes the file; SQLite's one writer makes the removal wait for the sync.
+    """
     from funes.providers.embed import HashEmbedder
 
     with funes.open(store_url, embedder=HashEmbedder(64), worker="off") as mem:
@@ -208,31 +214,53 @@ def test_a_write_stands_while_other_syncs_keep_moving_the_folder_index(
         for n in range(6):
             (root / f"old{n}.md").write_text(f"# Old {n}\n\nThe okapi note number {n}.\n")
         mem.sync(root)
+        (root / "new.md").write_text("# New\n\nA draft.\n")
+        mem.sync(root)
         scan = mem.memory_folders.scan
-        overtaken: list[str] = []
-        inside: list[int] = []
+        target = root / "new.md"
+        others: list[threading.Thread] = []
+        landed: list[bool] = []
+
+        def other_writer() -> None:
+            if len(others) < 5:
+                target.write_text(f"# New\n\nAnother writer's version {len(others)}.\n")
+                mem.sync(root)
+            else:
+                mem.remove_document(next(d.id for d in mem.documents() if d.name == "new.md"))
 
         def overtaking(folder, *rest):  # type: ignore[no-untyped-def]
             drift = scan(folder, *rest)
-            if len(overtaken) < len(inside):  # the other writer's own sync scans as usual
+            if threading.current_thread() is not threading.main_thread() or len(others) == 5:
                 return drift
-            inside.append(1)
-            try:  # after each of our scans, another writer indexes its own version of the file we write
-                target = root / "new.md"
-                ours = target.read_text()
-                target.write_text(f"# New\n\nAnother writer's version {len(overtaken)}.\n")
-                mem.sync(root)
-                target.write_text(ours)
-            finally:
-                overtaken.append("new.md")
+            ours = target.read_text()
+            other = threading.Thread(target=other_writer)
+            others.append(other)
+            other.start()
+            other.join(1.0)  # it lands at once unless this sync's writer holds it off
+            landed.append(not other.is_alive())
+            target.write_text(ours)
             return drift
 
         monkeypatch.setattr(mem.memory_folders, "scan", overtaking)
-        out = run(mem, root, command="create", path="/memories/new.md", file_text="# New\n\nThe user likes quolls.\n")
+        out = run(
+            mem,
+            root,
+            command="str_replace",
+            path="/memories/new.md",
+            old_str="A draft.",
+            new_str="The user likes quolls.",
+        )
         monkeypatch.undo()
-        assert out == "File created successfully at: /memories/new.md" and len(overtaken) == 5
-        assert (root / "new.md").read_text() == "# New\n\nThe user likes quolls.\n"
-        assert [j.kind for j in mem.jobs.list(status="queued")] == ["folder-sync"]
+        for other in others:
+            other.join()
+        assert (
+            out.startswith("The memory file has been edited.")
+            and target.read_text() == "# New\n\nThe user likes quolls.\n"
+        )
+        postgres = store_url.startswith("postgresql")
+        assert landed == [True, True, True, True, postgres]
+        assert [j.kind for j in mem.jobs.list(status="queued")] == (["folder-sync"] if postgres else [])
         mem.run_jobs()
+        mem.sync(root)  # on SQLite the removal landed after the tool's sync
         assert sorted(d.name for d in mem.documents()) == ["new.md", *(f"old{n}.md" for n in range(6))]
         assert any("quolls" in h.memory.content for h in mem.search("quolls")) and mem.doctor() == []

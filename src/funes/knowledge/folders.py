@@ -398,7 +398,7 @@ class Folders:
             now = to_epoch(utcnow())
             # Syncs of one folder (a watcher's job, the memory tool's, `funes sync`) write in turns: each
             # writes several documents, and two in different orders deadlocked on PostgreSQL.
-            self.store.lock_identity(f"folder\x1f{folder.tenant}\x1f{folder.path}")
+            self._take(folder)
             now_indexed = self._indexed(folder)
             # The files this apply writes (not those the preparation failed on: it recorded their failure itself).
             touched = {r.uri for r in report.indexed} | {*drift.removed, *(u for pair in drift.renamed for u in pair)}
@@ -430,6 +430,10 @@ class Folders:
 
         return drift, report, apply
 
+    def _take(self, folder: Folder) -> None:
+        """Hold the folder's lock to the end of the transaction (other syncs of it wait; a no-op on SQLite)."""
+        self.store.lock_identity(f"folder\x1f{folder.tenant}\x1f{folder.path}")
+
     def _not_written_back(self, chunk: Memory) -> bool:
         """False for a section that is the Markdown copy of a stored memory (write-back), so it is indexed once."""
         match = WRITTEN_BACK.search(chunk.content)
@@ -452,15 +456,22 @@ class Folders:
         for folder in targets:
             started = time.monotonic()
             for attempt in range(1, _SYNC_ATTEMPTS + 1):
-                drift, report, apply = self._prepare(folder)
+                whole = attempt == _SYNC_ATTEMPTS
+                if not whole:
+                    drift, report, apply = self._prepare(folder)
                 try:
                     with self.store.transaction():
+                        if whole:
+                            # Overtaken on every scan so far (a folder under heavy churn): this last one
+                            # takes the folder's lock before it scans, so no other sync writes meanwhile.
+                            self._take(folder)
+                            drift, report, apply = self._prepare(folder)
                         apply()
                     break
                 except Exception as exc:
                     # Another sync (a watcher's job, another process) indexed the same files between our
                     # scan and our write, and the batch rolled back whole; a fresh scan sees its work.
-                    if attempt == _SYNC_ATTEMPTS or (attempt == 2 and not isinstance(exc, Conflict)):
+                    if whole or (attempt == 2 and not isinstance(exc, Conflict)):
                         raise
             out.append(
                 SyncReport(self.folder(folder.path, tenant=folder.tenant), drift, report, time.monotonic() - started)
