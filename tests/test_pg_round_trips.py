@@ -88,6 +88,37 @@ def test_access_rows_go_with_the_next_fetch_and_every_row_is_written(mem: funes.
         assert {r["query"] for r in mem.core.store.access_log(limit=1000)} == {"bread"}
 
 
+def test_access_rows_do_not_wait_on_a_record_a_writer_holds_and_are_written_once_it_lets_go(
+    mem: funes.Funes, pg_url: str
+) -> None:
+    """A read that carries access rows never queues behind a writer's row lock (nor closes a deadlock with it)."""
+    import threading
+
+    import psycopg
+
+    hits, _, _ = _search_counted(mem, "quarterly budget", "acme")
+    with acting_for("acme"):
+        held = next(m for m in mem.list(tenant="acme", limit=100).items if m.content == hits[0])
+    with psycopg.connect(pg_url) as writer:  # another process's transaction, holding the first hit's row
+        writer.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (held.id,))
+        done = threading.Event()
+
+        def read() -> None:
+            with acting_for("acme"):
+                mem.get(held.id, tenant="acme")  # the fetch that carries the search's access rows
+            done.set()
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(10.0)  # a wait, not a timing: it ends at once unless the read queues behind the writer
+        assert done.is_set()
+        writer.rollback()
+    mem.core.sync_access()
+    with acting_for("acme"):
+        assert mem.get(held.id, tenant="acme").access_count >= 1
+        assert {r["query"] for r in mem.core.store.access_log(held.id)} == {"quarterly budget"}
+
+
 def test_a_search_that_finds_a_long_record_explains_its_window_in_the_same_three_round_trips(mem: funes.Funes) -> None:
     """The window that matched is read with the candidates (issue 28): no round trip of its own."""
     sentences = [f"Sentence {n} of the acme budget memo names the quarterly item number {n} in full." for n in range(8)]

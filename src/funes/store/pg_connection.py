@@ -446,7 +446,7 @@ class PgDatabase:
                 "nothing was written.",
                 hint="Another writer got there first: read the current row and retry.",
             )
-        if isinstance(exc, (errors.DeadlockDetected, errors.SerializationFailure)):
+        if isinstance(exc, (errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable)):
             return WriteCrossed(
                 f"This write crossed a concurrent one and PostgreSQL rolled it back "
                 f"({str(exc).strip().splitlines()[0]}); nothing was written.",
