@@ -30,6 +30,7 @@ from funes.memory.ranking import (
     fuse_rrf,
     rank_scored,
 )
+from funes.memory.relevance import Signals, signal_dict
 from funes.models import RankFields
 
 NOW = datetime(2026, 11, 26, 12, 0, 0, 123456, tzinfo=UTC)
@@ -201,5 +202,8 @@ def test_a_batch_is_judged_and_bounded_as_each_candidate_alone(
     judge = _query_judge(terms, counts, has_vector, seen)
     fused = [_fused(bm25, cosine, boosts) for bm25, cosine, boosts, _, _ in candidates]
     memories = [SimpleNamespace(title=title, content=text) for _, _, _, text, title in candidates]
-    assert judge.many(fused, memories) == [judge(f, m) for f, m in zip(fused, memories, strict=True)]
+    judged = judge.many(fused, memories)
+    assert judged == [judge(f, m) for f, m in zip(fused, memories, strict=True)]
+    for _, values, calibrated in judged:  # an explanation's signals
+        assert signal_dict(values, calibrated) == {**Signals(*values).to_dict(), "calibrated": calibrated}
     assert judge.bounds(fused) == [judge.bound(f) for f in fused]

@@ -77,7 +77,11 @@ class _Judged:
         signals = signal_dict(self.signals, self.calibrated)
         if self.answers is not None:
             signals["answers"] = self.answers
-        explanation = replace(self.scored.explanation, relevance=relevance, signals=signals)
+        explained = getattr(self.scored, "explained", None)  # ranking.Scored: made once, with the judged values
+        if explained is not None:
+            explanation = explained(relevance, signals)
+        else:
+            explanation = replace(self.scored.explanation, relevance=relevance, signals=signals)
         # A partial record (JudgedRecord) until search swaps in the whole one for the hits it returns.
         return SearchHit(memory=self.memory, score=self.scored.score, explanation=explanation)  # type: ignore[arg-type]
 

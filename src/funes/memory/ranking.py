@@ -170,19 +170,25 @@ class Scored:
     def explanation(self) -> Explanation:
         """Per-signal explanation of the score (made once, on first read)."""
         if self._explanation is None:
-            keyword_rank, vector_rank, contributions, dates = self._ranked
-            self._explanation = Explanation(
-                keyword_rank=keyword_rank.get(self.id),
-                keyword_score=self.keyword_score,
-                vector_rank=vector_rank.get(self.id),
-                vector_similarity=self.vector_similarity,
-                fused=self._fused,
-                boosts=self.boosts,
-                contributions=contributions[self.id],
-                score=self.score,
-                dates=dates,
-            )
+            self._explanation = self.explained()
         return self._explanation
+
+    def explained(self, relevance: float | None = None, signals: dict[str, float | None] | None = None) -> Explanation:
+        """The explanation with the relevance judging found and its signals (what ``replace`` of it would give)."""
+        keyword_rank, vector_rank, contributions, dates = self._ranked
+        return Explanation(
+            keyword_rank=keyword_rank.get(self.id),
+            keyword_score=self.keyword_score,
+            vector_rank=vector_rank.get(self.id),
+            vector_similarity=self.vector_similarity,
+            fused=self._fused,
+            boosts=self.boosts,
+            contributions=contributions[self.id],
+            score=self.score,
+            relevance=relevance,
+            signals=signals,
+            dates=dates,
+        )
 
 
 def boost_factor(boosts: Mapping[str, float]) -> float:

@@ -436,7 +436,16 @@ SignalValues = tuple[float | None, float, float, float, float, float]
 
 def signal_dict(values: SignalValues, calibrated: float) -> dict[str, float | None]:
     """The signals an explanation shows: each signal and the calibrated probability before boosts."""
-    return {**Signals(*values).to_dict(), "calibrated": calibrated}
+    cosine, keyword, cover, question, absent, absent_name = values  # Signals.to_dict's keys, in its order
+    return {
+        "cosine": cosine,
+        "keyword": keyword,
+        "coverage": cover,
+        "question": question,
+        "absent": absent,
+        "absent_name": absent_name,
+        "calibrated": calibrated,
+    }
 
 
 def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Callable[[str], float]:
@@ -453,10 +462,11 @@ def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Ca
     stems = sorted({fold(t) for t in terms if t})  # what the pattern's words start with
     # Stems of word characters only (any query's terms but a rare lowercasing) are found by str.find.
     pattern = None if all(_is_word(c) for stem in stems for c in stem) else term_pattern(terms)
+    targets = {folded for folded, *_ in checks}
 
     def covered(text: str) -> float:
         lowered = text.lower()
-        words = _words_from(stems, lowered) if pattern is None else {fold(m) for m in pattern.findall(lowered)}
+        words = _words_from(stems, lowered, targets) if pattern is None else {fold(m) for m in pattern.findall(lowered)}
         found = sum(w for folded, w, t, anywhere in checks if folded in words or (anywhere and t in text))
         return found / total
 
@@ -471,23 +481,30 @@ def _is_word(char: str) -> bool:
 _WORD_REST = re.compile(r"\w*", re.UNICODE)
 
 
-def _words_from(stems: Sequence[str], lowered: str) -> set[str]:
-    """:func:`fold` of the words :func:`term_pattern` of the stems finds in the text: the same set.
+def _words_from(stems: Sequence[str], lowered: str, targets: Set[str]) -> set[str]:
+    """The ``targets`` among the :func:`fold` of the words :func:`term_pattern` of the stems finds in the text.
 
     The pattern's match at a place is the whole word from there (``\\w*``
     runs to the word's end), and a place matches when a stem starts there
     at a word boundary; ``str.find`` finds those places in C, where the
-    regex tried every stem at every place of the text.
+    regex tried every stem at every place of the text. It stops once every
+    target is found.
     """
     words: set[str] = set()
     for stem in stems:
+        if len(words) == len(targets):
+            break
         at = lowered.find(stem)
         while at >= 0:
             if at and _is_word(lowered[at - 1]):
                 at = lowered.find(stem, at + 1)  # inside a word: not a match of the pattern's \\b
                 continue
             end = _WORD_REST.match(lowered, at + len(stem)).end()  # type: ignore[union-attr]
-            words.add(fold(lowered[at:end]))
+            folded = fold(lowered[at:end])
+            if folded in targets:
+                words.add(folded)
+                if len(words) == len(targets):
+                    break
             at = lowered.find(stem, end)
     return words
 
