@@ -19,6 +19,7 @@ import numpy as np
 
 from ..models import Explanation, Memory, SearchHit
 from .dates import DateWindow
+from .relevance import float_column
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -373,7 +374,7 @@ def _scaled_to_best(scores: list[float]) -> np.ndarray:
     best = max(scores, default=0.0)
     if best <= 0.0:
         return np.zeros(len(scores))
-    return np.minimum(1.0, np.maximum(0.0, np.array(scores, dtype=np.float64) / best))
+    return np.minimum(1.0, np.maximum(0.0, float_column(scores) / best))
 
 
 class _Parts(Mapping[str, dict[str, float]]):
@@ -412,22 +413,22 @@ class _Boosts:
             else None
             for m in records
         ]
-        importance = np.array([m.importance for m in records], dtype=np.float64)
+        importance = float_column([m.importance for m in records])
         self.columns: list[tuple[str, np.ndarray]] = [
             ("importance", 1.0 + settings.importance_weight * (importance - 0.5))
         ]
-        age = np.array([(now - m.updated_at).total_seconds() for m in records], dtype=np.float64)
+        age = float_column([(now - m.updated_at).total_seconds() for m in records])
         exponent = -np.maximum(0.0, age / 86400.0) / max(settings.recency_half_life_days, 1e-9)
         # math.pow, as boosts_for calls it: numpy's power may round differently in the last bit.
-        halves = np.array([math.pow(2.0, x) for x in exponent.tolist()], dtype=np.float64)
+        halves = float_column([math.pow(2.0, x) for x in exponent.tolist()])
         self.columns.append(("recency", 1.0 + settings.recency_weight * halves))
         if settings.date_windows and settings.date_boost > 0:
             match = match or date_matcher(settings.date_windows)
-            matched = np.array([match(m.created_at or m.updated_at) for m in records], dtype=np.float64)
+            matched = float_column([match(m.created_at or m.updated_at) for m in records])
             self.columns.append(("date", 1.0 + settings.date_boost * matched))
-        scope = np.array([1.0 if s is None else s[1] for s in self.scope], dtype=np.float64)
         # Multiplied in boosts_for's order; a missing scope boost is 1.0, which multiplies exactly.
-        self.factor = scope
+        self.scope_factor = float_column([1.0 if s is None else s[1] for s in self.scope])
+        self.factor = self.scope_factor
         for _, column in self.columns:
             self.factor = self.factor * column
         self.lists = [(name, column.tolist()) for name, column in self.columns]
@@ -511,7 +512,7 @@ def rank_scored(
     fused = kw_part[rows] + vec_part[rows]
     boosts = _Boosts(kept, settings, now, match)
     # boosts_for's factors multiplied into the fused score one by one, in their order (the same doubles).
-    score = fused * np.array([1.0 if s is None else s[1] for s in boosts.scope], dtype=np.float64)
+    score = fused * boosts.scope_factor
     for _, column in boosts.columns:
         score = score * column
     scores, fused_list, factors = score.tolist(), fused.tolist(), boosts.factor.tolist()

@@ -340,15 +340,15 @@ class SignalJudge:
         if not candidates:
             return []
         keyword = self._keyword_signals(candidates)
-        cover = np.array([self._covered(f"{m.title or ''} {m.content}") for m in memories], dtype=np.float64)
-        question = np.array([question_share(m.content) for m in memories], dtype=np.float64)
+        cover = float_column([self._covered(f"{m.title or ''} {m.content}") for m in memories])
+        question = float_column([question_share(m.content) for m in memories])
         absent, absent_name = self._absent, self._absent_name
         sims = [c.vector_similarity if self._has_vector else None for c in candidates]
         k = KEYWORD_COEFFICIENTS  # _probability's keyword model: sum() from 0 in feature order, then the intercept
         x = KEYWORD_INTERCEPT + (k[0] * keyword + k[1] * cover + k[2] * absent + k[3] * absent_name)
         with_cosine = [n for n, sim in enumerate(sims) if sim is not None]
         if with_cosine:
-            cos = np.maximum(0.0, np.array([sims[n] or 0.0 for n in with_cosine], dtype=np.float64))
+            cos = np.maximum(0.0, float_column([sims[n] or 0.0 for n in with_cosine]))
             kw, cv = keyword[with_cosine], cover[with_cosine]
             x[with_cosine] = INTERCEPT + (
                 _C[0] * cos
@@ -381,7 +381,7 @@ class SignalJudge:
             x = KEYWORD_INTERCEPT + k[0] * keyword + max(0.0, k[1]) + k[2] * absent + k[3] * absent_name
         else:
             sims = [c.vector_similarity or 0.0 for c in candidates]
-            cos = np.maximum(0.0, np.array(sims, dtype=np.float64))
+            cos = np.maximum(0.0, float_column(sims))
             x = (
                 INTERCEPT
                 + _C[0] * cos
@@ -397,15 +397,20 @@ class SignalJudge:
 
     def _keyword_signals(self, candidates: Sequence[Judged]) -> np.ndarray:
         """:func:`keyword_signal` of each candidate's BM25."""
-        bm25 = np.array([c.keyword_score or 0.0 for c in candidates], dtype=np.float64)
+        bm25 = float_column([c.keyword_score or 0.0 for c in candidates])
         if self._ceiling <= 0:
             return np.zeros(len(bm25))
         return np.where(bm25 > 0, np.minimum(1.0, bm25 / self._ceiling), 0.0)
 
 
+def float_column(values: Sequence[float]) -> np.ndarray:
+    """A float64 column of the values (``np.fromiter``: no type and shape discovery per element)."""
+    return np.fromiter(values, dtype=np.float64, count=len(values))
+
+
 def _sigmoids(x: np.ndarray) -> np.ndarray:
     """:func:`_sigmoid` of each value (``math.exp``: numpy's exp may round differently in the last bit)."""
-    return np.array([_sigmoid(v) for v in x.tolist()], dtype=np.float64)
+    return float_column([_sigmoid(v) for v in x.tolist()])
 
 
 def _factors(candidates: Sequence[Judged]) -> np.ndarray:
@@ -418,7 +423,7 @@ def _factors(candidates: Sequence[Judged]) -> np.ndarray:
             for value in c.boosts.values():
                 factor *= value
         out.append(factor)
-    return np.array(out, dtype=np.float64)
+    return float_column(out)
 
 
 def _boosted(probability: np.ndarray, factor: np.ndarray) -> np.ndarray:
