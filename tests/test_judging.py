@@ -23,7 +23,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_search_parity import _fill, _queries
 
@@ -141,6 +141,10 @@ def test_search_explains_only_what_it_returns_with_the_same_answers(
 
 _WORDS = ["deploy", "deploying", "deployed", "invoice", "invoices", "vendor", "Acme", "renews", "发票", "到期"]
 _text = st.lists(st.sampled_from([*_WORDS, "the", "a", "?", ".", "!", " ", "\n", "x"]), max_size=40).map(" ".join)
+# Texts whose words run into the terms (no spaces, underscores, digits, accents, Greek, CJK): where word boundaries are.
+_glued = st.lists(
+    st.sampled_from([*_WORDS, "re", "_", "9", "é", "ΣΑΣ", "İ", "x", "-", " ", "ing", "s", "\u0307", "发"]), max_size=30
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -151,6 +155,25 @@ _text = st.lists(st.sampled_from([*_WORDS, "the", "a", "?", ".", "!", " ", "\n",
 )
 def test_coverage_prepared_once_per_query_is_coverage(terms: list[str], text: str, counts: list[int]) -> None:
     weights = {t: idf(1000, c) for t, c in zip(terms, counts, strict=False)}
+    assert _prepared_coverage(terms, weights)(text) == coverage(terms, text, weights)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    terms=st.lists(
+        st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys", "re", "x_9", "é", "σας", "i̇", "9"]),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    text=_glued,
+)
+@example(terms=["deploy"], text="9deploy")
+@example(terms=["deploy"], text="_deploy deployé")
+@example(terms=["deploy", "re"], text="ΣΑΣdeploy redeploy re9")
+def test_coverage_finds_the_words_the_terms_pattern_finds(terms: list[str], text: str) -> None:
+    """The prepared coverage finds words by str.find; the reference runs the terms' regex over the text."""
+    weights = {t: 1.0 + n for n, t in enumerate(terms)}
     assert _prepared_coverage(terms, weights)(text) == coverage(terms, text, weights)
 
 
@@ -231,6 +254,18 @@ class _Fused:
         self.keyword_score, self.vector_similarity, self.boosts = keyword_score, vector_similarity, boosts
 
 
+def _query_judge(terms: list[str], counts: list[int], has_vector: bool, seen: list[bool]) -> Any:
+    """A query's judge: ``counts`` the terms' row counts in 1000, ``seen`` which terms a visible record holds."""
+    present = {t for t, s in zip(terms, seen, strict=False) if s}
+    return signal_judge(
+        terms, 1000, dict(zip(terms, counts, strict=False)), has_vector=has_vector, present=present, names={"acme"}
+    )
+
+
+def _fused(bm25: float | None, cosine: float | None, boosts: list[float]) -> _Fused:
+    return _Fused(bm25, cosine, dict(zip(("project", "importance", "recency", "date"), boosts, strict=False)))
+
+
 @settings(max_examples=600, deadline=None)
 @given(
     terms=st.lists(st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys"]), max_size=4, unique=True),
@@ -253,11 +288,8 @@ def test_a_candidates_bound_is_never_under_the_relevance_it_shows(
     seen: list[bool],
 ) -> None:
     """Ordering skips a candidate on its bound: the bound holds whatever the record's text (coverage, questions)."""
-    present = {t for t, s in zip(terms, seen, strict=False) if s}
-    judge = signal_judge(
-        terms, 1000, dict(zip(terms, counts, strict=False)), has_vector=has_vector, present=present, names={"acme"}
-    )
-    fused = _Fused(bm25, cosine, dict(zip(("project", "importance", "recency", "date"), boosts, strict=False)))
+    judge = _query_judge(terms, counts, has_vector, seen)
+    fused = _fused(bm25, cosine, boosts)
     for record in (text, " ".join(terms), " ".join(terms) + "?", ""):
         memory = SimpleNamespace(title=None, content=record)
         assert judge(fused, memory)[0] <= judge.bound(fused)

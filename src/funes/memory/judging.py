@@ -45,8 +45,17 @@ class Candidate(Judged, Protocol):
 
 # (relevance shown, signals, calibrated probability): funes.memory.relevance.signal_judge's answer.
 Judge = Callable[[Candidate, Memory | JudgedRecord], tuple[float, SignalValues, float]]
-# A candidate's relevance bound, never under what the judge shows for it (funes.memory.relevance.SignalJudge.bound).
-Bound = Callable[[Candidate], float]
+# Each candidate's relevance bound, never under what the judge shows for it (funes.memory.relevance.SignalJudge.bounds).
+Bounds = Callable[[Sequence[Candidate]], list[float]]
+
+
+def _judge_all(present: Sequence[tuple[Candidate, Memory | JudgedRecord]], judge: Judge) -> list[_Judged]:
+    """The candidates judged: in one batch on columns when the judge can (``SignalJudge.many``: the same numbers)."""
+    many = getattr(judge, "many", None)
+    if many is None:
+        return [_Judged(s, memory, judge(s, memory)) for s, memory in present]
+    found = many([s for s, _ in present], [memory for _, memory in present])
+    return [_Judged(s, memory, j) for (s, memory), j in zip(present, found, strict=True)]
 
 
 class _Judged:
@@ -68,7 +77,11 @@ class _Judged:
         signals = signal_dict(self.signals, self.calibrated)
         if self.answers is not None:
             signals["answers"] = self.answers
-        explanation = replace(self.scored.explanation, relevance=relevance, signals=signals)
+        explained = getattr(self.scored, "explained", None)  # ranking.Scored: made once, with the judged values
+        if explained is not None:
+            explanation = explained(relevance, signals)
+        else:
+            explanation = replace(self.scored.explanation, relevance=relevance, signals=signals)
         # A partial record (JudgedRecord) until search swaps in the whole one for the hits it returns.
         return SearchHit(memory=self.memory, score=self.scored.score, explanation=explanation)  # type: ignore[arg-type]
 
@@ -89,11 +102,11 @@ def ordered_hits(
     """
     # A candidate deleted between the two reads has no record: left out.
     present = [(s, memory) for s in scored if (memory := records.get(s.id)) is not None]
-    bound: Bound | None = getattr(judge, "bound", None)
-    if calibrated and bound is not None and limit < len(present):
-        return _bounded(present, judge, bound, limit)
+    bounds: Bounds | None = getattr(judge, "bounds", None)
+    if calibrated and bounds is not None and limit < len(present):
+        return _bounded(present, judge, bounds, limit)
     if calibrated:
-        judged = [_Judged(s, memory, judge(s, memory)) for s, memory in present]
+        judged = _judge_all(present, judge)
         order: Iterable[tuple[_Judged, float]] = ((j, j.relevance) for j in answers_first(judged))
     else:
         # The fused score orders: candidates are judged in that order until ``limit`` hits are found.
@@ -119,11 +132,11 @@ def _first(order: Iterable[tuple[_Judged, float]], limit: int) -> list[tuple[_Ju
 
 
 def _bounded(
-    present: list[tuple[Candidate, Memory | JudgedRecord]], judge: Judge, bound: Bound, limit: int
+    present: list[tuple[Candidate, Memory | JudgedRecord]], judge: Judge, bounds: Bounds, limit: int
 ) -> list[SearchHit]:
     """:func:`answers_first`'s first ``limit`` hits, judging only the candidates that could be among them.
 
-    A candidate's relevance is at most its ``bound`` (read without its text)
+    A candidate's relevance is at most its bound (read without its text)
     or, for the turn after a stored question, that question's bound (an
     answer shows its question's relevance). Candidates are judged best bound
     first until the ``limit``-th hit of those judged shows more than every
@@ -133,7 +146,7 @@ def _bounded(
     """
     keys = [place(memory) for _, memory in present]
     turns = {key: n for n, key in enumerate(keys) if key is not None}  # the last candidate of each turn
-    most = [bound(s) for s, _ in present]
+    most = bounds([s for s, _ in present])
     for n, key in enumerate(keys):  # the turn after a question may show the question's relevance
         at = turns.get((key[0], key[1] + 1)) if key is not None else None
         if at is not None and most[at] < most[n]:
@@ -142,9 +155,8 @@ def _bounded(
     judged: dict[int, _Judged] = {}
     done, take = 0, limit
     while True:
-        for n in pending[done : done + take]:
-            s, memory = present[n]
-            judged[n] = _Judged(s, memory, judge(s, memory))
+        batch = pending[done : done + take]
+        judged.update(zip(batch, _judge_all([present[n] for n in batch], judge), strict=True))
         done += take
         found = _first(((j, j.relevance) for j in _answered(judged, keys, turns)), limit)
         least = found[-1][1] if len(found) == limit else -1.0  # the relevance the last hit shows

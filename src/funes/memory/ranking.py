@@ -10,13 +10,16 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..models import Explanation, Memory, SearchHit
 from .dates import DateWindow
+from .relevance import float_column
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -119,13 +122,25 @@ class Scored:
 
     The explanation is made when first read: search judges every candidate
     from the fields it reads here (``keyword_score``, ``vector_similarity``,
-    ``boosts``, as an :class:`~funes.models.Explanation` names them) but
-    explains only the hits it returns. What only the explanation reads (ranks,
-    contributions, dates) stays in the ``ranked`` lists of the whole search,
-    shared by its candidates.
+    ``boosts`` or their product ``factor``, as an :class:`~funes.models.Explanation`
+    names them) but explains only the hits it returns. What only the explanation
+    reads (ranks, contributions, dates) stays in the ``ranked`` lists of the
+    whole search, shared by its candidates; ``boosts`` is made from the search's
+    boost columns when first read.
     """
 
-    __slots__ = ("_explanation", "_fused", "_ranked", "boosts", "id", "keyword_score", "score", "vector_similarity")
+    __slots__ = (
+        "_boosts",
+        "_explanation",
+        "_fused",
+        "_ranked",
+        "_row",
+        "factor",
+        "id",
+        "keyword_score",
+        "score",
+        "vector_similarity",
+    )
 
     def __init__(
         self,
@@ -134,30 +149,55 @@ class Scored:
         keyword_score: float | None,
         vector_similarity: float | None,
         fused: float,
-        boosts: dict[str, float],
+        boosts: dict[str, float] | _Boosts,
         ranked: Ranked,
+        factor: float | None = None,
+        row: int = 0,
     ) -> None:
         self.id, self.score, self.keyword_score, self.vector_similarity = id, score, keyword_score, vector_similarity
-        self.boosts, self._fused, self._ranked = boosts, fused, ranked
+        self._boosts, self._fused, self._ranked, self._row = boosts, fused, ranked, row
+        # The boosts multiplied together in their order, as relevance.boosted multiplies them.
+        self.factor = boost_factor(boosts) if factor is None and isinstance(boosts, dict) else factor
         self._explanation: Explanation | None = None
+
+    @property
+    def boosts(self) -> dict[str, float]:
+        """The multiplicative boosts the record earned (:func:`boosts_for`): the ``row``-th of the search's columns."""
+        if not isinstance(self._boosts, dict):
+            self._boosts = self._boosts.of(self._row)
+        return self._boosts
 
     @property
     def explanation(self) -> Explanation:
         """Per-signal explanation of the score (made once, on first read)."""
         if self._explanation is None:
-            keyword_rank, vector_rank, contributions, dates = self._ranked
-            self._explanation = Explanation(
-                keyword_rank=keyword_rank.get(self.id),
-                keyword_score=self.keyword_score,
-                vector_rank=vector_rank.get(self.id),
-                vector_similarity=self.vector_similarity,
-                fused=self._fused,
-                boosts=self.boosts,
-                contributions=contributions[self.id],
-                score=self.score,
-                dates=dates,
-            )
+            self._explanation = self.explained()
         return self._explanation
+
+    def explained(self, relevance: float | None = None, signals: dict[str, float | None] | None = None) -> Explanation:
+        """The explanation with the relevance judging found and its signals (what ``replace`` of it would give)."""
+        keyword_rank, vector_rank, contributions, dates = self._ranked
+        return Explanation(
+            keyword_rank=keyword_rank.get(self.id),
+            keyword_score=self.keyword_score,
+            vector_rank=vector_rank.get(self.id),
+            vector_similarity=self.vector_similarity,
+            fused=self._fused,
+            boosts=self.boosts,
+            contributions=contributions[self.id],
+            score=self.score,
+            relevance=relevance,
+            signals=signals,
+            dates=dates,
+        )
+
+
+def boost_factor(boosts: Mapping[str, float]) -> float:
+    """The boosts multiplied together in their order, from 1.0 (what relevance.boosted multiplies the odds by)."""
+    factor = 1.0
+    for value in boosts.values():
+        factor *= value
+    return factor
 
 
 # One search's ranks of each leg, each candidate's contributions and the query's dates: what explanations read.
@@ -295,16 +335,22 @@ def _contributions(
     vec_ids: Sequence[str],
     similarities: Mapping[str, float],
     settings: RankSettings,
-) -> dict[str, dict[str, float]]:
-    """Each candidate's score from each leg under the configured fusion."""
+    at: Mapping[str, int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's score from each leg under the configured fusion, as two columns in ``at``'s order.
+
+    The same doubles as :func:`fuse_convex` and :func:`fuse_rrf` give each candidate.
+    """
     kw_ids = [i for i, _ in keyword]
+    kw_part, vec_part = np.zeros(len(at)), np.zeros(len(at))
     if settings.fusion == "rrf":
-        kw_part = fuse_rrf([kw_ids], k=settings.rrf_k, weights=[settings.keyword_weight])
-        vec_part = fuse_rrf([vec_ids], k=settings.rrf_k, weights=[settings.vector_weight])
-        return {
-            i: {"keyword": kw_part.get(i, 0.0), "vector": vec_part.get(i, 0.0)}
-            for i in dict.fromkeys([*kw_ids, *vec_ids])
-        }
+        for column, ids, weight in (
+            (kw_part, kw_ids, settings.keyword_weight),
+            (vec_part, vec_ids, settings.vector_weight),
+        ):
+            for i, value in fuse_rrf([ids], k=settings.rrf_k, weights=[weight]).items():
+                column[at[i]] = value
+        return kw_part, vec_part
     # Keyword-only candidates have a known cosine too: it counts, as long as
     # it clears the floor (a record the vector leg missed is not a non-match).
     floor = settings.vector_floor
@@ -314,7 +360,86 @@ def _contributions(
         sim = similarities.get(i)
         if i not in cosines and sim is not None and (floor is None or sim >= floor):
             cosines[i] = sim
-    return fuse_convex(dict(keyword), cosines, settings.keyword_weight, settings.vector_weight)
+    for column, scores, weight in (
+        (kw_part, dict(keyword), settings.keyword_weight),
+        (vec_part, cosines, settings.vector_weight),
+    ):
+        if scores:
+            column[[at[i] for i in scores]] = weight * _scaled_to_best(list(scores.values()))
+    return kw_part, vec_part
+
+
+def _scaled_to_best(scores: list[float]) -> np.ndarray:
+    """:func:`scale_to_best` of the values: the same doubles."""
+    best = max(scores, default=0.0)
+    if best <= 0.0:
+        return np.zeros(len(scores))
+    return np.minimum(1.0, np.maximum(0.0, float_column(scores) / best))
+
+
+class _Parts(Mapping[str, dict[str, float]]):
+    """Each candidate's contributions (``{"keyword": ..., "vector": ...}``), made from the columns when read."""
+
+    def __init__(self, at: Mapping[str, int], keyword: np.ndarray, vector: np.ndarray) -> None:
+        self._at, self._keyword, self._vector = at, keyword, vector
+
+    def __getitem__(self, memory_id: str) -> dict[str, float]:
+        n = self._at[memory_id]
+        return {"keyword": float(self._keyword[n]), "vector": float(self._vector[n])}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+
+class _Boosts:
+    """The boosts of a search's kept candidates, one column each (:func:`boosts_for`'s values and order)."""
+
+    def __init__(
+        self,
+        records: Sequence[Rankable],
+        settings: RankSettings,
+        now: datetime,
+        match: Callable[[datetime], float] | None,
+    ) -> None:
+        project = settings.current_project
+        self.scope = [
+            ("project", settings.boost_project)
+            if m.scope == "project" and project and m.project_id == project
+            else ("team", settings.boost_team)
+            if m.scope == "team"
+            else None
+            for m in records
+        ]
+        importance = float_column([m.importance for m in records])
+        self.columns: list[tuple[str, np.ndarray]] = [
+            ("importance", 1.0 + settings.importance_weight * (importance - 0.5))
+        ]
+        age = float_column([(now - m.updated_at).total_seconds() for m in records])
+        exponent = -np.maximum(0.0, age / 86400.0) / max(settings.recency_half_life_days, 1e-9)
+        # math.pow, as boosts_for calls it: numpy's power may round differently in the last bit.
+        halves = float_column([math.pow(2.0, x) for x in exponent.tolist()])
+        self.columns.append(("recency", 1.0 + settings.recency_weight * halves))
+        if settings.date_windows and settings.date_boost > 0:
+            match = match or date_matcher(settings.date_windows)
+            matched = float_column([match(m.created_at or m.updated_at) for m in records])
+            self.columns.append(("date", 1.0 + settings.date_boost * matched))
+        # Multiplied in boosts_for's order; a missing scope boost is 1.0, which multiplies exactly.
+        self.scope_factor = float_column([1.0 if s is None else s[1] for s in self.scope])
+        self.factor = self.scope_factor
+        for _, column in self.columns:
+            self.factor = self.factor * column
+        self.lists = [(name, column.tolist()) for name, column in self.columns]
+
+    def of(self, n: int) -> dict[str, float]:
+        """The ``n``-th candidate's boosts."""
+        scope = self.scope[n]
+        boosts = {} if scope is None else {scope[0]: scope[1]}
+        for name, values in self.lists:
+            boosts[name] = values[n]
+        return boosts
 
 
 def rank_scored(
@@ -367,29 +492,45 @@ def rank_scored(
     dates = tuple(w.to_dict() for w in settings.date_windows)
     match = date_matcher(settings.date_windows) if dates else None
     vec_rank = {i: r for r, (i, _) in enumerate(vector, start=1)}
-    parts = _contributions(keyword, vector, vec_ids, similarities, settings)
-    for i, _ in vector:
-        parts.setdefault(i, {"keyword": 0.0, "vector": 0.0})
-    # Score every candidate, explain only the ones kept.
-    kept: list[tuple[float, str, float, float | None, dict[str, float]]] = []
-    for memory_id, contributions in parts.items():
+    at = {i: n for n, i in enumerate(dict.fromkeys([*kw_ids, *vec_ids, *vec_rank]))}
+    kw_part, vec_part = _contributions(keyword, vector, vec_ids, similarities, settings, at)
+    # Score every candidate on columns, explain only the ones kept.
+    rows: list[int] = []
+    kept: list[Rankable] = []
+    for memory_id, n in at.items():
         memory = records.get(memory_id)
         if memory is None or memory.is_expired(now):
             continue
-        sim = similarities.get(memory_id)
-        strong = kw_rank.get(memory_id, 10**9) <= settings.strong_keyword_rank
-        if settings.min_similarity is not None and not strong and (sim is None or sim < settings.min_similarity):
-            continue
-        boosts = boosts_for(memory, settings, now, match)
-        fused = score = sum(contributions.values())
-        for factor in boosts.values():
-            score *= factor
-        kept.append((score, memory_id, fused, sim, boosts))
-    kept.sort(key=lambda h: (-h[0], h[1]))
-    ranked: Ranked = (kw_rank, vec_rank, parts, dates)
+        if settings.min_similarity is not None and kw_rank.get(memory_id, 10**9) > settings.strong_keyword_rank:
+            sim = similarities.get(memory_id)
+            if sim is None or sim < settings.min_similarity:
+                continue
+        rows.append(n)
+        kept.append(memory)
+    ids = list(at)
+    kept_ids = [ids[n] for n in rows]
+    fused = kw_part[rows] + vec_part[rows]
+    boosts = _Boosts(kept, settings, now, match)
+    # boosts_for's factors multiplied into the fused score one by one, in their order (the same doubles).
+    score = fused * boosts.scope_factor
+    for _, column in boosts.columns:
+        score = score * column
+    scores, fused_list, factors = score.tolist(), fused.tolist(), boosts.factor.tolist()
+    order = sorted(range(len(rows)), key=lambda k: (-scores[k], kept_ids[k]))[:limit]
+    ranked: Ranked = (kw_rank, vec_rank, _Parts(at, kw_part, vec_part), dates)
     return [
-        Scored(memory_id, score, kw_score.get(memory_id), sim, fused, boosts, ranked)
-        for score, memory_id, fused, sim, boosts in kept[:limit]
+        Scored(
+            kept_ids[k],
+            scores[k],
+            kw_score.get(kept_ids[k]),
+            similarities.get(kept_ids[k]),
+            fused_list[k],
+            boosts,
+            ranked,
+            factors[k],
+            k,
+        )
+        for k in order
     ]
 
 

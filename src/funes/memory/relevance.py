@@ -56,6 +56,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import numpy as np
+
 from ..models import JudgedRecord, Memory, SearchHit
 from .dates import MONTHS, WEEKDAYS
 
@@ -278,13 +280,14 @@ _BOUND_MARGIN = 1e-9
 class SignalJudge:
     """One query's judge (:func:`signal_judge`): call it on a candidate and its record; ``bound`` it without the record."""
 
-    __slots__ = ("_absent", "_absent_name", "_covered", "_has_vector", "_idfs")
+    __slots__ = ("_absent", "_absent_name", "_ceiling", "_covered", "_has_vector", "_idfs")
 
     def __init__(
         self, idfs: list[float], covered: Callable[[str], float], has_vector: bool, absent: float, absent_name: float
     ) -> None:
         self._idfs, self._covered, self._has_vector = idfs, covered, has_vector
         self._absent, self._absent_name = absent, absent_name
+        self._ceiling = (BM25_K1 + 1.0) * sum(idfs)  # keyword_signal's
 
     def __call__(self, explanation: Judged, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
         values = (
@@ -325,6 +328,112 @@ class SignalJudge:
             )
         return boosted(_sigmoid(x + _BOUND_MARGIN), explanation.boosts)
 
+    def many(
+        self, candidates: Sequence[Judged], memories: Sequence[Memory | JudgedRecord]
+    ) -> list[tuple[float, SignalValues, float]]:
+        """:meth:`__call__` of each candidate and its record, the numbers worked out on columns: the same doubles.
+
+        Only the text signals are read per record; the model's sums, the
+        boosts and the keyword signal are numpy operations in the order the
+        scalar path does them (``math.exp`` for the sigmoid, as it calls it).
+        """
+        if not candidates:
+            return []
+        keyword = self._keyword_signals(candidates)
+        cover = float_column([self._covered(f"{m.title or ''} {m.content}") for m in memories])
+        question = float_column([question_share(m.content) for m in memories])
+        absent, absent_name = self._absent, self._absent_name
+        sims = [c.vector_similarity if self._has_vector else None for c in candidates]
+        k = KEYWORD_COEFFICIENTS  # _probability's keyword model: sum() from 0 in feature order, then the intercept
+        x = KEYWORD_INTERCEPT + (k[0] * keyword + k[1] * cover + k[2] * absent + k[3] * absent_name)
+        with_cosine = [n for n, sim in enumerate(sims) if sim is not None]
+        if with_cosine:
+            cos = np.maximum(0.0, float_column([sims[n] or 0.0 for n in with_cosine]))
+            kw, cv = keyword[with_cosine], cover[with_cosine]
+            x[with_cosine] = INTERCEPT + (
+                _C[0] * cos
+                + _C[1] * (cos * cos)
+                + _C[2] * kw
+                + _C[3] * cv
+                + _C[4] * question[with_cosine]
+                + _C[5] * absent
+                + _C[6] * absent_name
+                + _C[7] * np.sqrt(np.maximum(0.0, kw))
+                + _C[8] * (cv * cos)
+            )
+        calibrated = _sigmoids(x)
+        shown = _boosted(calibrated, _factors(candidates)).tolist()
+        probabilities = calibrated.tolist()
+        signals = zip(sims, keyword.tolist(), cover.tolist(), question.tolist(), strict=True)
+        return [
+            (shown[n], (sim, kw_, cv_, q, absent, absent_name), probabilities[n])
+            for n, (sim, kw_, cv_, q) in enumerate(signals)
+        ]
+
+    def bounds(self, candidates: Sequence[Judged]) -> list[float]:
+        """:meth:`bound` of each candidate, on columns: the same doubles."""
+        if not candidates:
+            return []
+        keyword = self._keyword_signals(candidates)
+        absent, absent_name = self._absent, self._absent_name
+        if not self._has_vector:
+            k = KEYWORD_COEFFICIENTS
+            x = KEYWORD_INTERCEPT + k[0] * keyword + max(0.0, k[1]) + k[2] * absent + k[3] * absent_name
+        else:
+            sims = [c.vector_similarity or 0.0 for c in candidates]
+            cos = np.maximum(0.0, float_column(sims))
+            x = (
+                INTERCEPT
+                + _C[0] * cos
+                + _C[1] * (cos * cos)
+                + _C[2] * keyword
+                + np.maximum(0.0, _C[3] + _C[8] * cos)
+                + max(0.0, _C[4])
+                + _C[5] * absent
+                + _C[6] * absent_name
+                + _C[7] * np.sqrt(np.maximum(0.0, keyword))
+            )
+        return _boosted(_sigmoids(x + _BOUND_MARGIN), _factors(candidates)).tolist()  # type: ignore[no-any-return]
+
+    def _keyword_signals(self, candidates: Sequence[Judged]) -> np.ndarray:
+        """:func:`keyword_signal` of each candidate's BM25."""
+        bm25 = float_column([c.keyword_score or 0.0 for c in candidates])
+        if self._ceiling <= 0:
+            return np.zeros(len(bm25))
+        return np.where(bm25 > 0, np.minimum(1.0, bm25 / self._ceiling), 0.0)
+
+
+def float_column(values: Sequence[float]) -> np.ndarray:
+    """A float64 column of the values (``np.fromiter``: no type and shape discovery per element)."""
+    return np.fromiter(values, dtype=np.float64, count=len(values))
+
+
+def _sigmoids(x: np.ndarray) -> np.ndarray:
+    """:func:`_sigmoid` of each value (``math.exp``: numpy's exp may round differently in the last bit)."""
+    return float_column([_sigmoid(v) for v in x.tolist()])
+
+
+def _factors(candidates: Sequence[Judged]) -> np.ndarray:
+    """Each candidate's boosts multiplied together, as :func:`boosted` multiplies them."""
+    out = []
+    for c in candidates:
+        factor = getattr(c, "factor", None)
+        if factor is None:
+            factor = 1.0
+            for value in c.boosts.values():
+                factor *= value
+        out.append(factor)
+    return float_column(out)
+
+
+def _boosted(probability: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """:func:`boosted` of each probability and boost factor."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odds = probability / (1.0 - probability) * factor
+        raised = odds / (1.0 + odds)
+    plain = (factor == 1.0) | (probability <= 0.0) | (probability >= 1.0)
+    return np.where(plain, probability, raised)
+
 
 # A hit's signals in :class:`Signals`' field order (``Signals(*values)``): what judging keeps of every candidate.
 SignalValues = tuple[float | None, float, float, float, float, float]
@@ -332,7 +441,16 @@ SignalValues = tuple[float | None, float, float, float, float, float]
 
 def signal_dict(values: SignalValues, calibrated: float) -> dict[str, float | None]:
     """The signals an explanation shows: each signal and the calibrated probability before boosts."""
-    return {**Signals(*values).to_dict(), "calibrated": calibrated}
+    cosine, keyword, cover, question, absent, absent_name = values  # Signals.to_dict's keys, in its order
+    return {
+        "cosine": cosine,
+        "keyword": keyword,
+        "coverage": cover,
+        "question": question,
+        "absent": absent,
+        "absent_name": absent_name,
+        "calibrated": calibrated,
+    }
 
 
 def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Callable[[str], float]:
@@ -342,22 +460,58 @@ def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Ca
     """
     if not terms:
         return lambda _text: 0.0
-    pattern = term_pattern(terms)
     total = sum(weights.get(t, 1.0) for t in terms)
     if total <= 0:
         return lambda _text: 0.0
     checks = [(fold(t), weights.get(t, 1.0), t, not t.isascii() and len(t) >= 2) for t in terms]
-    stems = {fold(t) for t in terms if t}  # what the pattern's words start with
+    stems = sorted({fold(t) for t in terms if t})  # what the pattern's words start with
+    # Stems of word characters only (any query's terms but a rare lowercasing) are found by str.find.
+    pattern = None if all(_is_word(c) for stem in stems for c in stem) else term_pattern(terms)
+    targets = {folded for folded, *_ in checks}
 
     def covered(text: str) -> float:
         lowered = text.lower()
-        # The pattern matches nothing in a text holding none of its stems (most vector-only candidates):
-        # substring checks in C instead of the regex's scan.
-        words = {fold(m) for m in pattern.findall(lowered)} if any(s in lowered for s in stems) else ()
+        words = _words_from(stems, lowered, targets) if pattern is None else {fold(m) for m in pattern.findall(lowered)}
         found = sum(w for folded, w, t, anywhere in checks if folded in words or (anywhere and t in text))
         return found / total
 
     return covered
+
+
+def _is_word(char: str) -> bool:
+    """Whether ``re``'s ``\\w`` matches the character (Unicode: alphanumeric or the underscore)."""
+    return char.isalnum() or char == "_"
+
+
+_WORD_REST = re.compile(r"\w*", re.UNICODE)
+
+
+def _words_from(stems: Sequence[str], lowered: str, targets: Set[str]) -> set[str]:
+    """The ``targets`` among the :func:`fold` of the words :func:`term_pattern` of the stems finds in the text.
+
+    The pattern's match at a place is the whole word from there (``\\w*``
+    runs to the word's end), and a place matches when a stem starts there
+    at a word boundary; ``str.find`` finds those places in C, where the
+    regex tried every stem at every place of the text. It stops once every
+    target is found.
+    """
+    words: set[str] = set()
+    for stem in stems:
+        if len(words) == len(targets):
+            break
+        at = lowered.find(stem)
+        while at >= 0:
+            if at and _is_word(lowered[at - 1]):
+                at = lowered.find(stem, at + 1)  # inside a word: not a match of the pattern's \\b
+                continue
+            end = _WORD_REST.match(lowered, at + len(stem)).end()  # type: ignore[union-attr]
+            folded = fold(lowered[at:end])
+            if folded in targets:
+                words.add(folded)
+                if len(words) == len(targets):
+                    break
+            at = lowered.find(stem, end)
+    return words
 
 
 _SENTENCE = re.compile(r"[^.?!]*\w[^.?!]*(?:[.?!]+|$)", re.UNICODE)

@@ -188,7 +188,13 @@ class HybridSearch:
         hits = ordered_hits(scored, records, judge, calibrated=calibrated, limit=limit)
         if partial is not None:
             whole = self.store.get_many([h.memory.id for h in hits])
-            hits = [replace(h, memory=whole[h.memory.id]) for h in hits if h.memory.id in whole]
+            hits = [
+                SearchHit(
+                    memory=whole[h.memory.id], score=h.score, explanation=h.explanation, context=h.context, weak=h.weak
+                )
+                for h in hits
+                if h.memory.id in whole
+            ]
         if cosines:
             hits = _with_passages(hits, cosines, layouts)
         return SearchResults(hits, degraded=degraded)

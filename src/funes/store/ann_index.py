@@ -419,7 +419,10 @@ def _get(index: Any, keys: np.ndarray, dims: int) -> np.ndarray:
     """The index's float32 vectors of keys it holds, as rows."""
     if not len(keys):
         return np.zeros((0, dims), dtype=np.float32)
-    return np.vstack(index.get(np.asarray(keys, dtype=np.uint64))).astype(np.float32, copy=False).reshape(-1, dims)
+    got = index.get(np.asarray(keys, dtype=np.uint64))
+    # One vector a key: usearch answers a matrix already (stacking its rows again cost ~20 us for 50 keys).
+    rows = got if isinstance(got, np.ndarray) else np.vstack(got)
+    return rows.astype(np.float32, copy=False).reshape(-1, dims)  # type: ignore[no-any-return]
 
 
 def _stored(conn: Any, keys: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:

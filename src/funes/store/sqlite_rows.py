@@ -249,9 +249,11 @@ def to_candidate(row: Sequence[Any]) -> tuple[JudgedRecord, RankFields]:
 
     The same values as :func:`to_judged` and :func:`to_rank_fields` of the record, its times converted once.
     """
-    created, updated = from_epoch(row[10]), from_epoch(row[11])
+    created = from_epoch(row[10])
+    updated = created if row[11] == row[10] else from_epoch(row[11])  # most records were never edited
     scope, project_id, importance, expires_at = row[13:17]
-    ranked = RankFields(row[0], scope, project_id, importance, updated, from_epoch(expires_at), created)  # type: ignore[arg-type]
+    expires = None if expires_at is None else from_epoch(expires_at)
+    ranked = RankFields(row[0], scope, project_id, importance, updated, expires, created)  # type: ignore[arg-type]
     return _judged(row, created, updated), ranked  # type: ignore[arg-type]
 
 
