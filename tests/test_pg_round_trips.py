@@ -118,3 +118,23 @@ def test_a_statement_after_a_batch_with_settings_runs_as_the_tenant_the_batch_se
         assert seen == "globex"
     finally:
         store.close()
+
+
+def test_access_rows_on_a_search_s_way_commit_without_waiting_for_the_wal_and_nothing_else_does(pg_url: str) -> None:
+    """The access write that rides with a fetch sets synchronous_commit off for its own transaction alone (issue 29)."""
+    service = funes.open(pg_url, embedder=HashEmbedder(64), worker="off", pg_pool_max=1)  # one connection to look at
+    try:
+        with acting_for("acme"):
+            service.remember_many([f"acme note {n}: the budget review" for n in range(5)], tenant="acme")
+        _search_counted(service, "budget review", "acme")
+        _, _, log = _search_counted(service, "budget", "acme")
+        statements = [sql for _, sql in log]
+        write = next(n for n, sql in enumerate(statements) if "INSERT INTO access_log" in sql)
+        assert "set_config('synchronous_commit', 'off', true)" in statements[write - 1]
+        store = service.core.store
+        with acting_for("acme"):
+            assert store.db.reader().native("SHOW synchronous_commit").fetchone()[0] == "on"
+            service.core.sync_access()
+            assert {r["query"] for r in store.access_log(limit=100)} == {"budget review", "budget"}
+    finally:
+        service.close()

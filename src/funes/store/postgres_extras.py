@@ -33,6 +33,11 @@ log = logging.getLogger("funes.store.postgres")
 ACCESS_FLUSH_SECONDS = 2.0
 ACCESS_FLUSH_ROWS = 500
 ACCESS_HELD_MAX = 10_000  # rows kept while writes fail
+# Access rows written on a search's way (with its fetch of records, or once due) commit without waiting for the
+# WAL to reach the disk (issue 29): a server crash may lose their last fraction of a second (wal_writer_delay),
+# as a SIGKILL of the process loses those still held, never a record; close() and exports still wait. Local to
+# the pipeline's implicit transaction, so nothing else on the connection commits this way.
+_NO_FLUSH_WAIT: tuple[str, None] = ("SELECT set_config('synchronous_commit', 'off', true)", None)
 
 # Ids of records a live `vectors` job will embed (see Core.defer_vectors).
 _AWAITED = (
@@ -87,11 +92,18 @@ class PostgresExtras:
     claim_lock = " FOR UPDATE SKIP LOCKED"
 
     # -- jobs ----------------------------------------------------------------------
-    def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
-        """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip)."""
-        if batch:
-            statement = _access_statement(batch)
+    def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]], *, wait: bool = True) -> None:
+        """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip).
+
+        ``wait=False``: outside a transaction, the commit does not wait for the WAL's flush (``_NO_FLUSH_WAIT``).
+        """
+        if not batch:
+            return
+        statement = _access_statement(batch)
+        if wait or self.db.in_transaction():
             self.db.retrying(lambda: self.db.reader().native(*statement))
+        else:
+            self.db.retrying(lambda: self.db.reader().batch([_NO_FLUSH_WAIT, statement]))
 
     def defer_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
         """Hold access rows to go with the acting tenant's next fetch of records (no round trip of their own).
@@ -113,10 +125,13 @@ class PostgresExtras:
                 and (len(rows) >= ACCESS_FLUSH_ROWS or time.monotonic() - self._access_since[t] >= ACCESS_FLUSH_SECONDS)
             ]
         for t in due:
-            self.flush_accesses(t)
+            self.flush_accesses(t, wait=False)
 
-    def flush_accesses(self, tenant: str | None = None) -> None:
-        """Write the held access rows (of one tenant setting, or all) now; they wait again if the write fails."""
+    def flush_accesses(self, tenant: str | None = None, *, wait: bool = True) -> None:
+        """Write the held access rows (of one tenant setting, or all) now; they wait again if the write fails.
+
+        ``wait=False``: on a search's way, the commit does not wait for the WAL's flush (``_NO_FLUSH_WAIT``).
+        """
         with self._access_lock:
             keys = [tenant] if tenant is not None else list(self._access_pending)
             taken = {k: self._access_pending.pop(k, []) for k in keys}
@@ -127,7 +142,7 @@ class PostgresExtras:
                 continue
             try:
                 with acting_for(key or None):
-                    self.record_accesses(rows)
+                    self.record_accesses(rows, wait=wait)
             except BaseException:
                 self._hold_accesses(key, rows)
                 raise
@@ -202,7 +217,7 @@ class PostgresExtras:
                 self._access_since.pop(tenant, None)
         if rows and not self.db.in_transaction():
             try:
-                return list(self.db.reader().batch([_access_statement(rows), fetch])[1].fetchall())
+                return list(self.db.reader().batch([_NO_FLUSH_WAIT, _access_statement(rows), fetch])[2].fetchall())
             except FunesError as exc:
                 log.warning("access rows held back (%d): %s", len(rows), exc)
                 self._hold_accesses(tenant, rows)
