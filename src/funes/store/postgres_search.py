@@ -526,7 +526,8 @@ class PostgresSearch:
         columns = pg_judged.columns("m", judged=out is not None) + (", m.tenant, m.rowid" if out is not None else "")
         params: list[Any] = []
         # How many near vectors the two steps sort out, or None for the full join alone (funes.store.pg_plan).
-        near = None if _selective(filters) else pg_plan.near_parts(self._filter_share(filters), k)
+        seen = (self._filter_share(filters), self._filter_share(filters, pg_plan.PER_PART))
+        near = None if _selective(filters) else pg_plan.near_parts(*seen, k)
         if near is not None:
             params += [query, filters.tenant, near]
             near_where = self._where(filters, now, params)
@@ -556,25 +557,30 @@ class PostgresSearch:
         )
         rows = self._generic(_judging(sql, out), params)
         cut = -2 if out is None else -3  # (passed, seen), before the vectors _judging adds
-        self._keep_share(filters, [(int(r[cut]), int(r[cut + 1])) for r in rows if r[cut + 1] is not None])
+        self._keep_share(filters, [(int(r[cut]), int(r[cut + 1])) for r in rows if r[cut + 1] is not None], near)
         return _best([r[:cut] if out is None else (*r[:cut], r[-1]) for r in rows], k, out)
 
     def _generic(self, sql: str, params: list[Any]) -> list[Any]:
         """The rows of a statement run with the generic plan of its prepared form (no planning per search)."""
         return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN])[0].fetchall())
 
-    def _filter_share(self, filters: SearchFilters) -> float | None:
-        """The share of the tenant's near records the filters kept last time, while the store's generation holds."""
+    def _filter_share(self, filters: SearchFilters, per: str = "") -> float | None:
+        """The share of the tenant's near records the filters kept last time, while the store's generation holds
+        (``per`` = ``pg_plan.PER_PART``: the records kept per near vector)."""
         key = pg_plan.share_key(filters)
-        cached = self._fts_stats.get(key) if key is not None else None
+        cached = self._fts_stats.get(key + per) if key is not None else None
         if cached is None or self._generation is None or not stat_fresh(cached[1], self._generation):
             return None
         return cached[0] / 1000
 
-    def _keep_share(self, filters: SearchFilters, rows: list[tuple[int, int]]) -> None:
+    def _keep_share(self, filters: SearchFilters, rows: list[tuple[int, int]], near: int) -> None:
         key = pg_plan.share_key(filters)
         if key is not None and self._generation is not None:
             self._fts_stats[key] = (round(1000 * pg_plan.seen_share(rows)), float(self._generation))
+            self._fts_stats[key + pg_plan.PER_PART] = (
+                round(1000 * pg_plan.part_share(rows, near)),
+                float(self._generation),
+            )
 
     def _hnsw_knn(
         self,
