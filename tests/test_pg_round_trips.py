@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import funes
+from funes.models import SearchFilters, utcnow
 from funes.providers.embed import HashEmbedder
 from funes.store.postgres import PostgresStore
 from funes.store.tenancy import acting_for
@@ -138,3 +139,23 @@ def test_access_rows_on_a_search_s_way_commit_without_waiting_for_the_wal_and_no
             assert {r["query"] for r in store.access_log(limit=100)} == {"budget review", "budget"}
     finally:
         service.close()
+
+
+def test_the_keyword_statement_says_which_terms_are_present_as_the_probes_do(mem: funes.Funes) -> None:
+    """Term presence rides in the keyword statement (issue 29): a term a scanned match holds is present, the others
+    are probed there; the answer is the separate probes' (term_presence), within the tenant and its filters."""
+    with acting_for("globex"):
+        mem.remember("globexonly: a word of the other tenant", tenant="globex")
+    with acting_for("acme"):
+        mem.remember("acme zeppelin hangar", tenant="acme")
+    store = mem.core.store
+    terms = ["budget", "bread", "zeppelin", "globexonly", "qqq", "超时"]
+    filters = SearchFilters(tenant="acme")
+    counter = store.db.counter
+    with acting_for("acme"):
+        for cap in (1, 2000):  # 1: only the newest match is scanned (zeppelin's), the rest are probed
+            counter.log = []
+            *_, present, _ = store.keyword_leg(terms, filters, limit=10, scan_cap=cap, now=utcnow())
+            log, counter.log = counter.log, None
+            assert present == store.term_presence(terms, filters, utcnow()) == {"budget", "bread", "zeppelin", "超时"}
+            assert not any(sql.startswith("SELECT ARRAY[EXISTS") for _, sql in log)  # no statement of their own
