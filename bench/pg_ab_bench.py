@@ -36,6 +36,13 @@ BENCH = Path(__file__).resolve().parent
 
 def child(target: str, total: int, seed: int, tenants: int) -> None:
     """One side: answer blocks of queries ("lo hi" lines on stdin), one JSON line each."""
+    # This side's checkout (PYTHONPATH) first: store_bench puts its own checkout's src first on sys.path, so
+    # importing it before funes made every side run the code of the checkout this script is in.
+    import funes
+
+    src = os.environ["PYTHONPATH"]
+    if not Path(funes.__file__).resolve().is_relative_to(Path(src).resolve()):
+        raise SystemExit(f"side {target}: funes comes from {funes.__file__}, not from {src}")
     sys.path.insert(0, str(BENCH))
     import scale_phases
     from store_bench import DIMS, Corpus
