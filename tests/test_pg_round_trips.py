@@ -159,3 +159,21 @@ def test_the_keyword_statement_says_which_terms_are_present_as_the_probes_do(mem
             log, counter.log = counter.log, None
             assert present == store.term_presence(terms, filters, utcnow()) == {"budget", "bread", "zeppelin", "超时"}
             assert not any(sql.startswith("SELECT ARRAY[EXISTS") for _, sql in log)  # no statement of their own
+
+
+def test_a_search_reads_its_project_settings_in_the_keyword_pipeline_and_sees_a_change_at_once(
+    mem: funes.Funes,
+) -> None:
+    """Once the process's two-second cache of a tenant's project settings lapses, the search still takes three round
+    trips: its keyword leg read them (issue 29). A project disabled here is left out by the very next search."""
+    with acting_for("acme"):
+        secret = mem.remember("acme zeppelin budget plan", tenant="acme", scope="project", project="p1")
+    _search_counted(mem, "zeppelin budget", "acme")
+    mem.core.projects._disabled.clear()  # the process's cache lapsed
+    contents, trips, log = _search_counted(mem, "zeppelin budget", "acme")
+    assert trips <= 3, "\n".join(q[:90] for _, q in log)
+    assert secret.content in contents
+    with acting_for("acme"):
+        mem.core.projects.update("acme", "p1", {"enabled": False})
+    contents, _, _ = _search_counted(mem, "zeppelin budget", "acme")
+    assert contents and secret.content not in contents

@@ -87,6 +87,8 @@ class PostgresExtras:
     _access_lock: threading.Lock
     _access_pending: dict[str, list[tuple[AccessEvent, datetime]]]
     _access_since: dict[str, float]
+    _settings_read: dict[str, Any]
+    _settings_written: dict[str, float]
     _dims: int | None
     #: The shared claim (sqlite_jobs.JobTables.claim_job) skips rows other workers hold.
     claim_lock = " FOR UPDATE SKIP LOCKED"
@@ -421,6 +423,8 @@ class PostgresExtras:
         return dict(json.loads(value) if isinstance(value, str) else value)
 
     def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
+        self._settings_read.pop(tenant, None)  # a copy read before this write must not answer after it
+        self._settings_written[tenant] = time.monotonic()
         """Insert or replace a project's settings."""
         with self.db.write() as conn:
             conn.execute(

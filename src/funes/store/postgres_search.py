@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import time
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
@@ -149,6 +150,8 @@ class PostgresSearch:
     _dims: int | None
     _planning_stat: Any  # SqliteStore._planning_stat, shared by PostgresStore
     _fts_stats: dict[str, tuple[int, float]]
+    settings_statement: Any  # postgres_upkeep.PostgresUpkeep's
+    keep_settings: Any
     #: The store generation (newest rowid) the last keyword statement read: what the tenant's vector count follows.
     _generation: int | None = None
 
@@ -239,7 +242,11 @@ class PostgresSearch:
         cjk = self._cjk_statement(terms, filters, limit, scan_cap, now)
         if cjk is not None:
             statements.append((cjk[0], cjk[1]))
-        results = self.db.reader().batch(statements, [_GENERIC_PLAN])
+        settings = self.settings_statement(filters.tenant)  # what the search reads after ranking (postgres_upkeep)
+        sent = time.monotonic()
+        results = self.db.reader().batch([*statements, settings] if settings else statements, [_GENERIC_PLAN])
+        if settings is not None:
+            self.keep_settings(filters.tenant, results[-1].fetchall(), sent)
         rows = results[0].fetchall()
         total, dfs = int(rows[0][0]), [int(d) for d in rows[0][2]]
         counts = self._keep_stats(total, int(rows[0][1]), dict(zip(uniq, dfs, strict=True)), int(rows[0][3]))
