@@ -423,8 +423,6 @@ class PostgresExtras:
         return dict(json.loads(value) if isinstance(value, str) else value)
 
     def save_project_settings(self, tenant: str, project_id: str, settings: dict[str, Any], at: datetime) -> None:
-        self._settings_read.pop(tenant, None)  # a copy read before this write must not answer after it
-        self._settings_written[tenant] = time.monotonic()
         """Insert or replace a project's settings."""
         with self.db.write() as conn:
             conn.execute(
@@ -433,3 +431,6 @@ class PostgresExtras:
                 "updated_at = excluded.updated_at",
                 (tenant, project_id, json.dumps(settings, sort_keys=True, ensure_ascii=False), to_epoch(at)),
             )
+        # Once it has committed: a copy a search read before (postgres_upkeep) must not answer after it.
+        self._settings_written[tenant] = time.monotonic()
+        self._settings_read.pop(tenant, None)
