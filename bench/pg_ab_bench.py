@@ -13,6 +13,9 @@ queries over random tenants, query vectors precomputed: no model), in blocks tha
 the sides, so every side sees the same machine load. The first side is the baseline: prints
 p50/p95/p99, the ratios to it, the process CPU per search, and how many queries returned the same
 hits (ids, in order) on each pair of sides (meaningful when two sides search the same store).
+``--pg-data DIR`` (the PostgreSQL server's data directory, on this machine) adds the server's CPU per
+search of each side: the CPU time of the postmaster's child processes over that side's blocks, a figure
+the machine's load moves far less than a latency.
 """
 
 from __future__ import annotations
@@ -33,6 +36,13 @@ BENCH = Path(__file__).resolve().parent
 
 def child(target: str, total: int, seed: int, tenants: int) -> None:
     """One side: answer blocks of queries ("lo hi" lines on stdin), one JSON line each."""
+    # This side's checkout (PYTHONPATH) first: store_bench puts its own checkout's src first on sys.path, so
+    # importing it before funes made every side run the code of the checkout this script is in.
+    import funes
+
+    src = os.environ["PYTHONPATH"]
+    if not Path(funes.__file__).resolve().is_relative_to(Path(src).resolve()):
+        raise SystemExit(f"side {target}: funes comes from {funes.__file__}, not from {src}")
     sys.path.insert(0, str(BENCH))
     import scale_phases
     from store_bench import DIMS, Corpus
@@ -62,6 +72,22 @@ def child(target: str, total: int, seed: int, tenants: int) -> None:
     svc.close()
 
 
+def server_cpu(data: str | None) -> float:
+    """Seconds of CPU the PostgreSQL server's processes (the postmaster's children) have used, or 0 without ``data``."""
+    if not data:
+        return 0.0
+    postmaster = Path(data, "postmaster.pid").read_text().split()[0]
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        if fields[1] == postmaster:  # ppid
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / tick
+
+
 def main() -> None:
     """Start one process per side, feed them the same blocks in turn, print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -71,6 +97,7 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=10, help="Untimed queries each side runs first.")
     parser.add_argument("--seed", type=int, default=7, help="store_bench's --seed the stores were filled with.")
     parser.add_argument("--tenants", type=int, default=25, help="store_bench's --tenants.")
+    parser.add_argument("--pg-data", help="The PostgreSQL data directory: also print the server's CPU per search.")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--total", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -90,11 +117,12 @@ def main() -> None:
     for name, proc in procs.items():
         if proc.stdout.readline().strip() != "ready":
             raise SystemExit(f"side {name} did not start (run it alone with --child to see why)")
-    results: dict[str, dict[str, Any]] = {n: {"t": [], "ids": [], "cpu": 0.0} for n in procs}
+    results: dict[str, dict[str, Any]] = {n: {"t": [], "ids": [], "cpu": 0.0, "server": 0.0} for n in procs}
     loads = []
     for b, lo in enumerate(range(0, total, args.block)):
         hi = min(lo + args.block, total)
         for name in list(procs) if b % 2 == 0 else list(procs)[::-1]:
+            before = server_cpu(args.pg_data)
             procs[name].stdin.write(f"{lo} {hi}\n")
             procs[name].stdin.flush()
             answer = json.loads(procs[name].stdout.readline())
@@ -102,6 +130,7 @@ def main() -> None:
                 for key in ("t", "ids"):
                     results[name][key] += answer[key]
                 results[name]["cpu"] += answer["cpu"]
+                results[name]["server"] += server_cpu(args.pg_data) - before
         loads.append(os.getloadavg()[0])
     for proc in procs.values():
         proc.stdin.close()
@@ -115,7 +144,8 @@ def main() -> None:
         ratio = "" if name == names[0] else f"  /{names[0]}: p50 {p50 / np.percentile(base, 50):.2f}"
         ratio += "" if name == names[0] else f" p95 {p95 / np.percentile(base, 95):.2f}"
         cpu = results[name]["cpu"] / args.queries * 1000
-        print(f"{name:<10} p50 {p50:7.2f}  p95 {p95:7.2f}  p99 {p99:7.2f} ms  cpu/search {cpu:6.2f} ms{ratio}")
+        server = f"  server cpu/search {results[name]['server'] / args.queries * 1000:6.2f} ms" if args.pg_data else ""
+        print(f"{name:<10} p50 {p50:7.2f}  p95 {p95:7.2f}  p99 {p99:7.2f} ms  cpu/search {cpu:6.2f} ms{server}{ratio}")
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             same = sum(x == y for x, y in zip(results[a]["ids"], results[b]["ids"], strict=True))

@@ -12,6 +12,7 @@ The plan is read from the statement sent (a statement log on the connection), ne
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
@@ -170,3 +171,42 @@ def test_a_filter_seen_to_keep_a_small_share_takes_the_full_join_and_every_answe
     assert (hits, plan) == (_kind_truth(rows, query, "preference", 10), "two steps")
     hits, plan = _plan(store, query, narrow, 10)
     assert (hits, plan) == (_kind_truth(rows, query, "preference", 10), "join")
+
+
+def test_the_near_step_is_sized_by_the_records_kept_per_near_vector_and_every_answer_stays_exact(
+    store: PostgresStore,
+) -> None:
+    """Once a filter set was seen, the near step takes about 2k records' worth of vectors: fewer than 4k when each
+    record has one vector, more when records have several (passage windows), which fell short every time."""
+    rng = np.random.default_rng(11)
+    tenants = {"solo": 1, "multi": 5}  # vectors per record
+    truth: dict[str, tuple[list[np.ndarray], list[str]]] = {}
+    for tenant, count in tenants.items():
+        items = []
+        for n in range(300):
+            memory = replace(_record(n, "near"), tenant=tenant, scope="team", project_id=None)
+            # A record's parts lie close together, as a text's passage windows do.
+            base = rng.standard_normal(DIMS)
+            items.append((memory, list(_unit(base + 0.05 * rng.standard_normal((count, DIMS))))))
+        store.put_many(items)
+        truth[tenant] = ([np.vstack(v) for _, v in items], [m.id for m, _ in items])
+    store.term_stats(["record"])  # the keyword statement reads the store's generation, which shares follow
+    sent: list[int] = []
+    run = store._generic
+
+    def generic(sql: str, params: list) -> list:
+        sent.append(int(params[2]))  # the near step's LIMIT
+        return run(sql, params)
+
+    store._generic = generic  # type: ignore[method-assign]
+    k = 30
+    for tenant in tenants:
+        parts, ids = truth[tenant]
+        for _ in range(3):
+            query = _unit(rng.standard_normal(DIMS))
+            hits, _fields = store.vector_leg(query, SearchFilters(tenant=tenant), k=k)
+            assert [i for i, _ in hits] == _truth(parts, ids, [True] * len(ids), query, k)
+    first_solo, *later_solo, first_multi = sent[:4]
+    assert first_solo == first_multi == 4 * k  # not seen yet
+    assert later_solo == [_NEAR_PARTS, _NEAR_PARTS]  # 2k = 60 records' worth, at least _NEAR_PARTS
+    assert all(near >= 2 * k * 5 * 0.8 for near in sent[4:]), sent  # five vectors a record: about 2k x 5

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import funes
+from funes.models import SearchFilters, utcnow
 from funes.providers.embed import HashEmbedder
 from funes.store.postgres import PostgresStore
 from funes.store.tenancy import acting_for
@@ -149,3 +150,61 @@ def test_a_statement_after_a_batch_with_settings_runs_as_the_tenant_the_batch_se
         assert seen == "globex"
     finally:
         store.close()
+
+
+def test_access_rows_on_a_search_s_way_commit_without_waiting_for_the_wal_and_nothing_else_does(pg_url: str) -> None:
+    """The access write that rides with a fetch sets synchronous_commit off for its own transaction alone (issue 29)."""
+    service = funes.open(pg_url, embedder=HashEmbedder(64), worker="off", pg_pool_max=1)  # one connection to look at
+    try:
+        with acting_for("acme"):
+            service.remember_many([f"acme note {n}: the budget review" for n in range(5)], tenant="acme")
+        _search_counted(service, "budget review", "acme")
+        _, _, log = _search_counted(service, "budget", "acme")
+        statements = [sql for _, sql in log]
+        write = next(n for n, sql in enumerate(statements) if "INSERT INTO access_log" in sql)
+        assert "set_config('synchronous_commit', 'off', true)" in statements[write - 1]
+        store = service.core.store
+        with acting_for("acme"):
+            assert store.db.reader().native("SHOW synchronous_commit").fetchone()[0] == "on"
+            service.core.sync_access()
+            assert {r["query"] for r in store.access_log(limit=100)} == {"budget review", "budget"}
+    finally:
+        service.close()
+
+
+def test_the_keyword_statement_says_which_terms_are_present_as_the_probes_do(mem: funes.Funes) -> None:
+    """Term presence rides in the keyword statement (issue 29): a term a scanned match holds is present, the others
+    are probed there; the answer is the separate probes' (term_presence), within the tenant and its filters."""
+    with acting_for("globex"):
+        mem.remember("globexonly: a word of the other tenant", tenant="globex")
+    with acting_for("acme"):
+        mem.remember("acme zeppelin hangar", tenant="acme")
+    store = mem.core.store
+    terms = ["budget", "bread", "zeppelin", "globexonly", "qqq", "超时"]
+    filters = SearchFilters(tenant="acme")
+    counter = store.db.counter
+    with acting_for("acme"):
+        for cap in (1, 2000):  # 1: only the newest match is scanned (zeppelin's), the rest are probed
+            counter.log = []
+            *_, present, _ = store.keyword_leg(terms, filters, limit=10, scan_cap=cap, now=utcnow())
+            log, counter.log = counter.log, None
+            assert present == store.term_presence(terms, filters, utcnow()) == {"budget", "bread", "zeppelin", "超时"}
+            assert not any(sql.startswith("SELECT ARRAY[EXISTS") for _, sql in log)  # no statement of their own
+
+
+def test_a_search_reads_its_project_settings_in_the_keyword_pipeline_and_sees_a_change_at_once(
+    mem: funes.Funes,
+) -> None:
+    """Once the process's two-second cache of a tenant's project settings lapses, the search still takes three round
+    trips: its keyword leg read them (issue 29). A project disabled here is left out by the very next search."""
+    with acting_for("acme"):
+        secret = mem.remember("acme zeppelin budget plan", tenant="acme", scope="project", project="p1")
+    _search_counted(mem, "zeppelin budget", "acme")
+    mem.core.projects._disabled.clear()  # the process's cache lapsed
+    contents, trips, log = _search_counted(mem, "zeppelin budget", "acme")
+    assert trips <= 3, "\n".join(q[:90] for _, q in log)
+    assert secret.content in contents
+    with acting_for("acme"):
+        mem.core.projects.update("acme", "p1", {"enabled": False})
+    contents, _, _ = _search_counted(mem, "zeppelin budget", "acme")
+    assert contents and secret.content not in contents

@@ -125,6 +125,8 @@ class PostgresStore(
         self._identity_read: tuple[EmbedderIdentity | None, float] | None = None
         self._access_lock = threading.Lock()
         self._access_pending: dict[str, list[Any]] = {}
+        self._settings_read: dict[str, Any] = {}  # project settings read with a search (postgres_upkeep)
+        self._settings_written: dict[str, float] = {}
         self._access_since: dict[str, float] = {}
         self.db = PgDatabase(url, min_size=pool_min, max_size=pool_max)
         try:

@@ -33,6 +33,11 @@ log = logging.getLogger("funes.store.postgres")
 ACCESS_FLUSH_SECONDS = 2.0
 ACCESS_FLUSH_ROWS = 500
 ACCESS_HELD_MAX = 10_000  # rows kept while writes fail
+# Access rows written on a search's way (with its fetch of records, or once due) commit without waiting for the
+# WAL to reach the disk (issue 29): a server crash may lose their last fraction of a second (wal_writer_delay),
+# as a SIGKILL of the process loses those still held, never a record; close() and exports still wait. Local to
+# the pipeline's implicit transaction, so nothing else on the connection commits this way.
+_NO_FLUSH_WAIT: tuple[str, None] = ("SELECT set_config('synchronous_commit', 'off', true)", None)
 
 # Ids of records a live `vectors` job will embed (see Core.defer_vectors).
 _AWAITED = (
@@ -45,11 +50,11 @@ _KEY_TIMES = ("created_at", "last_used_at", "revoked_at")
 
 
 def _access_statement(
-    batch: Sequence[tuple[AccessEvent, datetime]], *, wait: bool = True
+    batch: Sequence[tuple[AccessEvent, datetime]], *, nowait: bool = False
 ) -> tuple[str, list[list[Any]]]:
     """One statement bumping the records' counters and appending the access-log rows (PostgreSQL SQL, parameters).
 
-    ``wait=False`` gives up at once (``55P03``) on a record a writer holds instead of waiting for it: rows that
+    ``nowait=True`` gives up at once (``55P03``) on a record a writer holds instead of waiting for it: rows that
     ride with a read never hold the read up, and never close a lock cycle with a writer that locks records
     of several documents in one transaction (a folder sync), whose rowids need not ascend across documents.
     """
@@ -66,7 +71,7 @@ def _access_statement(
         # The records' rows locked in rowid order, as every writer locks them: in the update's own order a
         # concurrent writer holding one and waiting on another deadlocked with it.
         "locked AS MATERIALIZED (SELECT m.rowid FROM memories m JOIN c ON m.id = c.memory_id ORDER BY m.rowid "
-        f"FOR UPDATE OF m{'' if wait else ' NOWAIT'}), bump AS (UPDATE memories m SET access_count = m.access_count + c.reads, "
+        f"FOR UPDATE OF m{' NOWAIT' if nowait else ''}), bump AS (UPDATE memories m SET access_count = m.access_count + c.reads, "
         "last_accessed = c.at FROM c, locked l WHERE m.id = c.memory_id AND m.rowid = l.rowid) "
         "INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, "
         "agent_id) SELECT at, tenant, memory_id, action, query, score, session_id, agent_id FROM ev ORDER BY n"
@@ -89,16 +94,26 @@ class PostgresExtras:
     _access_lock: threading.Lock
     _access_pending: dict[str, list[tuple[AccessEvent, datetime]]]
     _access_since: dict[str, float]
+    _settings_read: dict[str, Any]
+    _settings_written: dict[str, float]
     _dims: int | None
     #: The shared claim (sqlite_jobs.JobTables.claim_job) skips rows other workers hold.
     claim_lock = " FOR UPDATE SKIP LOCKED"
 
     # -- jobs ----------------------------------------------------------------------
-    def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
-        """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip)."""
-        if batch:
+    def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]], *, wait: bool = True) -> None:
+        """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip).
+
+        ``wait=False`` (on a search's way, outside a transaction): the commit does not wait for the WAL's flush
+        (``_NO_FLUSH_WAIT``), nor the statement for a record a writer holds (``WriteCrossed`` at once).
+        """
+        if not batch:
+            return
+        if wait or self.db.in_transaction():
             statement = _access_statement(batch)
             self.db.retrying(lambda: self.db.reader().native(*statement))
+        else:
+            self.db.reader().batch([_NO_FLUSH_WAIT, _access_statement(batch, nowait=True)])
 
     def defer_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
         """Hold access rows to go with the acting tenant's next fetch of records (no round trip of their own).
@@ -120,10 +135,13 @@ class PostgresExtras:
                 and (len(rows) >= ACCESS_FLUSH_ROWS or time.monotonic() - self._access_since[t] >= ACCESS_FLUSH_SECONDS)
             ]
         for t in due:
-            self.flush_accesses(t)
+            self.flush_accesses(t, wait=False)
 
-    def flush_accesses(self, tenant: str | None = None) -> None:
-        """Write the held access rows (of one tenant setting, or all) now; they wait again if the write fails."""
+    def flush_accesses(self, tenant: str | None = None, *, wait: bool = True) -> None:
+        """Write the held access rows (of one tenant setting, or all) now; they wait again if the write fails.
+
+        ``wait=False``: on a search's way, the commit does not wait for the WAL's flush (``_NO_FLUSH_WAIT``).
+        """
         with self._access_lock:
             keys = [tenant] if tenant is not None else list(self._access_pending)
             taken = {k: self._access_pending.pop(k, []) for k in keys}
@@ -134,7 +152,12 @@ class PostgresExtras:
                 continue
             try:
                 with acting_for(key or None):
-                    self.record_accesses(rows)
+                    self.record_accesses(rows, wait=wait)
+            except WriteCrossed as exc:
+                self._hold_accesses(key, rows)
+                if wait:
+                    raise
+                log.debug("access rows held back (%d): %s", len(rows), exc)  # a writer holds one of the records
             except BaseException:
                 self._hold_accesses(key, rows)
                 raise
@@ -209,7 +232,8 @@ class PostgresExtras:
                 self._access_since.pop(tenant, None)
         if rows and not self.db.in_transaction():
             try:
-                return list(self.db.reader().batch([_access_statement(rows, wait=False), fetch])[1].fetchall())
+                statements = [_NO_FLUSH_WAIT, _access_statement(rows, nowait=True), fetch]
+                return list(self.db.reader().batch(statements)[2].fetchall())
             except WriteCrossed as exc:  # a writer holds one of the records: they go with a later fetch
                 log.debug("access rows held back (%d): %s", len(rows), exc)
                 self._hold_accesses(tenant, rows)
@@ -424,3 +448,6 @@ class PostgresExtras:
                 "updated_at = excluded.updated_at",
                 (tenant, project_id, json.dumps(settings, sort_keys=True, ensure_ascii=False), to_epoch(at)),
             )
+        # Once it has committed: a copy a search read before (postgres_upkeep) must not answer after it.
+        self._settings_written[tenant] = time.monotonic()
+        self._settings_read.pop(tenant, None)

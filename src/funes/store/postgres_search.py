@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import time
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
@@ -59,10 +60,10 @@ _EF_ITERATIVE = 100
 _NEAR_PARTS = pg_plan.NEAR_PARTS
 # The keyword and the exact vector statements run on the generic plan of their prepared form (psycopg prepares
 # a statement text on its fifth run on a connection): PostgreSQL chose a custom plan every time, and planning
-# them took 2-5 ms and 0.6-0.8 ms a search. The term-presence probes keep custom plans, each term's selectivity
-# choosing between its GIN lookup and the tenant's rows (generic: 9.1 ms p50 against 2.0 replayed, load 7-9).
+# them took 2-5 ms and 0.6-0.8 ms a search. Term presence rides in the keyword statement: a term one of its
+# scanned matches holds is present without a probe, so the probes left are of rare or absent terms, whose GIN
+# lookup the generic plan takes too (a statement of their own, custom-planned per term, cost 1-1.6 ms a search).
 _GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
-_AUTO_PLAN: tuple[str, Sequence[Any] | None] = ("SET LOCAL plan_cache_mode = auto", None)
 # A hit's stored vectors, parts in order (the keyword leg hands them to fusion with the hit), in pgvector's
 # binary form (vector_send: a 4-byte header, then big-endian float4s): 50 hits' vectors as text took 10.6 ms
 # to format, send and parse, against 2.8 ms.
@@ -149,6 +150,8 @@ class PostgresSearch:
     _dims: int | None
     _planning_stat: Any  # SqliteStore._planning_stat, shared by PostgresStore
     _fts_stats: dict[str, tuple[int, float]]
+    settings_statement: Any  # postgres_upkeep.PostgresUpkeep's
+    keep_settings: Any
     #: The store generation (newest rowid) the last keyword statement read: what the tenant's vector count follows.
     _generation: int | None = None
 
@@ -231,18 +234,19 @@ class PostgresSearch:
         same statement where they are not cached (per tenant setting: row-level
         security counts the tenant's records).
         """
-        word_sql, word_params, uniq = self._word_statement(terms, filters, limit, scan_cap, now, common_ratio)
+        present, checked = _presence_terms(terms) if presence else (set(), [])
+        word_sql, word_params, uniq = self._word_statement(
+            terms, filters, limit, scan_cap, now, common_ratio, checked=checked
+        )
         statements: list[tuple[str, Sequence[Any] | None]] = [(word_sql, word_params)]
         cjk = self._cjk_statement(terms, filters, limit, scan_cap, now)
         if cjk is not None:
             statements.append((cjk[0], cjk[1]))
-        present: set[str] = set()
-        checked: list[str] = []
-        if presence:
-            present, checked, check = self._presence_statement(terms, filters, now)
-            if check is not None:
-                statements += [_AUTO_PLAN, check]  # its plan follows each term's selectivity
-        results = self.db.reader().batch(statements, [_GENERIC_PLAN])
+        settings = self.settings_statement(filters.tenant)  # what the search reads after ranking (postgres_upkeep)
+        sent = time.monotonic()
+        results = self.db.reader().batch([*statements, settings] if settings else statements, [_GENERIC_PLAN])
+        if settings is not None:
+            self.keep_settings(filters.tenant, results[-1].fetchall(), sent)
         rows = results[0].fetchall()
         total, dfs = int(rows[0][0]), [int(d) for d in rows[0][2]]
         counts = self._keep_stats(total, int(rows[0][1]), dict(zip(uniq, dfs, strict=True)), int(rows[0][3]))
@@ -261,8 +265,7 @@ class PostgresSearch:
             )
             found = merge_hits(words, sorted(ranked, key=lambda kv: -kv[1]), limit)
         if checked:
-            flags = results[-1].fetchone()[0]
-            present.update(t for t, flag in zip(checked, flags, strict=True) if flag)
+            present.update(t for t, flag in zip(checked, rows[0][-1], strict=True) if flag)
         kept = {i for i, _ in found}
         return (
             found,
@@ -281,13 +284,15 @@ class PostgresSearch:
         scan_cap: int,
         now: datetime | None,
         common_ratio: float = 0.1,
+        checked: Sequence[str] = (),
     ) -> tuple[str, list[Any], list[str]]:
         """The BM25 statement (PostgreSQL SQL, parameters, the terms its statistics are of).
 
         Its first columns are the statistics (records, average length in tokens over the newest
         1,000, each term's record count: the cached ones passed in, the rest counted), then the
         best ``limit`` of the newest ``scan_cap`` matches with their score, vectors and rank columns
-        (one row of statistics alone when nothing matches).
+        (one row of statistics alone when nothing matches); with ``checked`` terms, a last column
+        saying which of them a record the filters admit holds (term presence, a relevance input).
         """
         uniq = list(dict.fromkeys(terms))
         originals = [t for t in uniq if fold_words(t)]
@@ -322,7 +327,9 @@ class PostgresSearch:
             "CASE WHEN NOT row_security_active('memories') THEN g.gen END, (SELECT count(*) FROM memories)) AS total) tt"
         )
         if not folded or limit <= 0:
-            return placeholders(f"SELECT total, avgdl, dfs, gen FROM ({stats}) st"), params, uniq
+            probes = [self._probe(fold_words(t), filters, now, params) for t in checked]
+            present = f", ARRAY[{', '.join(probes)}]" if probes else ""
+            return placeholders(f"SELECT total, avgdl, dfs, gen{present} FROM ({stats}) st"), params, uniq
         cap = max(1, scan_cap)
         positions = [uniq.index(t) + 1 for t in originals]
         # The informative terms, as SQLite's keyword leg plans them (sqlite_keyword._informative_terms): on a
@@ -335,7 +342,28 @@ class PostgresSearch:
         )
         params.extend(folded)
         where = ["m.fts @@ (SELECT " + query + " FROM kp)", *self._where(filters, now, params)]
-        params += [cap, cap, positions, limit]
+        params += [cap, cap]
+        # Term presence: a term some scanned match holds is present (the match passed every filter). A term the
+        # statement searched for (kept), held by none of its matches when they were all scanned (fewer than the
+        # cap), is absent: every record the filters admit that holds it was among them. The rest (terms left out,
+        # a capped scan, a hyphenated term whose positions cannot show) are probed, in this statement, instead of
+        # in one of their own beside it (custom-planned per term: 1-1.6 ms of server time a search).
+        probes = []
+        for n, t in enumerate(checked, 1):
+            at = originals.index(t) + 1
+            known = f"WHEN kp.keep[{at}] AND NOT b.capped THEN false " if " " not in folded[at - 1] else ""
+            probe = self._probe(folded[at - 1], filters, now, params)
+            probes.append(f"CASE WHEN b.seen[{n}] THEN true {known}ELSE {probe} END")
+        seen = ", ".join(f"bool_or(c.tfs[{originals.index(t) + 2}] > 0)" for t in checked)
+        present = (
+            f"(SELECT ARRAY[{', '.join(probes)}] FROM kp, (SELECT ARRAY[{seen}] AS seen, count(*) >= (SELECT CASE "
+            "WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp) AS capped FROM c) b)"
+            if checked
+            else "NULL::boolean[]"
+        )
+        if checked:
+            params += [cap, cap]
+        params.append(limit)
         vecs = _VECTORS if self._dims is not None else "NULL"
         # Per match: its stored length in tokens, then each query term's frequency (a title hit counts
         # twice, as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite); then Okapi BM25 with FTS5's IDF. For a
@@ -347,28 +375,35 @@ class PostgresSearch:
             ", 0" if " " in f else ", (2 * ts_rank_cd('{0.5,0.5,0.5,1}', f.v, plainto_tsquery('simple', ?), 0))::int"
             for f in folded
         )
+        # Each term's part of a match's score, summed in the terms' order (as sum() added them over a subquery
+        # per match, which cost 1-1.5 ms over 500 matches); its IDF is worked out once, in kp.
+        score = " + ".join(
+            f"CASE WHEN c.tfs[{n + 1}] > 0 AND kp.keep[{n}] THEN kp.idf[{n}] * c.tfs[{n + 1}]::float8 * "
+            f"{_K1 + 1!r}::float8 / (c.tfs[{n + 1}]::float8 + {_K1!r}::float8 * (1 - {_B!r}::float8 + {_B!r}::float8 "
+            "* c.tfs[1] / st.avgdl::float8)) ELSE 0 END"
+            for n in range(1, len(folded) + 1)
+        )
         sql = (
             f"WITH st AS MATERIALIZED ({stats}), "
             "kp AS MATERIALIZED (SELECT array_agg(CASE WHEN NOT p.over THEN true WHEN p.some THEN p.df > 0 AND "
-            "p.df <= p.lim ELSE p.i = p.rarest END ORDER BY p.i) AS keep, bool_and(p.over AND NOT p.some) AS common "
+            "p.df <= p.lim ELSE p.i = p.rarest END ORDER BY p.i) AS keep, bool_and(p.over AND NOT p.some) AS common, "
+            "array_agg(greatest(ln((greatest(p.total, p.df) - p.df + 0.5::float8) / (p.df + 0.5::float8)), 1e-6::float8) "
+            "ORDER BY p.i) AS idf "
             "FROM (SELECT q.i, st.dfs[q.p] AS df, st.total > ? AND ?::float8 > 0 AS over, greatest(1, "
             "floor(?::float8 * st.total)) AS lim, bool_or(st.dfs[q.p] > 0 AND st.dfs[q.p] <= greatest(1, "
             "floor(?::float8 * st.total))) OVER () AS some, first_value(q.i) OVER (ORDER BY st.dfs[q.p] <= 0, "
-            "st.dfs[q.p], q.i) AS rarest FROM st, unnest(?::int[]) WITH ORDINALITY AS q(p, i)) p), "
+            "st.dfs[q.p], q.i) AS rarest, st.total FROM st, unnest(?::int[]) WITH ORDINALITY AS q(p, i)) p), "
             f"c AS (SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, "
             f"(SELECT ARRAY[coalesce(m.fts_length, 0){frequencies}] FROM (SELECT m.fts || ''::tsvector AS v "
             "OFFSET 0) f) AS tfs "
             f"FROM memories m WHERE {' AND '.join(where)} ORDER BY m.rowid DESC "
             "LIMIT (SELECT CASE WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp)), "
-            "s AS (SELECT c.*, (SELECT coalesce(sum(CASE WHEN x.tf > 0 AND x.keep THEN greatest(ln((greatest(st.total, x.df) "
-            f"- x.df + 0.5::float8) / (x.df + 0.5::float8)), 1e-6::float8) * x.tf * {_K1 + 1!r}::float8 / (x.tf + "
-            f"{_K1!r}::float8 * (1 - {_B!r}::float8 + {_B!r}::float8 * c.tfs[1] / st.avgdl::float8)) ELSE 0 END), 0) "
-            "FROM (SELECT c.tfs[q.i + 1]::float8 AS tf, st.dfs[q.p] AS df, kp.keep[q.i] AS keep FROM unnest(?::int[]) "
-            "WITH ORDINALITY AS q(p, i)) x) AS score FROM c, st, kp) "
+            f"s AS (SELECT c.*, {score} AS score FROM c, st, kp), "
+            f"pr AS MATERIALIZED (SELECT {present} AS present) "
             # A match on a term the positions cannot show (a hyphenated part) still ranks above nothing.
             "SELECT st.total, st.avgdl, st.dfs, st.gen, CASE WHEN h.score > 0 THEN h.score ELSE 1e-6 END, h.vecs, "
-            f"{', '.join('h.' + c for c in RANK_COLUMNS)}, {', '.join('j.' + c for c in pg_judged.JUDGE_EXTRA)} "
-            f"FROM st LEFT JOIN LATERAL (SELECT s.*, {vecs} AS vecs "
+            f"{', '.join('h.' + c for c in RANK_COLUMNS)}, {', '.join('j.' + c for c in pg_judged.JUDGE_EXTRA)}, "
+            f"pr.present FROM st CROSS JOIN pr LEFT JOIN LATERAL (SELECT s.*, {vecs} AS vecs "
             'FROM s ORDER BY s.score DESC, s.id COLLATE "C" LIMIT ?) h ON true '
             # What judging reads of the hits (a partial record), joined to the hits alone (funes.store.pg_judged).
             "LEFT JOIN memories j ON j.tenant = h.tenant AND j.rowid = h.rowid"
@@ -387,27 +422,23 @@ class PostgresSearch:
             for t, d in counts.items()
         }
 
+    def _probe(self, folded: str, filters: SearchFilters, now: datetime | None, params: list[Any]) -> str:
+        """Whether a record the filters admit holds the folded term (SQL; its parameters go to ``params``)."""
+        params.append(folded)
+        where = self._where(filters, now, params)
+        return (
+            "EXISTS (SELECT 1 FROM memories m WHERE m.fts @@ plainto_tsquery('simple', ?) AND "
+            + " AND ".join(where)
+            + ")"
+        )
+
     def _presence_statement(
         self, terms: Sequence[str], filters: SearchFilters, now: datetime | None
     ) -> tuple[set[str], list[str], tuple[str, list[Any]] | None]:
         """Terms present without asking (CJK, nothing to fold), the terms to check, and one statement checking them."""
-        present: set[str] = set()
-        checked: list[str] = []
+        present, checked = _presence_terms(terms)
         params: list[Any] = []
-        probes: list[str] = []
-        for term in dict.fromkeys(terms):
-            folded = fold_words(term)
-            if not term.isascii() or not folded.strip():
-                present.add(term)
-                continue
-            checked.append(term)
-            params.append(folded)
-            where = self._where(filters, now, params)
-            probes.append(
-                "EXISTS (SELECT 1 FROM memories m WHERE m.fts @@ plainto_tsquery('simple', ?) AND "
-                + " AND ".join(where)
-                + ")"
-            )
+        probes = [self._probe(fold_words(t), filters, now, params) for t in checked]
         if not probes:
             return present, checked, None
         return present, checked, (placeholders(f"SELECT ARRAY[{', '.join(probes)}]"), params)
@@ -526,7 +557,8 @@ class PostgresSearch:
         columns = pg_judged.columns("m", judged=out is not None) + (", m.tenant, m.rowid" if out is not None else "")
         params: list[Any] = []
         # How many near vectors the two steps sort out, or None for the full join alone (funes.store.pg_plan).
-        near = None if _selective(filters) else pg_plan.near_parts(self._filter_share(filters), k)
+        seen = (self._filter_share(filters), self._filter_share(filters, pg_plan.PER_PART))
+        near = None if _selective(filters) else pg_plan.near_parts(*seen, k)
         if near is not None:
             params += [query, filters.tenant, near]
             near_where = self._where(filters, now, params)
@@ -556,25 +588,30 @@ class PostgresSearch:
         )
         rows = self._generic(_judging(sql, out), params)
         cut = -2 if out is None else -3  # (passed, seen), before the vectors _judging adds
-        self._keep_share(filters, [(int(r[cut]), int(r[cut + 1])) for r in rows if r[cut + 1] is not None])
+        self._keep_share(filters, [(int(r[cut]), int(r[cut + 1])) for r in rows if r[cut + 1] is not None], near)
         return _best([r[:cut] if out is None else (*r[:cut], r[-1]) for r in rows], k, out)
 
     def _generic(self, sql: str, params: list[Any]) -> list[Any]:
         """The rows of a statement run with the generic plan of its prepared form (no planning per search)."""
         return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN])[0].fetchall())
 
-    def _filter_share(self, filters: SearchFilters) -> float | None:
-        """The share of the tenant's near records the filters kept last time, while the store's generation holds."""
+    def _filter_share(self, filters: SearchFilters, per: str = "") -> float | None:
+        """The share of the tenant's near records the filters kept last time, while the store's generation holds
+        (``per`` = ``pg_plan.PER_PART``: the records kept per near vector)."""
         key = pg_plan.share_key(filters)
-        cached = self._fts_stats.get(key) if key is not None else None
+        cached = self._fts_stats.get(key + per) if key is not None else None
         if cached is None or self._generation is None or not stat_fresh(cached[1], self._generation):
             return None
         return cached[0] / 1000
 
-    def _keep_share(self, filters: SearchFilters, rows: list[tuple[int, int]]) -> None:
+    def _keep_share(self, filters: SearchFilters, rows: list[tuple[int, int]], near: int) -> None:
         key = pg_plan.share_key(filters)
         if key is not None and self._generation is not None:
             self._fts_stats[key] = (round(1000 * pg_plan.seen_share(rows)), float(self._generation))
+            self._fts_stats[key + pg_plan.PER_PART] = (
+                round(1000 * pg_plan.part_share(rows, near)),
+                float(self._generation),
+            )
 
     def _hnsw_knn(
         self,
@@ -660,6 +697,18 @@ def _selective(filters: SearchFilters) -> bool:
         or filters.references
         or filters.source_ids
     )
+
+
+def _presence_terms(terms: Sequence[str]) -> tuple[set[str], list[str]]:
+    """Query terms present without asking (CJK, nothing to fold), and the terms whose presence is checked."""
+    present: set[str] = set()
+    checked: list[str] = []
+    for term in dict.fromkeys(terms):
+        if not term.isascii() or not fold_words(term).strip():
+            present.add(term)
+        else:
+            checked.append(term)
+    return present, checked
 
 
 def _idf(total: int, count: int) -> float:
