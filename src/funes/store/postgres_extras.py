@@ -24,7 +24,7 @@ from ..models import JudgedRecord, Memory, RankFields, from_epoch, new_id, to_ep
 from . import pg_judged
 from .base import AccessEvent
 from .sqlite import SqliteStore
-from .sqlite_rows import COLUMNS, to_memory
+from .sqlite_rows import COLUMNS, serialize, to_memory
 from .tenancy import acting_for, current_tenant
 
 log = logging.getLogger("funes.store.postgres")
@@ -85,6 +85,26 @@ class PostgresExtras:
     _dims: int | None
     #: The shared claim (sqlite_jobs.JobTables.claim_job) skips rows other workers hold.
     claim_lock = " FOR UPDATE SKIP LOCKED"
+
+    # -- embedding cache -------------------------------------------------------------
+    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Store embeddings in the cache: one statement, sent with the COMMIT (one round trip in all).
+
+        Outside a caller's transaction the commit does not wait for the disk (``synchronous_commit = off``):
+        a cache row lost in a crash costs an embedding again, never data.
+        """
+        if not items or self.db.read_only:
+            return
+        ordered = sorted(items, key=lambda item: item[0])  # one key order for every writer: no deadlock
+        own = not self.db.in_transaction()
+        with self.db.write() as conn:
+            if own:
+                conn.defer("SET LOCAL synchronous_commit = off")
+            conn.defer(
+                "INSERT INTO embedding_cache (model_id, text_hash, vector) SELECT %s, h, v "
+                "FROM unnest(%s::text[], %s::bytea[]) AS u(h, v) ON CONFLICT DO NOTHING",
+                [model_id, [h for h, _ in ordered], [serialize(v) for _, v in ordered]],
+            )
 
     # -- jobs ----------------------------------------------------------------------
     def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
@@ -388,9 +408,9 @@ class PostgresExtras:
             return cur.rowcount > 0
 
     def touch_api_key(self, key_id: str, at: datetime) -> None:
-        """Record a key's last use."""
+        """Record a key's last use (sent with the COMMIT: one round trip)."""
         with self.db.write() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (to_epoch(at), key_id))
+            conn.defer("UPDATE api_keys SET last_used_at = %s WHERE id = %s", (to_epoch(at), key_id), tenant=False)
 
     # -- project settings ------------------------------------------------------------------
     def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:
