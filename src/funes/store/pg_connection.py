@@ -368,21 +368,29 @@ class PgConnection:
         return out
 
     def batch(
-        self, statements: Sequence[tuple[str, Sequence[Any] | None]], settings: Sequence[str] = ()
+        self,
+        statements: Sequence[tuple[str, Sequence[Any] | None]],
+        settings: Sequence[str] = (),
+        *,
+        write: bool = False,
     ) -> list[PgCursor]:
         """Read statements (PostgreSQL SQL) in one round trip, with ``SET LOCAL`` lines in force for them alone.
 
         The settings need a transaction: a read-only one committed after the
-        statements, or a savepoint rolled back to inside a write.
+        statements, or a savepoint rolled back to inside a write. ``write``:
+        the statements may write, in a transaction of their own that commits
+        (inside a caller's transaction the settings are left out: its commit decides).
         """
         inside = self.depth > 0
+        if write and inside:
+            settings = ()
         cursors: list[Any] = []
         try:
             with self.raw.pipeline():
                 self.send_pending()
                 self._sync_tenant()  # before BEGIN: the rollback below leaves it in force
                 if settings:
-                    self.raw.execute("SAVEPOINT funes_batch" if inside else "BEGIN READ ONLY")
+                    self.raw.execute("SAVEPOINT funes_batch" if inside else "BEGIN" if write else "BEGIN READ ONLY")
                     for line in settings:
                         self.raw.execute(line)
                 cursors = [self.raw.execute(sql, tuple(p) if p is not None else None) for sql, p in statements]
@@ -393,7 +401,7 @@ class PgConnection:
                     # COMMIT, not ROLLBACK: a pipeline is one implicit transaction until its sync, so BEGIN takes
                     # in the tenant setting sent before it, and a rollback undid it while the connection went on
                     # believing it set: the next statement ran as the previous tenant (row-level security's tenant).
-                    self.raw.execute("COMMIT")  # a read-only transaction: nothing else to keep
+                    self.raw.execute("COMMIT")
         except self.db.error as exc:
             self.forget_tenant()
             if settings and not inside:
@@ -422,10 +430,14 @@ class PgReader:
         return self.db.read((sql,), lambda conn: conn.native(sql, params))
 
     def batch(
-        self, statements: Sequence[tuple[str, Sequence[Any] | None]], settings: Sequence[str] = ()
+        self,
+        statements: Sequence[tuple[str, Sequence[Any] | None]],
+        settings: Sequence[str] = (),
+        *,
+        write: bool = False,
     ) -> list[PgCursor]:
         """Read statements in one round trip (see :meth:`PgConnection.batch`)."""
-        return self.db.read([sql for sql, _ in statements], lambda conn: conn.batch(statements, settings))
+        return self.db.read([sql for sql, _ in statements], lambda conn: conn.batch(statements, settings, write=write))
 
 
 class PgDatabase:

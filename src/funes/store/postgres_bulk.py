@@ -53,7 +53,7 @@ _NAMES = [c.strip() for c in COLUMNS.split(",")]
 ANALYZE_GROWTH = 0.25  # share of new rows since the last ANALYZE after which a load refreshes the statistics
 # Whether the planner's statistics of memories are stale after this write: never analysed, or changed by
 # at least a quarter of its rows (or ANALYZE_AFTER) since the last ANALYZE, counting this write.
-_STALE = (
+STATS_STALE = (
     "SELECT s.last_analyze IS NULL AND s.last_autoanalyze IS NULL OR c.reltuples < 0 OR s.n_mod_since_analyze + %s "
     f">= greatest(%s, c.reltuples * {ANALYZE_GROWTH}) FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
     "WHERE c.oid = 'memories'::regclass"
@@ -97,7 +97,7 @@ class PostgresBulk:
                 conn.native("DROP INDEX IF EXISTS memory_vectors_hnsw")
             for start in range(0, len(items), BATCH):
                 self._put_batch(conn, items[start : start + BATCH], owners)
-            if len(items) >= ANALYZE_AFTER and conn.native(_STALE, [len(items), ANALYZE_AFTER]).fetchone()[0]:
+            if len(items) >= ANALYZE_AFTER and conn.native(STATS_STALE, [len(items), ANALYZE_AFTER]).fetchone()[0]:
                 # Autovacuum analyses a minute later; until then a bulk load leaves row estimates of 1, and
                 # the planner chose nested loops that took 400 ms per search at 4k records. ANALYZE counts
                 # this transaction's own rows, so it runs inside it (remember_many's batch is in one). Only

@@ -33,6 +33,10 @@ log = logging.getLogger("funes.store.postgres")
 ACCESS_FLUSH_SECONDS = 2.0
 ACCESS_FLUSH_ROWS = 500
 ACCESS_HELD_MAX = 10_000  # rows kept while writes fail
+# Access rows ride in a search's fetch; their commit does not wait for the disk (issue 29: a flush on every
+# search). They are statistics already held back in this process for up to ACCESS_FLUSH_SECONDS; a crash of
+# the database may lose the last moment's more (at most 3 x wal_writer_delay), never a record.
+_ASYNC_COMMIT = "SET LOCAL synchronous_commit = off"
 
 # Ids of records a live `vectors` job will embed (see Core.defer_vectors).
 _AWAITED = (
@@ -99,7 +103,7 @@ class PostgresExtras:
         own = not self.db.in_transaction()
         with self.db.write() as conn:
             if own:
-                conn.defer("SET LOCAL synchronous_commit = off")
+                conn.defer(_ASYNC_COMMIT)
             conn.defer(
                 "INSERT INTO embedding_cache (model_id, text_hash, vector) SELECT %s, h, v "
                 "FROM unnest(%s::text[], %s::bytea[]) AS u(h, v) ON CONFLICT DO NOTHING",
@@ -111,7 +115,7 @@ class PostgresExtras:
         """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip)."""
         if batch:
             statement = _access_statement(batch)
-            self.db.retrying(lambda: self.db.reader().native(*statement))
+            self.db.retrying(lambda: self.db.reader().batch([statement], [_ASYNC_COMMIT], write=True))
 
     def defer_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
         """Hold access rows to go with the acting tenant's next fetch of records (no round trip of their own).
@@ -222,7 +226,9 @@ class PostgresExtras:
                 self._access_since.pop(tenant, None)
         if rows and not self.db.in_transaction():
             try:
-                return list(self.db.reader().batch([_access_statement(rows), fetch])[1].fetchall())
+                return list(
+                    self.db.reader().batch([_access_statement(rows), fetch], [_ASYNC_COMMIT], write=True)[1].fetchall()
+                )
             except FunesError as exc:
                 log.warning("access rows held back (%d): %s", len(rows), exc)
                 self._hold_accesses(tenant, rows)

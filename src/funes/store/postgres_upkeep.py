@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .postgres_bulk import ANALYZE_AFTER, STATS_STALE
+
 
 class PostgresUpkeep:
     """PostgreSQL spellings of the maintenance queries, mixed in before :class:`UpkeepTables`."""
@@ -51,18 +53,30 @@ class PostgresUpkeep:
         ]
 
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
-        """ANALYZE the record tables; VACUUM them when dead rows exceed the ratio (outside any transaction)."""
+        """ANALYZE the record tables when their statistics are stale; VACUUM them when dead rows exceed the ratio.
+
+        Stale as a bulk write judges it (``postgres_bulk.STATS_STALE``: never analysed, or a quarter of the rows
+        changed since): the background run follows every ``maintain_every_writes`` writes, and analysing
+        100k records each time took a core for a second every 50 creates of a busy server (issue 29), while
+        autovacuum keeps the statistics of a table that changes little.
+        """
         conn = self.db.reader()
         dead, live = conn.native(
             "SELECT COALESCE(SUM(n_dead_tup), 0), COALESCE(SUM(n_live_tup), 0) FROM pg_stat_user_tables "
             "WHERE relname IN ('memories', 'memory_vectors')"
         ).fetchone()
-        report: dict[str, Any] = {"keyword_index": "analyzed", "dead_rows": int(dead), "live_rows": int(live)}
+        stale = bool(conn.native(STATS_STALE, [0, ANALYZE_AFTER]).fetchone()[0])
+        report: dict[str, Any] = {
+            "keyword_index": "analyzed" if stale else "statistics current",
+            "dead_rows": int(dead),
+            "live_rows": int(live),
+        }
         if live and int(dead) / max(int(live), 1) > vacuum_free_ratio:
             before, after = self.reclaim_space()  # type: ignore[attr-defined]
             report.update(vacuumed=True, bytes_before=before, bytes_after=after)
         else:
             report["vacuumed"] = False
-        for table in ("memories", "memory_vectors"):
-            conn.native(f"ANALYZE {table}")
+        if stale:
+            for table in ("memories", "memory_vectors"):
+                conn.native(f"ANALYZE {table}")
         return report
