@@ -130,16 +130,16 @@ def _counted(mem: funes.Funes, run) -> tuple[object, int, list]:  # type: ignore
     return out, trips, log
 
 
-def test_a_create_is_seven_round_trips_with_its_transaction_in_four(mem: funes.Funes) -> None:
+def test_a_create_is_six_round_trips_with_its_transaction_in_three(mem: funes.Funes) -> None:
     """Issue 29: a remember was 20 round trips. Now: the duplicate check, the embedding cache's read and its
-    write (committed without waiting for the disk), and one transaction of four trips whose BEGIN, savepoints
+    write (committed without waiting for the disk), and one transaction of three trips whose BEGIN, savepoints
     and releases travel with the statements after them: the locks with the duplicates and the id owners, the
-    record with its vectors, the write counter, the COMMIT."""
+    record with its vectors, and the write counter (with the maintenance job it may queue) with the COMMIT."""
     with acting_for("acme"):
         mem.remember("acme warms up the embedder and the counters", tenant="acme")
         memory, trips, log = _counted(mem, lambda: mem.remember("acme moved the standup to 9:30", tenant="acme"))
     shown = "\n".join(f"{t} {q[:90]}" for t, q in log)
-    assert trips == 7, shown
+    assert trips == 6, shown
     assert sum(q.strip().startswith("COMMIT") for _, q in log) == 2, shown  # the cache's and the record's
     # Every statement acts for the tenant, but the read of which tenant holds the new id: ids are the store's.
     control = ("SELECT set_config", "SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")
@@ -175,7 +175,7 @@ def test_a_failed_statement_inside_a_savepoint_rolls_back_to_it_and_the_transact
 
 def test_a_request_with_a_key_resolved_moments_ago_reads_no_key(mem: funes.Funes) -> None:
     """The server's key lookup is kept a few seconds (memory.keys.KEY_CACHE_SECONDS): a search is its three
-    round trips and a create its seven, with nothing for the key."""
+    round trips and a create its six, with nothing for the key."""
     from fastapi.testclient import TestClient
 
     from funes.interfaces.server import create_app
@@ -193,5 +193,5 @@ def test_a_request_with_a_key_resolved_moments_ago_reads_no_key(mem: funes.Funes
     reply, trips, log = _counted(
         mem, lambda: client.post("/v1/teams/acme/memories", json={"content": "a second create"}, headers=headers)
     )
-    assert reply.status_code == 201 and trips == 7, log  # type: ignore[attr-defined]
+    assert reply.status_code == 201 and trips == 6, log  # type: ignore[attr-defined]
     assert not any("api_keys" in q for _, q in log)

@@ -71,6 +71,29 @@ def _access_statement(batch: Sequence[tuple[AccessEvent, datetime]]) -> tuple[st
     return sql, columns
 
 
+JOB_COLUMNS = "id, tenant, kind, payload, status, max_attempts, run_after, dedupe_key, created_at, updated_at"
+JOB_MARKS = "%s, %s, %s, %s, 'queued', %s, %s, %s, %s, %s"
+# A queued job with the same dedupe key absorbs a new one (the partial unique index of pg_sql/004).
+JOB_ABSORBED = "ON CONFLICT (tenant, dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'queued' DO NOTHING"
+
+
+def job_values(job: dict[str, Any]) -> list[Any]:
+    """A new job row's values, in JOB_COLUMNS' order (status aside), from ``enqueue_job``'s arguments."""
+    stamp = to_epoch(job["now"])
+    after = job.get("run_after")
+    return [
+        new_id("job"),
+        job["tenant"],
+        job["kind"],
+        json.dumps(job["payload"], sort_keys=True, ensure_ascii=False),
+        job.get("max_attempts", 5),
+        to_epoch(after) if after is not None else stamp,
+        job.get("dedupe_key"),
+        stamp,
+        stamp,
+    ]
+
+
 def _key_row(row: Sequence[Any], columns: Sequence[str]) -> dict[str, Any]:
     item = dict(zip(columns, row, strict=True))
     for name in _KEY_TIMES:
@@ -248,26 +271,11 @@ class PostgresExtras:
         dedupe_key: str | None = None,
     ) -> str:
         """Queue a job (in the caller's transaction when there is one); a queued job with the same key absorbs it."""
-        stamp = to_epoch(now)
-        job_id = new_id("job")
+        job = {"kind": kind, "payload": payload, "tenant": tenant, "now": now, "run_after": run_after}
+        values = job_values({**job, "max_attempts": max_attempts, "dedupe_key": dedupe_key})
         with self.db.write() as conn:
-            row = conn.execute(
-                "INSERT INTO jobs (id, tenant, kind, payload, status, max_attempts, run_after, dedupe_key, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) "
-                "ON CONFLICT (tenant, dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'queued' DO NOTHING "
-                "RETURNING id",
-                (
-                    job_id,
-                    tenant,
-                    kind,
-                    json.dumps(payload, sort_keys=True, ensure_ascii=False),
-                    max_attempts,
-                    to_epoch(run_after) if run_after is not None else stamp,
-                    dedupe_key,
-                    stamp,
-                    stamp,
-                ),
-            ).fetchone()
+            sql = f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({JOB_MARKS}) {JOB_ABSORBED} RETURNING id"
+            row = conn.native(sql, values).fetchone()
             if row is not None:
                 return str(row[0])
             existing = conn.execute(

@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 from .postgres_bulk import ANALYZE_AFTER, STATS_STALE
+from .postgres_extras import JOB_ABSORBED, JOB_COLUMNS, JOB_MARKS, job_values
+from .sqlite_upkeep import UpkeepTables
 
 
 class PostgresUpkeep:
@@ -51,6 +53,23 @@ class PostgresUpkeep:
             }
             for scope, kind, source, n, text, vectors in rows
         ]
+
+    def bump_counter_queueing(self, tenant: str, name: str, by: int, *, every: int, job: dict[str, Any]) -> bool | None:
+        """Inside a write: the counter and its job in one statement, deferred to the COMMIT's round trip.
+
+        The counter's row stays locked from that statement to the end of the commit, so concurrent writers
+        of a tenant no longer queue on it for a round trip and a WAL flush each (issue 29). Outside one: as
+        on SQLite (its own transaction).
+        """
+        if not self.db.in_transaction():
+            return UpkeepTables.bump_counter_queueing(self, tenant, name, by, every=every, job=job)  # type: ignore[arg-type]
+        self.db.reader().defer(
+            "WITH c AS (INSERT INTO counters (tenant, name, value) VALUES (%s, %s, %s) ON CONFLICT (tenant, name) "
+            f"DO UPDATE SET value = counters.value + excluded.value RETURNING value) INSERT INTO jobs ({JOB_COLUMNS}) "
+            f"SELECT {JOB_MARKS} FROM c WHERE c.value / %s <> (c.value - %s) / %s {JOB_ABSORBED}",
+            [tenant, name, int(by), *job_values(job), int(every), int(by), int(every)],
+        )
+        return None
 
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
         """ANALYZE the record tables when their statistics are stale; VACUUM them when dead rows exceed the ratio.
