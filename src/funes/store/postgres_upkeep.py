@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from .postgres_bulk import ANALYZE_AFTER, STATS_STALE
-from .postgres_extras import JOB_ABSORBED, JOB_COLUMNS, JOB_MARKS, job_values
+from .postgres_extras import JOB_COLUMNS, JOB_MARKS, job_values
 from .sqlite_upkeep import UpkeepTables
 
 
@@ -66,7 +66,8 @@ class PostgresUpkeep:
         self.db.reader().defer(
             "WITH c AS (INSERT INTO counters (tenant, name, value) VALUES (%s, %s, %s) ON CONFLICT (tenant, name) "
             f"DO UPDATE SET value = counters.value + excluded.value RETURNING value) INSERT INTO jobs ({JOB_COLUMNS}) "
-            f"SELECT {JOB_MARKS} FROM c WHERE c.value / %s <> (c.value - %s) / %s {JOB_ABSORBED}",
+            # Any unique index absorbs it (the queued-dedupe one; before migration 014 it had no tenant column).
+            f"SELECT {JOB_MARKS} FROM c WHERE c.value / %s <> (c.value - %s) / %s ON CONFLICT DO NOTHING",
             [tenant, name, int(by), *job_values(job), int(every), int(by), int(every)],
         )
         return None
