@@ -66,6 +66,36 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def _cpu_seconds(pid: int, children: bool = False) -> float | None:
+    """CPU seconds a process has used (with its reaped children's), from /proc (None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _database_cpu_seconds(pgdata: str | None) -> float | None:
+    """CPU seconds of a local PostgreSQL: its postmaster, the backends it reaped and those alive."""
+    if not pgdata:
+        return None
+    try:
+        postmaster = int(Path(pgdata, "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    total = _cpu_seconds(postmaster, children=True) or 0.0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == postmaster:
+                total += _cpu_seconds(int(entry.name)) or 0.0
+    return total
+
+
 def prefill(db: str, count: int, team: str, cold_index: bool = False) -> tuple[str, list[float]]:
     """Fill the store, create a key; return it and in-process search latencies (the baseline).
 
@@ -127,6 +157,10 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="Most seconds of load (default 60).")
     parser.add_argument("--concurrency", type=int, default=8, help="Client threads (default 8).")
     parser.add_argument("--write-share", type=float, default=0.2, help="Share of creates in the mix (default 0.2).")
+    parser.add_argument(
+        "--pgdata",
+        help="The local PostgreSQL's data directory (pgserver's): also print the database's CPU per request.",
+    )
     parser.add_argument(
         "--cold-index",
         action="store_true",
@@ -211,6 +245,7 @@ def main() -> None:
                     elif op == "create":
                         written.append(reply.json()["id"])
 
+    cpu_before = _cpu_seconds(proc.pid), _database_cpu_seconds(args.pgdata)
     started = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.concurrency)]
     for t in threads:
@@ -218,6 +253,7 @@ def main() -> None:
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
+    cpu_after = _cpu_seconds(proc.pid), _database_cpu_seconds(args.pgdata)
     proc.terminate()
     proc.communicate(timeout=60)
 
@@ -243,6 +279,15 @@ def main() -> None:
         f"baseline: library search in-process, p50 {statistics.median(baseline):.1f} ms, "
         f"p95 {_pct(baseline, 95):.1f} ms"
     )
+    cpu = [
+        (a - b) * 1000 / max(total, 1) if a is not None and b is not None else None
+        for a, b in zip(cpu_after, cpu_before, strict=True)
+    ]
+    if cpu[0] is not None:  # CPU the load cost, per request: what bounds req/s on a busy machine
+        print(
+            f"CPU per request: server process {cpu[0]:.1f} ms"
+            + (f", PostgreSQL (all its processes) {cpu[1]:.1f} ms" if cpu[1] is not None else "")
+        )
     print(f"writes acknowledged: {len(written)}; lost writes: {lost}")
     print(f"vector index jobs: {', '.join(index_jobs) or 'none'}")
     if tmp:

@@ -90,6 +90,26 @@ def test_revoked_keys_stop_working_and_only_hashes_are_stored(api: Team) -> None
     assert api.client.get("/v1/me", headers=headers).status_code == 401
 
 
+def test_a_key_revoked_by_another_process_stops_working_here_once_its_cache_time_is_over(api: Team) -> None:
+    """A resolved key is kept KEY_CACHE_SECONDS (issue 29); a revocation elsewhere reaches this server after it."""
+    from funes.memory.keys import KEY_CACHE_SECONDS
+
+    key, row = api.funes.keys.create("acme", "read", name="elsewhere")
+    headers = {"Authorization": f"Bearer {key}"}
+    assert api.client.get("/v1/me", headers=headers).status_code == 200
+    with funes.open(str(api.funes.store.path), embedder=HashEmbedder(64), worker="off") as other:
+        other.keys.revoke(row["id"])  # `funes keys revoke`, in another process
+    assert api.funes.keys.cache_seconds == KEY_CACHE_SECONDS > 0
+    assert api.client.get("/v1/me", headers=headers).status_code == 200  # kept: at most KEY_CACHE_SECONDS more
+    api.funes.keys.cache_seconds = 0.0  # its time is over
+    try:
+        reply = api.client.get("/v1/me", headers=headers)
+        assert reply.status_code == 401 and "unknown or revoked" in reply.json()["error"]["message"]
+    finally:
+        api.funes.keys.cache_seconds = KEY_CACHE_SECONDS
+    assert api.client.get("/v1/me", headers=headers).status_code == 401  # a revoked key is never kept
+
+
 def test_roles_are_enforced(api: Team) -> None:
     read = api.key("acme", "read")
     reply = api.client.post("/v1/teams/acme/memories", json={"content": "read keys cannot write"}, headers=read)

@@ -142,9 +142,17 @@ class Upkeep:
         every = int(self.config.maintain_every_writes)
         if every <= 0 or count <= 0:
             return
-        total = self.store.bump_counter(tenant, "writes", count)
-        if total // every != (total - count) // every:  # crossed a multiple of `every`
-            self.core.enqueue_job("maintain", {"tenant": tenant}, tenant=tenant, dedupe_key=f"maintain:{tenant}")
+        # Queued when the count crosses a multiple of `every` (PostgreSQL: decided in the commit's round trip).
+        job = {
+            "kind": "maintain",
+            "payload": {"tenant": tenant},
+            "tenant": tenant,
+            "now": utcnow(),
+            "max_attempts": int(self.config.job_max_attempts),
+            "dedupe_key": f"maintain:{tenant}",
+        }
+        if self.store.bump_counter_queueing(tenant, "writes", count, every=every, job=job) and self.core.on_job_queued:
+            self.core.on_job_queued()  # (unknown yet: the worker finds it at its next look, job_poll_seconds)
 
     # -- maintenance ---------------------------------------------------------------------
     def maintain(

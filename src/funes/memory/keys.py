@@ -5,12 +5,20 @@ created; the store keeps only its SHA-256 hash (enough: the key has 256 bits
 of entropy, so a slow hash would add nothing) and a short prefix for display.
 Each key belongs to one team (the tenant), optionally to one user, and has a
 role: ``read`` < ``write`` < ``admin``.
+
+A resolved key is kept in the process for :data:`KEY_CACHE_SECONDS` (issue 29:
+its lookup was a round trip on every request of the team server). Revoking a
+key through this process's :class:`Keys` drops it at once; a key revoked by
+another process (``funes keys revoke``, another server) stops working here
+within that time at most. Unknown and revoked keys are never cached.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +30,10 @@ if TYPE_CHECKING:
 
 ROLES = ("read", "write", "admin")
 KEY_PREFIX = "fk_"
+#: Seconds a resolved key is trusted without reading it again: the most a revocation by another process waits.
+KEY_CACHE_SECONDS = 5.0
+_CACHED_KEYS = 10_000  # resolved keys kept at most (only live keys are kept, so this is the store's key count)
+TOUCH_SECONDS = 60  # a key's last_used_at is written at most this often
 
 
 def hash_key(key: str) -> str:
@@ -73,6 +85,11 @@ class Keys:
 
     def __init__(self, core: Core) -> None:
         self.core = core
+        #: Seconds a resolved key is used without reading it again (0: read it on every request).
+        self.cache_seconds = KEY_CACHE_SECONDS
+        self._resolved: dict[str, tuple[float, dict[str, Any]]] = {}  # key hash -> (when read, its row)
+        self._revocations = 0  # a read that began before a revocation here is not kept
+        self._lock = threading.Lock()
 
     def create(
         self, team: str, role: str, *, user: str | None = None, name: str | None = None
@@ -103,9 +120,32 @@ class Keys:
         return self.core.store.list_api_keys(team)
 
     def revoke(self, key_id: str) -> None:
-        """Revoke a key; it stops working at once."""
-        if not self.core.store.revoke_api_key(key_id, utcnow()):
-            raise NotFound(f"No live key with id {key_id!r}.", hint="`funes keys list` shows key ids.")
+        """Revoke a key; it stops working at once in this process (elsewhere within :data:`KEY_CACHE_SECONDS`)."""
+        self._forget(key_id)
+        try:
+            if not self.core.store.revoke_api_key(key_id, utcnow()):
+                raise NotFound(f"No live key with id {key_id!r}.", hint="`funes keys list` shows key ids.")
+        finally:
+            self._forget(key_id)  # again: a request may have read the key while the revocation was under way
+
+    def _forget(self, key_id: str) -> None:
+        with self._lock:
+            self._revocations += 1
+            self._resolved = {h: kept for h, kept in self._resolved.items() if kept[1]["id"] != key_id}
+
+    def cached(self, key: str | None) -> Principal | None:
+        """The principal of a key resolved within the last :attr:`cache_seconds`, without any I/O; else None.
+
+        None also when the key's last use is due to be written: :meth:`resolve` does that.
+        """
+        row = self._fresh(hash_key(key.strip())) if key else None
+        return None if row is None or self._touch_due(row) else _principal(row)
+
+    def _fresh(self, digest: str) -> dict[str, Any] | None:
+        """The kept row of a key hash read within the last ``cache_seconds``, or None."""
+        with self._lock:
+            kept = self._resolved.get(digest)
+        return kept[1] if kept is not None and time.monotonic() - kept[0] < self.cache_seconds else None
 
     def resolve(self, key: str | None) -> Principal:
         """The principal a presented key stands for; Unauthorized when it is missing, unknown or revoked."""
@@ -115,15 +155,35 @@ class Keys:
                 hint="Send `Authorization: Bearer fk_...` (or `X-API-Key`); "
                 "an admin creates one with `funes keys create --team TEAM --role read|write|admin`.",
             )
-        row = self.core.store.find_api_key(hash_key(key.strip()))
-        if row is None or row.get("revoked_at") is not None:
-            raise Unauthorized(
-                "The API key is unknown or revoked.",
-                hint="Check the key you sent; `funes keys list` shows live keys by prefix.",
-            )
-        now = utcnow()
-        last = row.get("last_used_at")
-        if last is None or (now - last).total_seconds() > 60:
+        digest = hash_key(key.strip())
+        row = self._fresh(digest)
+        if row is None:
+            read_at, revocations = time.monotonic(), self._revocations
+            row = self.core.store.find_api_key(digest)
+            if row is None or row.get("revoked_at") is not None:
+                with self._lock:
+                    self._resolved.pop(digest, None)
+                raise Unauthorized(
+                    "The API key is unknown or revoked.",
+                    hint="Check the key you sent; `funes keys list` shows live keys by prefix.",
+                )
+            with self._lock:
+                if self.cache_seconds > 0 and revocations == self._revocations:
+                    if len(self._resolved) >= _CACHED_KEYS:
+                        self._resolved.clear()
+                    self._resolved[digest] = (read_at, row)
+        if self._touch_due(row):
             # At most one write a minute per key: reads must not queue behind the write lock.
+            now = utcnow()
             self.core.store.touch_api_key(row["id"], now)
-        return Principal(team=row["team"], role=row["role"], user_id=row.get("user_id"), key_id=row["id"])
+            row["last_used_at"] = now
+        return _principal(row)
+
+    @staticmethod
+    def _touch_due(row: dict[str, Any]) -> bool:
+        last = row.get("last_used_at")
+        return last is None or (utcnow() - last).total_seconds() > TOUCH_SECONDS
+
+
+def _principal(row: dict[str, Any]) -> Principal:
+    return Principal(team=row["team"], role=row["role"], user_id=row.get("user_id"), key_id=row["id"])

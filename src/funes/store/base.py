@@ -488,6 +488,11 @@ class Store(Protocol):
         """Add to a tenant's counter (in the caller's transaction if any); returns the new value."""
         ...
 
+    def bump_counter_queueing(self, tenant: str, name: str, by: int, *, every: int, job: dict[str, Any]) -> bool | None:
+        """Add to a counter and queue ``job`` (``enqueue_job``'s arguments) when it crosses a multiple of ``every``,
+        in the caller's transaction; whether it queued (None: known only at the commit)."""
+        ...
+
     def expired_ids(self, tenant: str, now: datetime, *, limit: int) -> list[str]:
         """Unpinned records whose expiry has passed, oldest expiry first."""
         ...

@@ -50,6 +50,8 @@ T = TypeVar("T")
 #: How many times a self-contained write rolled back for crossing another (a deadlock) is run in all.
 CROSSED_ATTEMPTS = 4
 
+# Transaction control that a write defers (PgConnection.pending): a transaction of these alone did nothing.
+_CONTROL = re.compile(r"(BEGIN|SAVEPOINT|RELEASE SAVEPOINT) ?")
 # Tables whose inserts report a generated key as ``cursor.lastrowid``.
 _SERIAL_KEYS = {"cleanup_log": "id", "access_log": "id", "usage": "id", "memory_vectors": "vector_id"}
 # Statements PostgreSQL refuses inside a transaction block, which a pipeline of several statements is.
@@ -178,6 +180,33 @@ def counted_connection(psycopg: Any, counter: StatementCounter) -> type:
     return CountedConnection
 
 
+def _tenant_now() -> str:
+    return current_tenant.get() or ""
+
+
+class Deferred:
+    """A statement deferred on a write's connection (:meth:`PgConnection.defer`): what it runs, as whom, its rows."""
+
+    __slots__ = ("cursor", "params", "sql", "tenant")
+
+    def __init__(self, sql: str, params: tuple[Any, ...] | None, tenant: str | None) -> None:
+        self.sql = sql
+        self.params = params
+        self.tenant = tenant
+        self.cursor: Any = None
+
+    @property
+    def ran(self) -> bool:
+        """Whether PostgreSQL ran it (a pipeline that failed before it left it unrun)."""
+        return self.cursor is not None and self.cursor.pgresult is not None
+
+    def rows(self) -> list[Any]:
+        """Its rows, once it was sent (after :meth:`PgConnection.flush` or a later statement)."""
+        if self.cursor is None:
+            raise RuntimeError(f"rows of a statement not sent yet: {self.sql[:60]}")
+        return PgCursor(self.cursor).fetchall()
+
+
 class PgCursor:
     """A statement's result, read in full (so its connection can go back to the pool at once)."""
 
@@ -216,13 +245,44 @@ class PgConnection:
         self.db = db
         self.raw = raw
         self.depth = 0
+        #: Statements sent in one pipeline with the next statement that is waited for, or with the COMMIT:
+        #: BEGIN, SAVEPOINT, RELEASE, a lock, and reads whose rows are taken after a :meth:`flush`.
+        self.pending: list[Deferred] = []
+
+    def defer(self, sql: str, params: Sequence[Any] | None = None, *, tenant: bool = True) -> Deferred:
+        """Send ``sql`` (PostgreSQL SQL) ahead of the next statement, in its round trip; its failure fails that one.
+
+        It runs as the tenant in force now (``tenant=False``: as any, for transaction control and locks);
+        its rows are there once it was sent (:meth:`flush` sends it at once).
+        """
+        deferred = Deferred(sql, tuple(params) if params is not None else None, _tenant_now() if tenant else None)
+        self.pending.append(deferred)
+        return deferred
+
+    def send_pending(self) -> None:
+        """Inside a pipeline: the deferred statements, in their order, each as its tenant."""
+        pending, self.pending = self.pending, []
+        for deferred in pending:
+            if deferred.tenant is not None:
+                self._sync_tenant(deferred.tenant)
+            deferred.cursor = self.raw.execute(deferred.sql, deferred.params)
+
+    def flush(self) -> None:
+        """Send the deferred statements now, in one round trip (their rows are then there to read)."""
+        if self.pending:
+            try:
+                with self.raw.pipeline():
+                    self.send_pending()
+            except self.db.error as exc:
+                self.forget_tenant()
+                raise self.db.translate_error(exc) from exc
 
     def _tenant_stale(self) -> bool:
         # Remembered on the connection itself: pooled connections move between threads.
-        return getattr(self.raw, "_funes_tenant", None) != (current_tenant.get() or "")
+        return getattr(self.raw, "_funes_tenant", None) != _tenant_now()
 
-    def _sync_tenant(self) -> None:
-        wanted = current_tenant.get() or ""
+    def _sync_tenant(self, wanted: str | None = None) -> None:
+        wanted = _tenant_now() if wanted is None else wanted
         if getattr(self.raw, "_funes_tenant", None) != wanted:
             # Session-level (is_local false): it holds for the statements that follow, in or out of
             # a transaction; a rollback may undo it, so rollbacks forget the remembered value.
@@ -246,10 +306,12 @@ class PgConnection:
         args = tuple(params) if params is not None else None
         try:
             if self._tenant_stale() and _OUTSIDE_TRANSACTION.match(sql):
+                self.flush()
                 self._sync_tenant()  # a round trip of its own: piped together, the two would be one transaction
                 cur = self.raw.execute(sql, args)
-            elif self._tenant_stale():
-                with self.raw.pipeline():  # the tenant setting and the statement: one round trip
+            elif self.pending or self._tenant_stale():
+                with self.raw.pipeline():  # the deferred statements, the tenant setting and the statement: one trip
+                    self.send_pending()
                     self._sync_tenant()
                     cur = self.raw.execute(sql, args)
             else:
@@ -272,6 +334,7 @@ class PgConnection:
         text, key = translate(sql)
         if key is not None:
             text = text[: text.rindex(" RETURNING ")]
+        self.flush()
         self._sync_tenant()
         self.raw.funes_counter.statement(self.raw, text)  # psycopg pipelines executemany: one round trip
         with self.raw.cursor() as cur:
@@ -288,6 +351,7 @@ class PgConnection:
     def executemany_returning(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Any]:
         """Run one statement of the shared SQL per row, pipelined; the first column each returned."""
         text, _ = translate(sql)
+        self.flush()
         self._sync_tenant()
         self.raw.funes_counter.statement(self.raw, text)
         out: list[Any] = []
@@ -304,20 +368,29 @@ class PgConnection:
         return out
 
     def batch(
-        self, statements: Sequence[tuple[str, Sequence[Any] | None]], settings: Sequence[str] = ()
+        self,
+        statements: Sequence[tuple[str, Sequence[Any] | None]],
+        settings: Sequence[str] = (),
+        *,
+        write: bool = False,
     ) -> list[PgCursor]:
         """Read statements (PostgreSQL SQL) in one round trip, with ``SET LOCAL`` lines in force for them alone.
 
         The settings need a transaction: a read-only one committed after the
-        statements, or a savepoint rolled back to inside a write.
+        statements, or a savepoint rolled back to inside a write. ``write``:
+        the statements may write, in a transaction of their own that commits
+        (inside a caller's transaction the settings are left out: its commit decides).
         """
         inside = self.depth > 0
+        if write and inside:
+            settings = ()
         cursors: list[Any] = []
         try:
             with self.raw.pipeline():
+                self.send_pending()
                 self._sync_tenant()  # before BEGIN: the rollback below leaves it in force
                 if settings:
-                    self.raw.execute("SAVEPOINT funes_batch" if inside else "BEGIN READ ONLY")
+                    self.raw.execute("SAVEPOINT funes_batch" if inside else "BEGIN" if write else "BEGIN READ ONLY")
                     for line in settings:
                         self.raw.execute(line)
                 cursors = [self.raw.execute(sql, tuple(p) if p is not None else None) for sql, p in statements]
@@ -328,7 +401,7 @@ class PgConnection:
                     # COMMIT, not ROLLBACK: a pipeline is one implicit transaction until its sync, so BEGIN takes
                     # in the tenant setting sent before it, and a rollback undid it while the connection went on
                     # believing it set: the next statement ran as the previous tenant (row-level security's tenant).
-                    self.raw.execute("COMMIT")  # a read-only transaction: nothing else to keep
+                    self.raw.execute("COMMIT")
         except self.db.error as exc:
             self.forget_tenant()
             if settings and not inside:
@@ -357,10 +430,14 @@ class PgReader:
         return self.db.read((sql,), lambda conn: conn.native(sql, params))
 
     def batch(
-        self, statements: Sequence[tuple[str, Sequence[Any] | None]], settings: Sequence[str] = ()
+        self,
+        statements: Sequence[tuple[str, Sequence[Any] | None]],
+        settings: Sequence[str] = (),
+        *,
+        write: bool = False,
     ) -> list[PgCursor]:
         """Read statements in one round trip (see :meth:`PgConnection.batch`)."""
-        return self.db.read([sql for sql, _ in statements], lambda conn: conn.batch(statements, settings))
+        return self.db.read([sql for sql, _ in statements], lambda conn: conn.batch(statements, settings, write=write))
 
 
 class PgDatabase:
@@ -531,41 +608,57 @@ class PgDatabase:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             name = f"sp{conn.depth}"
-            conn.raw.execute(f"SAVEPOINT {name}")
+            mark = len(conn.pending)
+            savepoint = conn.defer(f"SAVEPOINT {name}", tenant=False)  # sent with the first statement inside it
             conn.depth += 1
             try:
                 yield conn
             except BaseException:
-                conn.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                conn.raw.execute(f"RELEASE SAVEPOINT {name}")
-                conn.forget_tenant()
+                if savepoint.cursor is None:
+                    del conn.pending[mark:]  # nothing inside it reached the server: nothing to roll back
+                elif savepoint.ran:  # (else a statement before it failed, in its pipeline: the outer scope's)
+                    conn.defer(f"ROLLBACK TO SAVEPOINT {name}", tenant=False)
+                    conn.defer(f"RELEASE SAVEPOINT {name}", tenant=False)
+                    conn.forget_tenant()
                 raise
             else:
-                conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                if savepoint.cursor is None and conn.pending[mark:] == [savepoint]:
+                    del conn.pending[mark:]  # an empty savepoint
+                else:
+                    conn.defer(f"RELEASE SAVEPOINT {name}", tenant=False)
             finally:
                 conn.depth -= 1
             return
         with self.borrow() as conn:
-            conn.raw.execute("BEGIN")
+            begin = conn.defer("BEGIN", tenant=False)  # sent with the transaction's first statement: no trip of its own
             conn.depth = 1
             self._local.conn = conn
             try:
                 yield conn
             except BaseException:
-                with contextlib.suppress(Exception):
-                    conn.raw.execute("ROLLBACK")
+                conn.pending = []
+                if begin.ran:
+                    with contextlib.suppress(Exception):
+                        conn.raw.execute("ROLLBACK")
                 conn.forget_tenant()
                 raise
             else:
                 try:
-                    if self.replica is not None:
+                    if begin.cursor is None and all(_CONTROL.match(d.sql) for d in conn.pending):
+                        conn.pending = []  # nothing ran in it: nothing to commit
+                    elif self.replica is not None:
                         self.replica.commit(conn)  # notes the WAL position, for read-your-writes
                     else:
-                        conn.raw.execute("COMMIT")
+                        with conn.raw.pipeline():  # the deferred statements and the COMMIT: one round trip
+                            conn.send_pending()
+                            conn.raw.execute("COMMIT")
                 except self.error as exc:
                     conn.forget_tenant()
+                    with contextlib.suppress(Exception):
+                        conn.raw.execute("ROLLBACK")  # a deferred statement failed: the transaction is still open
                     raise self.translate_error(exc) from exc
             finally:
+                conn.pending = []
                 conn.depth = 0
                 self._local.conn = None
 

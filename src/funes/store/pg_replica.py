@@ -172,6 +172,7 @@ class ReadReplica:
     def commit(self, conn: PgConnection) -> None:
         """COMMIT a write transaction and note the WAL position it ended at (one round trip for both)."""
         with conn.raw.pipeline():
+            conn.send_pending()  # the write's deferred statements (pg_connection.PgConnection.pending)
             conn.raw.execute("COMMIT")
             cur = conn.raw.execute(_POSITION)
         self._wrote(cur.fetchone()[0])

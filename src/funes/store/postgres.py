@@ -62,6 +62,7 @@ from .tenancy import acting_for
 log = logging.getLogger("funes.store.postgres")
 _PORTER_MIGRATION = 13  # pg_sql/013: keyword vectors of Porter stems, backfilled in Python
 _IDENTITY_TTL = 5.0  # seconds the recorded embedder identity is trusted without a read
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"  # a transaction-scoped lock on a key
 
 
 class PostgresStore(
@@ -100,7 +101,6 @@ class PostgresStore(
     _delete = SqliteStore._delete
     record_access = SqliteStore.record_access
     cache_get = SqliteStore.cache_get
-    cache_put = SqliteStore.cache_put
     iter_records = SqliteStore.iter_records
     _identity = SqliteStore.identity
     _planning_stat = SqliteStore._planning_stat
@@ -238,14 +238,16 @@ class PostgresStore(
         On the transaction's own connection, without a savepoint: a lock statement has nothing to roll back.
         """
         with contextlib.nullcontext(self.db.reader()) if self.db.in_transaction() else self.db.write() as conn:
-            conn.native("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+            conn.native(_LOCK, (key,))
 
     def find_entity(
         self, tenant: str, user_id: str | None, project_id: str | None, entity_type: str, entity_id: str
     ) -> Memory | None:
         """The record of this entity; inside a write, its identity is locked first, so the read-then-write is one step."""
         if self.db.in_transaction():
-            self.lock_identity("\x1f".join(("entity", tenant, user_id or "", project_id or "", entity_type, entity_id)))
+            # With the read, in its round trip: PostgreSQL runs the read once the lock is held.
+            key = "\x1f".join(("entity", tenant, user_id or "", project_id or "", entity_type, entity_id))
+            self.db.reader().defer(_LOCK, (key,), tenant=False)
         return super().find_entity(tenant, user_id, project_id, entity_type, entity_id)
 
     def put_unique(self, memory: Memory, vectors: Sequence[np.ndarray] | None) -> Memory:

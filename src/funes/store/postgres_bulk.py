@@ -39,6 +39,10 @@ from .sqlite_rows import COLUMNS, row_values, to_memory
 from .tenancy import acting_for, current_tenant
 
 BATCH = 1000  # records per round of statements
+# Which tenant holds each of these record ids (run acting for no tenant: ids are the store's, see base.refuse_other_tenant).
+_OWNERS = "SELECT id, rowid, tenant FROM memories WHERE id = ANY(%s)"
+#: Ids a caller looked up with _OWNERS in the write's transaction, and the rows it found.
+Owners = tuple[set[str], list[Any]]
 ANALYZE_AFTER = 1000  # records written at once that refresh the planner's statistics
 # The keyword vector of the unnested row ``u`` (see _unnest): folded title (A), content, topic (C).
 _FTS_OF_U = (
@@ -49,7 +53,7 @@ _NAMES = [c.strip() for c in COLUMNS.split(",")]
 ANALYZE_GROWTH = 0.25  # share of new rows since the last ANALYZE after which a load refreshes the statistics
 # Whether the planner's statistics of memories are stale after this write: never analysed, or changed by
 # at least a quarter of its rows (or ANALYZE_AFTER) since the last ANALYZE, counting this write.
-_STALE = (
+STATS_STALE = (
     "SELECT s.last_analyze IS NULL AND s.last_autoanalyze IS NULL OR c.reltuples < 0 OR s.n_mod_since_analyze + %s "
     f">= greatest(%s, c.reltuples * {ANALYZE_GROWTH}) FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
     "WHERE c.oid = 'memories'::regclass"
@@ -69,10 +73,17 @@ class PostgresBulk:
     #: Seconds without a load's write before its HNSW index is built again (see funes.store.pg_load).
     load_quiet: float = LOAD_QUIET
 
-    def _write_many(self, items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]], *, decided: bool = False) -> int:
+    def _write_many(
+        self,
+        items: Iterable[tuple[Memory, Sequence[np.ndarray] | None]],
+        *,
+        decided: bool = False,
+        owners: Owners | None = None,
+    ) -> int:
         """Insert or replace many records in one transaction, a batch of statements per thousand.
 
         ``decided``: the caller already chose whether to drop the HNSW index (before its transaction).
+        ``owners``: the ids the caller already looked up in this transaction, with the rows it found (_OWNERS).
         """
         items = list(items)
         if not items:
@@ -85,8 +96,8 @@ class PostgresBulk:
                 # until it commits, not for the build.
                 conn.native("DROP INDEX IF EXISTS memory_vectors_hnsw")
             for start in range(0, len(items), BATCH):
-                self._put_batch(conn, items[start : start + BATCH])
-            if len(items) >= ANALYZE_AFTER and conn.native(_STALE, [len(items), ANALYZE_AFTER]).fetchone()[0]:
+                self._put_batch(conn, items[start : start + BATCH], owners)
+            if len(items) >= ANALYZE_AFTER and conn.native(STATS_STALE, [len(items), ANALYZE_AFTER]).fetchone()[0]:
                 # Autovacuum analyses a minute later; until then a bulk load leaves row estimates of 1, and
                 # the planner chose nested loops that took 400 ms per search at 4k records. ANALYZE counts
                 # this transaction's own rows, so it runs inside it (remember_many's batch is in one). Only
@@ -215,22 +226,29 @@ class PostgresBulk:
         keys = [_identity_key(m) for m, _ in items]
         standing: list[Memory] = []
         decided = self._drop_index_for(list(items)) is not None
+        ids = [m.id for m, _ in items]
         with self.db.write() as conn:
-            conn.native(
+            # One round trip: the locks, then (PostgreSQL runs them in order, so under the locks) the live
+            # duplicates and which tenant holds each id (ids are the store's: row-level security would hide
+            # another tenant's record, so that read acts for none).
+            conn.defer(
                 "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM "
                 "(SELECT DISTINCT k FROM unnest(%s::text[]) AS u(k) ORDER BY k) s",
                 [keys],
+                tenant=False,
             )
-            found: dict[str, Memory] = {}
             columns = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
-            for row in conn.native(
+            duplicates = conn.defer(
                 f"SELECT DISTINCT ON (k.key) k.key, {columns} FROM unnest(%s::text[], %s::text[], %s::text[], "
                 "%s::text[], %s::text[], %s::text[]) AS k(key, tenant, vis, content_hash, kind, user_id) "
                 "JOIN memories m ON m.tenant = k.tenant AND m.vis = k.vis AND m.content_hash = k.content_hash "
                 "AND m.kind = k.kind AND m.user_id = k.user_id ORDER BY k.key, m.rowid",
                 [keys, *map(list, zip(*(_identity(m) for m, _ in items), strict=True))],
-            ).fetchall():
-                found[row[0]] = to_memory(row[1:])
+            )
+            with acting_for(None):
+                held = conn.defer(_OWNERS, [ids])
+            conn.flush()
+            found = {row[0]: to_memory(row[1:]) for row in duplicates.rows()}
             writes: list[tuple[Memory, Sequence[np.ndarray] | None]] = []
             for (memory, vectors), key in zip(items, keys, strict=True):
                 existing = found.get(key)
@@ -241,7 +259,7 @@ class PostgresBulk:
                     memory = memory.evolve(id=existing.id, created_at=existing.created_at)
                 writes.append((memory, vectors))
                 standing.append(memory)
-            self._write_many(writes, decided=decided)
+            self._write_many(writes, decided=decided, owners=(set(ids), held.rows()))
         return standing
 
     def _column_types(self, conn: Any) -> dict[str, str]:
@@ -254,15 +272,21 @@ class PostgresBulk:
             self._memory_types = {str(n): str(t) for n, t in rows}
         return self._memory_types
 
-    def _put_batch(self, conn: Any, batch: list[tuple[Memory, Sequence[np.ndarray] | None]]) -> None:
+    def _put_batch(
+        self, conn: Any, batch: list[tuple[Memory, Sequence[np.ndarray] | None]], owners: Owners | None = None
+    ) -> None:
         ids = [m.id for m, _ in batch]
         if len(set(ids)) < len(ids):
             for memory, vectors in batch:  # one id twice: the later write wins, as one by one
                 self._put(conn, memory, vectors)  # type: ignore[attr-defined]
             return
         checked = [self._checked(m, v) for m, v in batch]
-        with acting_for(None):  # ids are the store's: row-level security would hide another tenant's record
-            found = conn.native("SELECT id, rowid, tenant FROM memories WHERE id = ANY(%s)", [ids]).fetchall()
+        if owners is not None and owners[0].issuperset(ids):
+            wanted = set(ids)
+            found = [row for row in owners[1] if row[0] in wanted]  # read by the caller, in this transaction
+        else:
+            with acting_for(None):  # ids are the store's: row-level security would hide another tenant's record
+                found = conn.native(_OWNERS, [ids]).fetchall()
         by_id = {m.id: m for m, _ in batch}
         existing = {i: rowid for i, rowid, tenant in found if tenant == by_id[i].tenant}
         for i, _, tenant in found:
@@ -272,14 +296,6 @@ class PostgresBulk:
         old = [(m, v) for (m, _), v in zip(batch, checked, strict=True) if m.id in existing]
         rowids = dict(existing)
         types = self._column_types(conn)
-        if new:
-            source, params = _unnest([m for m, _ in new], types)
-            returned = conn.native(
-                f"INSERT INTO memories ({COLUMNS}, fts) SELECT {COLUMNS}, {_FTS_OF_U} FROM {source} "
-                "ORDER BY u.n RETURNING id, rowid",
-                params,
-            ).fetchall()
-            rowids.update(returned)
         if old:
             source, params = _unnest([m for m, _ in old], types, [rowids[m.id] for m, _ in old])
             sets = ", ".join(f"{c.strip()} = u.{c.strip()}" for c in COLUMNS.split(","))
@@ -294,21 +310,31 @@ class PostgresBulk:
             replaced = [rowids[m.id] for m, v in old if v is not None]
             if replaced:
                 conn.native("DELETE FROM memory_vectors WHERE memory_rowid = ANY(%s)", [replaced])
-        rows = [
-            (rowids[m.id], part, m.tenant, vector)
-            for m, vectors in batch_vectors(new, old)
-            for part, vector in enumerate(vectors)
-        ]
-        if rows:
             # Each tenant's vectors side by side on the heap: an exact search reads its tenant's vectors by the
             # tenant btree, and a batch of many tenants' records (an import of a team, a busy server's load)
             # written in its own order put each of them on a page of its own (4,000 pages for 4,000 vectors).
-            rows.sort(key=lambda r: r[2])
-            conn.native(
-                "INSERT INTO memory_vectors (memory_rowid, part, tenant, embedding) "
-                "SELECT * FROM unnest(%s::int8[], %s::int4[], %s::text[], %b::vector[])",  # binary: 16x faster
-                [list(column) for column in zip(*rows, strict=True)],
-            )
+            rows = sorted(_vector_rows(old, rowids), key=lambda r: r[2])
+            if rows:
+                conn.native(
+                    "INSERT INTO memory_vectors (memory_rowid, part, tenant, embedding) "
+                    "SELECT * FROM unnest(%s::int8[], %s::int4[], %s::text[], %b::vector[])",  # binary: 16x faster
+                    [list(column) for column in zip(*rows, strict=True)],
+                )
+        if new:
+            # The new records and their vectors in one statement (one round trip): the vectors take the rowids
+            # the records' insert returns, matched by id (unique in the batch).
+            source, params = _unnest([m for m, _ in new], types)
+            rows = sorted(_vector_rows(new, {m.id: m.id for m, _ in new}), key=lambda r: r[2])
+            insert = f"INSERT INTO memories ({COLUMNS}, fts) SELECT {COLUMNS}, {_FTS_OF_U} FROM {source} ORDER BY u.n"
+            if rows:
+                insert = (
+                    f"WITH ins AS ({insert} RETURNING id, rowid) INSERT INTO memory_vectors (memory_rowid, part, "
+                    "tenant, embedding) SELECT ins.rowid, v.part, v.tenant, v.embedding FROM unnest(%s::text[], "
+                    "%s::int4[], %s::text[], %b::vector[]) WITH ORDINALITY AS v(id, part, tenant, embedding, n) "
+                    "JOIN ins ON ins.id = v.id ORDER BY v.n"
+                )
+                params += [list(column) for column in zip(*rows, strict=True)]
+            conn.native(insert, params)
 
     def _checked(self, m: Memory, vectors: Sequence[np.ndarray] | None) -> list[np.ndarray] | None:
         """The record's vectors as float32 arrays, refused (nothing written) when they do not fit the store."""
@@ -324,12 +350,13 @@ class PostgresBulk:
         return checked_vectors(m.id, vectors, self._dims)
 
 
-def batch_vectors(*groups: list[tuple[Memory, list[np.ndarray] | None]]) -> Iterable[tuple[Memory, list[np.ndarray]]]:
-    """The records of the groups that bring vectors, with them."""
-    for group in groups:
-        for memory, vectors in group:
-            if vectors:
-                yield memory, vectors
+def _vector_rows(
+    group: list[tuple[Memory, list[np.ndarray] | None]], at: dict[str, Any]
+) -> Iterable[tuple[Any, int, str, np.ndarray]]:
+    """(``at`` of the record, part, tenant, vector) of each vector the group's records bring."""
+    for memory, vectors in group:
+        for part, vector in enumerate(vectors or ()):
+            yield at[memory.id], part, memory.tenant, vector
 
 
 def _identity(m: Memory) -> tuple[str, str, str, str, str]:

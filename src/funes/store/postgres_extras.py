@@ -24,7 +24,7 @@ from ..models import JudgedRecord, Memory, RankFields, from_epoch, new_id, to_ep
 from . import pg_judged
 from .base import AccessEvent
 from .sqlite import SqliteStore
-from .sqlite_rows import COLUMNS, to_memory
+from .sqlite_rows import COLUMNS, serialize, to_memory
 from .tenancy import acting_for, current_tenant
 
 log = logging.getLogger("funes.store.postgres")
@@ -33,11 +33,12 @@ log = logging.getLogger("funes.store.postgres")
 ACCESS_FLUSH_SECONDS = 2.0
 ACCESS_FLUSH_ROWS = 500
 ACCESS_HELD_MAX = 10_000  # rows kept while writes fail
-# Access rows written on a search's way (with its fetch of records, or once due) commit without waiting for the
-# WAL to reach the disk (issue 29): a server crash may lose their last fraction of a second (wal_writer_delay),
-# as a SIGKILL of the process loses those still held, never a record; close() and exports still wait. Local to
-# the pipeline's implicit transaction, so nothing else on the connection commits this way.
-_NO_FLUSH_WAIT: tuple[str, None] = ("SELECT set_config('synchronous_commit', 'off', true)", None)
+# Access rows written on a search's way (with its fetch of records, or once due) and embedding-cache rows commit
+# without waiting for the WAL to reach the disk (issue 29): a server crash may lose their last fraction of a
+# second (wal_writer_delay), as a SIGKILL of the process loses access rows still held, never a record; close()
+# and exports still wait. A ``SET LOCAL`` in the write's own transaction: nothing else on the connection
+# commits this way.
+_ASYNC_COMMIT = "SET LOCAL synchronous_commit = off"
 
 # Ids of records a live `vectors` job will embed (see Core.defer_vectors).
 _AWAITED = (
@@ -79,6 +80,29 @@ def _access_statement(
     return sql, columns
 
 
+JOB_COLUMNS = "id, tenant, kind, payload, status, max_attempts, run_after, dedupe_key, created_at, updated_at"
+JOB_MARKS = "%s, %s, %s, %s, 'queued', %s, %s, %s, %s, %s"
+# A queued job with the same dedupe key absorbs a new one (the partial unique index of pg_sql/004).
+JOB_ABSORBED = "ON CONFLICT (tenant, dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'queued' DO NOTHING"
+
+
+def job_values(job: dict[str, Any]) -> list[Any]:
+    """A new job row's values, in JOB_COLUMNS' order (status aside), from ``enqueue_job``'s arguments."""
+    stamp = to_epoch(job["now"])
+    after = job.get("run_after")
+    return [
+        new_id("job"),
+        job["tenant"],
+        job["kind"],
+        json.dumps(job["payload"], sort_keys=True, ensure_ascii=False),
+        job.get("max_attempts", 5),
+        to_epoch(after) if after is not None else stamp,
+        job.get("dedupe_key"),
+        stamp,
+        stamp,
+    ]
+
+
 def _key_row(row: Sequence[Any], columns: Sequence[str]) -> dict[str, Any]:
     item = dict(zip(columns, row, strict=True))
     for name in _KEY_TIMES:
@@ -100,12 +124,32 @@ class PostgresExtras:
     #: The shared claim (sqlite_jobs.JobTables.claim_job) skips rows other workers hold.
     claim_lock = " FOR UPDATE SKIP LOCKED"
 
+    # -- embedding cache -------------------------------------------------------------
+    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Store embeddings in the cache: one statement, sent with the COMMIT (one round trip in all).
+
+        Outside a caller's transaction the commit does not wait for the disk (``synchronous_commit = off``):
+        a cache row lost in a crash costs an embedding again, never data.
+        """
+        if not items or self.db.read_only:
+            return
+        ordered = sorted(items, key=lambda item: item[0])  # one key order for every writer: no deadlock
+        own = not self.db.in_transaction()
+        with self.db.write() as conn:
+            if own:
+                conn.defer(_ASYNC_COMMIT)
+            conn.defer(
+                "INSERT INTO embedding_cache (model_id, text_hash, vector) SELECT %s, h, v "
+                "FROM unnest(%s::text[], %s::bytea[]) AS u(h, v) ON CONFLICT DO NOTHING",
+                [model_id, [h for h, _ in ordered], [serialize(v) for _, v in ordered]],
+            )
+
     # -- jobs ----------------------------------------------------------------------
     def record_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]], *, wait: bool = True) -> None:
         """Access counters and access-log rows of many reads in one statement (atomic on its own: one round trip).
 
         ``wait=False`` (on a search's way, outside a transaction): the commit does not wait for the WAL's flush
-        (``_NO_FLUSH_WAIT``), nor the statement for a record a writer holds (``WriteCrossed`` at once).
+        (``_ASYNC_COMMIT``), nor the statement for a record a writer holds (``WriteCrossed`` at once).
         """
         if not batch:
             return
@@ -113,7 +157,7 @@ class PostgresExtras:
             statement = _access_statement(batch)
             self.db.retrying(lambda: self.db.reader().native(*statement))
         else:
-            self.db.reader().batch([_NO_FLUSH_WAIT, _access_statement(batch, nowait=True)])
+            self.db.reader().batch([_access_statement(batch, nowait=True)], [_ASYNC_COMMIT], write=True)
 
     def defer_accesses(self, batch: Sequence[tuple[AccessEvent, datetime]]) -> None:
         """Hold access rows to go with the acting tenant's next fetch of records (no round trip of their own).
@@ -140,7 +184,7 @@ class PostgresExtras:
     def flush_accesses(self, tenant: str | None = None, *, wait: bool = True) -> None:
         """Write the held access rows (of one tenant setting, or all) now; they wait again if the write fails.
 
-        ``wait=False``: on a search's way, the commit does not wait for the WAL's flush (``_NO_FLUSH_WAIT``).
+        ``wait=False``: on a search's way (see :meth:`record_accesses`).
         """
         with self._access_lock:
             keys = [tenant] if tenant is not None else list(self._access_pending)
@@ -232,8 +276,8 @@ class PostgresExtras:
                 self._access_since.pop(tenant, None)
         if rows and not self.db.in_transaction():
             try:
-                statements = [_NO_FLUSH_WAIT, _access_statement(rows, nowait=True), fetch]
-                return list(self.db.reader().batch(statements)[2].fetchall())
+                statements = [_access_statement(rows, nowait=True), fetch]
+                return list(self.db.reader().batch(statements, [_ASYNC_COMMIT], write=True)[1].fetchall())
             except WriteCrossed as exc:  # a writer holds one of the records: they go with a later fetch
                 log.debug("access rows held back (%d): %s", len(rows), exc)
                 self._hold_accesses(tenant, rows)
@@ -256,26 +300,11 @@ class PostgresExtras:
         dedupe_key: str | None = None,
     ) -> str:
         """Queue a job (in the caller's transaction when there is one); a queued job with the same key absorbs it."""
-        stamp = to_epoch(now)
-        job_id = new_id("job")
+        job = {"kind": kind, "payload": payload, "tenant": tenant, "now": now, "run_after": run_after}
+        values = job_values({**job, "max_attempts": max_attempts, "dedupe_key": dedupe_key})
         with self.db.write() as conn:
-            row = conn.execute(
-                "INSERT INTO jobs (id, tenant, kind, payload, status, max_attempts, run_after, dedupe_key, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) "
-                "ON CONFLICT (tenant, dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'queued' DO NOTHING "
-                "RETURNING id",
-                (
-                    job_id,
-                    tenant,
-                    kind,
-                    json.dumps(payload, sort_keys=True, ensure_ascii=False),
-                    max_attempts,
-                    to_epoch(run_after) if run_after is not None else stamp,
-                    dedupe_key,
-                    stamp,
-                    stamp,
-                ),
-            ).fetchone()
+            sql = f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({JOB_MARKS}) {JOB_ABSORBED} RETURNING id"
+            row = conn.native(sql, values).fetchone()
             if row is not None:
                 return str(row[0])
             existing = conn.execute(
@@ -422,9 +451,9 @@ class PostgresExtras:
             return cur.rowcount > 0
 
     def touch_api_key(self, key_id: str, at: datetime) -> None:
-        """Record a key's last use."""
+        """Record a key's last use (sent with the COMMIT: one round trip)."""
         with self.db.write() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (to_epoch(at), key_id))
+            conn.defer("UPDATE api_keys SET last_used_at = %s WHERE id = %s", (to_epoch(at), key_id), tenant=False)
 
     # -- project settings ------------------------------------------------------------------
     def get_project_settings(self, tenant: str, project_id: str) -> dict[str, Any] | None:

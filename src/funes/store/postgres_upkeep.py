@@ -12,6 +12,10 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .postgres_bulk import ANALYZE_AFTER, STATS_STALE
+from .postgres_extras import JOB_COLUMNS, JOB_MARKS, job_values
+from .sqlite_upkeep import UpkeepTables
+
 # A search reads its tenant's project settings (which projects are disabled) after ranking, once its process's
 # two-second cache of them lapses: a fourth round trip for a fifth of the searches over 25 tenants. The keyword
 # leg reads them in its own pipeline instead, and that copy answers for this long (issue 29).
@@ -77,19 +81,49 @@ class PostgresUpkeep:
             for scope, kind, source, n, text, vectors in rows
         ]
 
+    def bump_counter_queueing(self, tenant: str, name: str, by: int, *, every: int, job: dict[str, Any]) -> bool | None:
+        """Inside a write: the counter and its job in one statement, deferred to the COMMIT's round trip.
+
+        The counter's row stays locked from that statement to the end of the commit, so concurrent writers
+        of a tenant no longer queue on it for a round trip and a WAL flush each (issue 29). Outside one: as
+        on SQLite (its own transaction).
+        """
+        if not self.db.in_transaction():
+            return UpkeepTables.bump_counter_queueing(self, tenant, name, by, every=every, job=job)  # type: ignore[arg-type]
+        self.db.reader().defer(
+            "WITH c AS (INSERT INTO counters (tenant, name, value) VALUES (%s, %s, %s) ON CONFLICT (tenant, name) "
+            f"DO UPDATE SET value = counters.value + excluded.value RETURNING value) INSERT INTO jobs ({JOB_COLUMNS}) "
+            # Any unique index absorbs it (the queued-dedupe one; before migration 014 it had no tenant column).
+            f"SELECT {JOB_MARKS} FROM c WHERE c.value / %s <> (c.value - %s) / %s ON CONFLICT DO NOTHING",
+            [tenant, name, int(by), *job_values(job), int(every), int(by), int(every)],
+        )
+        return None
+
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
-        """ANALYZE the record tables; VACUUM them when dead rows exceed the ratio (outside any transaction)."""
+        """ANALYZE the record tables when their statistics are stale; VACUUM them when dead rows exceed the ratio.
+
+        Stale as a bulk write judges it (``postgres_bulk.STATS_STALE``: never analysed, or a quarter of the rows
+        changed since): the background run follows every ``maintain_every_writes`` writes, and analysing
+        100k records each time took a core for a second every 50 creates of a busy server (issue 29), while
+        autovacuum keeps the statistics of a table that changes little.
+        """
         conn = self.db.reader()
         dead, live = conn.native(
             "SELECT COALESCE(SUM(n_dead_tup), 0), COALESCE(SUM(n_live_tup), 0) FROM pg_stat_user_tables "
             "WHERE relname IN ('memories', 'memory_vectors')"
         ).fetchone()
-        report: dict[str, Any] = {"keyword_index": "analyzed", "dead_rows": int(dead), "live_rows": int(live)}
+        stale = bool(conn.native(STATS_STALE, [0, ANALYZE_AFTER]).fetchone()[0])
+        report: dict[str, Any] = {
+            "keyword_index": "analyzed" if stale else "statistics current",
+            "dead_rows": int(dead),
+            "live_rows": int(live),
+        }
         if live and int(dead) / max(int(live), 1) > vacuum_free_ratio:
             before, after = self.reclaim_space()  # type: ignore[attr-defined]
             report.update(vacuumed=True, bytes_before=before, bytes_after=after)
         else:
             report["vacuumed"] = False
-        for table in ("memories", "memory_vectors"):
-            conn.native(f"ANALYZE {table}")
+        if stale:
+            for table in ("memories", "memory_vectors"):
+                conn.native(f"ANALYZE {table}")
         return report

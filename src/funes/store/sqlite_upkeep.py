@@ -31,6 +31,15 @@ class UpkeepTables:
             ).fetchone()
         return int(row[0])
 
+    def bump_counter_queueing(self, tenant: str, name: str, by: int, *, every: int, job: dict[str, Any]) -> bool | None:
+        """Add ``by`` to a counter and, when it crosses a multiple of ``every``, queue ``job`` (the arguments
+        of ``enqueue_job``) in the same transaction. Whether it queued the job (None: known at the commit)."""
+        total = self.bump_counter(tenant, name, by)
+        if total // every == (total - by) // every:
+            return False
+        self.enqueue_job(**job)  # type: ignore[attr-defined]
+        return True
+
     def expired_ids(self, tenant: str, now: datetime, *, limit: int) -> list[str]:
         """Unpinned records of the tenant whose expiry has passed, oldest expiry first."""
         rows = self.db.reader().execute(

@@ -90,6 +90,6 @@ def keys_list(state: State, team: str | None, as_json: bool) -> None:
 @json_option
 @pass_state
 def keys_revoke(state: State, key_id: str, as_json: bool) -> None:
-    """Revoke a key; requests with it are refused at once."""
+    """Revoke a key; running servers refuse it within 5 seconds."""
     state.reader().keys.revoke(key_id)
     emit(as_json, {"revoked": key_id}, f"Revoked {key_id}.")

@@ -250,8 +250,8 @@ class KeyAuth:
         try:
             if key is None and not self.require_keys:
                 principal = self.local()
-            else:
-                principal = await anyio.to_thread.run_sync(self.funes.keys.resolve, key)
+            else:  # a key resolved moments ago needs no thread and no round trip (memory.keys.KEY_CACHE_SECONDS)
+                principal = self.funes.keys.cached(key) or await anyio.to_thread.run_sync(self.funes.keys.resolve, key)
         except Unauthorized as exc:
             await error_response(send, 401, exc, path=path)
             return
