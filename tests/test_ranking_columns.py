@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_judging import _WORDS, _fused, _query_judge, _text
@@ -207,3 +208,16 @@ def test_a_batch_is_judged_and_bounded_as_each_candidate_alone(
     for _, values, calibrated in judged:  # an explanation's signals
         assert signal_dict(values, calibrated) == {**Signals(*values).to_dict(), "calibrated": calibrated}
     assert judge.bounds(fused) == [judge.bound(f) for f in fused]
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [[-1e308, 5e-324], [1e308, 1e-300, -1e308], [0.0, -1.0], [3.0, 1.5, 0.0]],
+    ids=["tiny", "huge", "none", "plain"],
+)
+def test_scaling_to_the_best_on_columns_matches_the_scalar_path_at_the_float_range_s_ends(scores: list[float]) -> None:
+    """Hypothesis found a huge negative score over a tiny best: Python's division gives -inf (then 0), numpy warned."""
+    from funes.memory.ranking import _scaled_to_best, scale_to_best
+
+    expected = scale_to_best({str(n): s for n, s in enumerate(scores)})
+    assert _scaled_to_best(scores).tolist() == [expected[str(n)] for n in range(len(scores))]

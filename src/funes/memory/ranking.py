@@ -374,7 +374,8 @@ def _scaled_to_best(scores: list[float]) -> np.ndarray:
     best = max(scores, default=0.0)
     if best <= 0.0:
         return np.zeros(len(scores))
-    return np.minimum(1.0, np.maximum(0.0, float_column(scores) / best))
+    with np.errstate(over="ignore"):  # a huge negative over a tiny best is -inf, then 0, as Python's division gives
+        return np.minimum(1.0, np.maximum(0.0, float_column(scores) / best))
 
 
 class _Parts(Mapping[str, dict[str, float]]):

@@ -400,7 +400,8 @@ class SignalJudge:
         bm25 = float_column([c.keyword_score or 0.0 for c in candidates])
         if self._ceiling <= 0:
             return np.zeros(len(bm25))
-        return np.where(bm25 > 0, np.minimum(1.0, bm25 / self._ceiling), 0.0)
+        with np.errstate(over="ignore"):  # a score past the float range over a small ceiling is 1.0, as in Python
+            return np.where(bm25 > 0, np.minimum(1.0, bm25 / self._ceiling), 0.0)
 
 
 def float_column(values: Sequence[float]) -> np.ndarray:
@@ -428,7 +429,7 @@ def _factors(candidates: Sequence[Judged]) -> np.ndarray:
 
 def _boosted(probability: np.ndarray, factor: np.ndarray) -> np.ndarray:
     """:func:`boosted` of each probability and boost factor."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf and nan as Python's floats give them
         odds = probability / (1.0 - probability) * factor
         raised = odds / (1.0 + odds)
     plain = (factor == 1.0) | (probability <= 0.0) | (probability >= 1.0)
