@@ -24,14 +24,13 @@ from funes.memory.dates import DateWindow
 from funes.memory.ranking import (
     RankSettings,
     Scored,
-    boost_factor,
     boosts_for,
     date_matcher,
     fuse_convex,
     fuse_rrf,
     rank_scored,
 )
-from funes.memory.relevance import Signals, signal_dict
+from funes.memory.relevance import Signals, boost_factor, signal_dict
 from funes.models import RankFields
 
 NOW = datetime(2026, 11, 26, 12, 0, 0, 123456, tzinfo=UTC)

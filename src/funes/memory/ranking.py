@@ -19,7 +19,7 @@ import numpy as np
 
 from ..models import Explanation, Memory, SearchHit
 from .dates import DateWindow
-from .relevance import float_column
+from .relevance import boost_factor, float_column
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -190,14 +190,6 @@ class Scored:
             signals=signals,
             dates=dates,
         )
-
-
-def boost_factor(boosts: Mapping[str, float]) -> float:
-    """The boosts multiplied together in their order, from 1.0 (what relevance.boosted multiplies the odds by)."""
-    factor = 1.0
-    for value in boosts.values():
-        factor *= value
-    return factor
 
 
 # One search's ranks of each leg, each candidate's contributions and the query's dates: what explanations read.

@@ -416,15 +416,8 @@ def _sigmoids(x: np.ndarray) -> np.ndarray:
 
 def _factors(candidates: Sequence[Judged]) -> np.ndarray:
     """Each candidate's boosts multiplied together, as :func:`boosted` multiplies them."""
-    out = []
-    for c in candidates:
-        factor = getattr(c, "factor", None)
-        if factor is None:
-            factor = 1.0
-            for value in c.boosts.values():
-                factor *= value
-        out.append(factor)
-    return float_column(out)
+    factors = (getattr(c, "factor", None) for c in candidates)
+    return float_column([boost_factor(c.boosts) if f is None else f for c, f in zip(candidates, factors, strict=True)])
 
 
 def _boosted(probability: np.ndarray, factor: np.ndarray) -> np.ndarray:
@@ -529,6 +522,14 @@ def question_share(text: str) -> float:
     return sum(s.rstrip().endswith("?") for s in sentences) / len(sentences)
 
 
+def boost_factor(boosts: Mapping[str, float]) -> float:
+    """The boosts multiplied together in their order, from 1.0: what :func:`boosted` multiplies the odds by."""
+    factor = 1.0
+    for value in boosts.values():
+        factor *= value
+    return factor
+
+
 def boosted(probability: float, boosts: Mapping[str, float]) -> float:
     """The relevance shown and ranked on: the calibrated probability with the ranking boosts multiplying its odds.
 
@@ -537,9 +538,7 @@ def boosted(probability: float, boosts: Mapping[str, float]) -> float:
     Results are ordered by this one number, so the order and the number
     a caller reads never disagree.
     """
-    factor = 1.0
-    for value in boosts.values():
-        factor *= value
+    factor = boost_factor(boosts)
     if factor == 1.0 or probability <= 0.0 or probability >= 1.0:
         return probability
     odds = probability / (1.0 - probability) * factor
