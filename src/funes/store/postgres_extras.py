@@ -278,11 +278,10 @@ class PostgresExtras:
             try:
                 statements = [_access_statement(rows, nowait=True), fetch]
                 return list(self.db.reader().batch(statements, [_ASYNC_COMMIT], write=True)[1].fetchall())
-            except WriteCrossed as exc:  # a writer holds one of the records: they go with a later fetch
-                log.debug("access rows held back (%d): %s", len(rows), exc)
-                self._hold_accesses(tenant, rows)
-            except FunesError as exc:
-                log.warning("access rows held back (%d): %s", len(rows), exc)
+            except FunesError as exc:  # WriteCrossed: a writer holds one of the records (expected; no warning)
+                (log.debug if isinstance(exc, WriteCrossed) else log.warning)(
+                    "access rows held back (%d): %s", len(rows), exc
+                )
                 self._hold_accesses(tenant, rows)
         elif rows:
             self._hold_accesses(tenant, rows)
