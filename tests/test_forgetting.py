@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -291,16 +292,21 @@ def test_forgetting_a_matched_text_cuts_its_lines_from_a_memory_folder_note(proj
         assert mem.verify_forgotten(receipt["id"])["ok"]
 
 
+def _mirrored(mem: funes.Funes, notes: Path, name: str) -> tuple[Any, str, dict[str, Any], Path]:
+    """A memory-store memory at ``/team/NAME`` holding the secret words, and its mirror file in a memory folder."""
+    folder = mem.memory_folders.add_folder(notes)
+    ms = mem.memory_stores
+    store = ms.create_store("Notes")["id"]
+    made = ms.create_memory(store, f"/team/{name}", "The quokkabrandt code is zephyrwhistle42.\n")
+    return ms, store, made, Path(folder.path) / ".memory_stores" / store / "team" / name
+
+
 def test_forgetting_a_memory_store_memory_removes_its_versions_and_its_mirrored_file(
     project: Path, tmp_path: Path
 ) -> None:
     with _open(str(tmp_path / "s.db")) as mem:
-        folder = mem.memory_folders.add_folder(tmp_path / "notes")
-        ms = mem.memory_stores
-        store = ms.create_store("Notes")["id"]
-        made = ms.create_memory(store, "/team/vault.md", "The quokkabrandt code is zephyrwhistle42.\n")
+        ms, store, made, mirror = _mirrored(mem, tmp_path / "notes", "vault.md")
         ms.update_memory(store, made["id"], content="The quokkabrandt code is vaultkeeperx9.\n")
-        mirror = Path(folder.path) / ".memory_stores" / store / "team" / "vault.md"
         assert mirror.is_file() and len(ms.list_versions(store)["data"]) == 2
         receipt = mem.forget_everywhere([made["id"]])
         assert receipt["counts"]["store_versions"] == 2 and receipt["mirror_files"] == [str(mirror)]
@@ -317,11 +323,7 @@ def test_a_receipt_keeps_a_file_path_that_spells_a_forgotten_word_only_as_its_ke
     from funes.curation.forget_scan import token_hash
 
     with _open(str(tmp_path / "p.db")) as mem:
-        folder = mem.memory_folders.add_folder(tmp_path / "notes")
-        ms = mem.memory_stores
-        store = ms.create_store("Notes")["id"]
-        made = ms.create_memory(store, "/team/quokkabrandt.md", "The quokkabrandt code is zephyrwhistle42.\n")
-        mirror = Path(folder.path) / ".memory_stores" / store / "team" / "quokkabrandt.md"
+        _, _, made, mirror = _mirrored(mem, tmp_path / "notes", "quokkabrandt.md")
         assert mirror.is_file()
         receipt = mem.forget_everywhere([made["id"]])
         salt = bytes.fromhex(receipt["tokens"]["salt"])
