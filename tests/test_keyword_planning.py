@@ -150,7 +150,7 @@ def test_scoring_in_the_index_first_gives_the_same_hits_as_one_statement(tmp_pat
         assert store._best_passing(store.db.reader(), '("alpha")', SearchFilters(tenant="a"), now, 5, 10) is None
 
 
-def test_past_the_cap_the_chunks_count_the_matches_as_the_window_did(tmp_path: Path) -> None:
+def test_the_best_passing_matches_are_the_definitions_with_the_count_read_or_left_out(tmp_path: Path) -> None:
     """Over the cap the statement counts no matches: the chunks' ends give the count. For caps and limits on and
     around the chunk boundaries (64 and 320 rows) and filters that pass few rows, the answer is the definition's:
     the best passing rows of the newest ``scan_cap`` matches, or None when fewer than ``limit`` pass and the cap
@@ -177,6 +177,9 @@ def test_past_the_cap_the_chunks_count_the_matches_as_the_window_did(tmp_path: P
                         expected = best[:limit] if len(best) >= limit or len(rows) < cap else None
                         assert found == expected, (f, match, cap, limit)
                         checked[expected is None] += 1
+                        # Not over the cap (the plan expected every match under it): None once they reach it.
+                        found = store._best_passing(conn, match, f, now, limit, cap)
+                        assert found == (None if len(rows) >= cap else best[:limit]), (f, match, cap, limit)
         assert checked[True] > 20 and checked[False] > 20  # both answers, on several chunk counts
 
 

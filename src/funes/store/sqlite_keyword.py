@@ -59,6 +59,8 @@ COUNT_WINDOW = 100_000  # the newest rows that estimate is taken from
 WEIGHTS = (2.0, 1.0, 1.0, 0.0)
 # Index matches of an FTS expression, counting at most the bound: it stops early, never walks a whole doclist.
 _BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+# The newest matches of an FTS expression (``bound``: a rowid cut-off, ``_rowid_bound``), at most the bound parameter.
+_NEWEST = "(SELECT {rows} FROM memories_fts WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?)"
 _MARK = "\x1f"  # what highlight() puts before each instance (a control character no text holds)
 
 
@@ -210,9 +212,9 @@ class KeywordSearch:
         whose cap counts passing rows, must decide); without ``over_cap``,
         None says the matches did not fit.
 
-        Only without ``over_cap`` does the statement count the matches (a
-        window over every scored row, which SQLite stores aside first: a
-        third of the statement's time for 2,000 matches). Past the cap the
+        Only without ``over_cap`` does the statement count the matches, by a
+        walk of their rowids that stops at the cap (a window over the scored
+        rows stored every one aside first: twice the cost). Past the cap the
         count matters only once the chunks run out, and a chunk shorter than
         asked for gives it.
         """
@@ -225,19 +227,18 @@ class KeywordSearch:
         # Search's keyword leg reads what judging reads of its hits here too: the rows are joined anyway.
         read = candidate_columns("m") if judged is not None and fields is not None else None
         columns = read or ", ".join("m." + c for c in RANK_COLUMNS)
-        counted = "0" if over_cap else "count(*) OVER ()"
+        scored = _NEWEST.format(bound=bound, rows="rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score")
+        counted = "0" if over_cap else f"(SELECT count(*) FROM {_NEWEST.format(bound=bound, rows='rowid')})"
         while True:
-            params: list[Any] = [match, scan_cap, step, offset]
+            params: list[Any] = [] if over_cap else [match, scan_cap]
+            params += [match, scan_cap, step, offset]
             on = ["m.rowid = f.rowid", *self._where(filters, now, params)]  # type: ignore[attr-defined]
             cursor = conn.execute(
-                # Innermost: the newest scan_cap matches, scored. Then: their count (not over the
-                # cap), and one chunk of them, best first (ties newest first). Outermost: each
+                # The matches' count (not over the cap). Innermost: the newest scan_cap matches,
+                # scored. Then one chunk of them, best first (ties newest first). Outermost: each
                 # one's record, NULL when it fails the filters.
-                f"SELECT f.score, f.matches, {columns} FROM "
-                f"(SELECT rowid, score, {counted} AS matches FROM "
-                "(SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score FROM memories_fts "
-                f"WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?) "
-                "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
+                f"SELECT f.score, {counted}, {columns} FROM "
+                f"(SELECT rowid, score FROM {scored} ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
                 f"LEFT JOIN memories m NOT INDEXED ON {' AND '.join(on)} ORDER BY f.score, f.rowid DESC",
                 params,
             )
