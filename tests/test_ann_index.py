@@ -379,6 +379,31 @@ def test_vectors_for_gives_every_part_of_a_long_record_in_order(tmp_path: Path) 
         assert [v.tolist() for v in got[memory_id]] == [v.tolist() for v in want[memory_id]]
 
 
+def test_a_records_rows_are_found_the_same_through_the_sorted_ids_or_the_permutation(tmp_path: Path) -> None:
+    """The saved ``ids_sorted`` column and, for a file written before it, ``by_id`` over ``ids`` find the same
+    rows: one-part and several-part records, ids not indexed, an id longer than any indexed."""
+    ann, exact = open_pair(tmp_path / "s.db")
+    rng, nrng = random.Random(9), np.random.default_rng(9)
+
+    def shuffled(parts: int) -> tuple[Memory, list[np.ndarray]]:  # ids in no relation to the insert (key) order
+        return make_record(rng, "big", id=f"{rng.getrandbits(64):x}" * rng.randint(1, 2)), list(clustered(nrng, parts))
+
+    ann.put_many([shuffled(1) for _ in range(1500)])
+    long_ones = [shuffled(parts) for parts in (3, 2, 5)]
+    ann.put_many(long_ones)
+    warm(ann)
+    columns = ann.ann._tenants["big"].columns
+    assert columns.ids_sorted is not None and columns.ids_sorted.tolist() == sorted(columns.ids.tolist())
+    ids = [m.id for m in exact.iter_records("big")]
+    wanted = [*ids[::7], *(m.id for m, _ in long_ones), "no-such-id", "x" * 80, ids[0][:-1], ids[-1] + "0"]
+    saved = columns.rows_of_ids(wanted)
+    columns.ids_sorted = None  # as a file written before the column
+    before = columns.rows_of_ids(wanted)
+    assert saved.keys() == before.keys() == set(wanted) - {"no-such-id", "x" * 80, ids[0][:-1], ids[-1] + "0"}
+    assert all(saved[i].tolist() == before[i].tolist() for i in saved)
+    assert [len(saved[m.id]) for m, _ in long_ones] == [3, 2, 5]
+
+
 def test_a_view_gains_key_lookups_and_follows_another_process_save(tmp_path: Path) -> None:
     path = tmp_path / "w.db"
     ann, exact = built(path)

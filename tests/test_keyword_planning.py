@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -84,44 +85,50 @@ def test_terms_that_match_nothing_are_dropped_and_all_unknown_returns_nothing(tm
         assert some[0].explanation.keyword_rank == 1
 
 
-def test_scoring_in_the_index_first_gives_the_same_hits_as_one_statement(tmp_path: Path) -> None:
-    """Under the cap, matches are scored in the FTS index and only the best joined: same rows, scores, order."""
+def _mixed(tmp_path: Path) -> tuple[funes.Funes, datetime, list[SearchFilters]]:
+    """600 records of six words over two tenants, three scopes, two types, some expired; filters of each kind."""
     import random
-    from datetime import timedelta
 
     from funes.models import Memory, content_hash, new_id
 
     rng = random.Random(5)
     words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
     now = utcnow()
-    with funes.open(str(tmp_path / "two.db"), embedder=HashEmbedder(32)) as mem:
-        items = []
-        for n in range(600):
-            content = " ".join(rng.choices(words, k=rng.randint(2, 9))) + f" filler{n % 7}"
-            scope = rng.choice(["team", "project", "session"])
-            items.append(
-                Memory(
-                    id=new_id(),
-                    content=content,
-                    tenant=rng.choice(["a", "a", "a", "b"]),
-                    scope=scope,
-                    project_id="p1" if scope == "project" else None,
-                    session_id="s1" if scope == "session" else None,
-                    memory_type=rng.choice(["fact", "decision"]),
-                    expires_at=now - timedelta(days=1) if rng.random() < 0.1 else None,
-                    content_hash=content_hash(content),
-                    created_at=now - timedelta(days=rng.randint(0, 99)),
-                )
+    mem = funes.open(str(tmp_path / "two.db"), embedder=HashEmbedder(32))
+    items = []
+    for n in range(600):
+        content = " ".join(rng.choices(words, k=rng.randint(2, 9))) + f" filler{n % 7}"
+        scope = rng.choice(["team", "project", "session"])
+        items.append(
+            Memory(
+                id=new_id(),
+                content=content,
+                tenant=rng.choice(["a", "a", "a", "b"]),
+                scope=scope,
+                project_id="p1" if scope == "project" else None,
+                session_id="s1" if scope == "session" else None,
+                memory_type=rng.choice(["fact", "decision"]),
+                expires_at=now - timedelta(days=1) if rng.random() < 0.1 else None,
+                content_hash=content_hash(content),
+                created_at=now - timedelta(days=rng.randint(0, 99)),
             )
+        )
+    mem.store.put_many([(m, None) for m in items])
+    filters = [
+        SearchFilters(tenant="a"),
+        SearchFilters(tenant="b"),
+        SearchFilters(tenant="a", scopes=("project",), project_id="p1"),
+        SearchFilters(tenant="a", memory_types=("decision",), created_after=now - timedelta(days=30)),
+        SearchFilters(tenant="a", session_id="s1"),
+    ]
+    return mem, now, filters
+
+
+def test_scoring_in_the_index_first_gives_the_same_hits_as_one_statement(tmp_path: Path) -> None:
+    """Under the cap, matches are scored in the FTS index and only the best joined: same rows, scores, order."""
+    mem, now, filters = _mixed(tmp_path)
+    with mem:
         store = mem.store
-        store.put_many([(m, None) for m in items])
-        filters = [
-            SearchFilters(tenant="a"),
-            SearchFilters(tenant="b"),
-            SearchFilters(tenant="a", scopes=("project",), project_id="p1"),
-            SearchFilters(tenant="a", memory_types=("decision",), created_after=now - timedelta(days=30)),
-            SearchFilters(tenant="a", session_id="s1"),
-        ]
         used = []
         real = store._best_passing
 
@@ -141,6 +148,39 @@ def test_scoring_in_the_index_first_gives_the_same_hits_as_one_statement(tmp_pat
         # Over the cap the index-first plan steps aside: the cap counts rows that pass the filters.
         store._best_passing = real  # type: ignore[method-assign]
         assert store._best_passing(store.db.reader(), '("alpha")', SearchFilters(tenant="a"), now, 5, 10) is None
+
+
+def test_the_best_passing_matches_are_the_definitions_with_the_count_read_or_left_out(tmp_path: Path) -> None:
+    """Over the cap the statement counts no matches: the chunks' ends give the count. For caps and limits on and
+    around the chunk boundaries (64 and 320 rows) and filters that pass few rows, the answer is the definition's:
+    the best passing rows of the newest ``scan_cap`` matches, or None when fewer than ``limit`` pass and the cap
+    was reached."""
+    mem, now, filters = _mixed(tmp_path)
+    with mem:
+        store, conn = mem.store, mem.store.db.reader()
+        checked = {True: 0, False: 0}
+        for f in filters:
+            params: list[object] = []
+            where = " AND ".join(store._where(f, now, params))
+            passing = dict(conn.execute(f"SELECT m.rowid, m.id FROM memories m WHERE {where}", params).fetchall())
+            for match in ('("alpha")', '("beta" OR "omega")', '("alpha" OR "beta" OR "gamma" OR "filler3")'):
+                for cap in (1, 10, 63, 64, 65, 128, 320, 321, 500, 2000):
+                    rows = conn.execute(
+                        "SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) FROM memories_fts "
+                        "WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                        (match, cap),
+                    ).fetchall()
+                    rows.sort(key=lambda r: (r[1], -r[0]))
+                    best = [(passing[r], -float(score)) for r, score in rows if r in passing]
+                    for limit in (1, 5, 32, 40, 200):
+                        found = store._best_passing(conn, match, f, now, limit, cap, over_cap=True)
+                        expected = best[:limit] if len(best) >= limit or len(rows) < cap else None
+                        assert found == expected, (f, match, cap, limit)
+                        checked[expected is None] += 1
+                        # Not over the cap (the plan expected every match under it): None once they reach it.
+                        found = store._best_passing(conn, match, f, now, limit, cap)
+                        assert found == (None if len(rows) >= cap else best[:limit]), (f, match, cap, limit)
+        assert checked[True] > 20 and checked[False] > 20  # both answers, on several chunk counts
 
 
 def test_a_lone_common_term_scores_as_bm25_without_the_idf_walk(tmp_path: Path, monkeypatch: object) -> None:

@@ -73,6 +73,40 @@ def test_term_presence_counts_only_records_the_search_may_see(mem: funes.Funes) 
     assert store.term_presence(["超时"], bob) == {"超时"}  # CJK: never read as absent
 
 
+def test_a_term_is_present_when_a_visible_record_holds_it_or_the_walk_reaches_its_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """term_presence against its definition, with the walk's cap at 3 matches: present when a record the filters
+    admit holds the term, or when it has at least 3 matches (unknown is never absent). Which matches the walk
+    sees first (oldest or newest) changes nothing: the visible ones are first, last, alone or none."""
+    from funes.store import sqlite_keyword
+
+    monkeypatch.setattr(sqlite_keyword, "PRESENCE_SCAN", 3)
+    with funes.open(str(tmp_path / "p.db")) as mem:
+        # Per term, the owners of its records, oldest first: "ana" is visible to ana, "bob" is not.
+        owners = {
+            "alder": ["ana"],
+            "birch": ["bob"],
+            "cedar": ["bob", "bob"],
+            "dogwood": ["ana", "bob", "bob"],
+            "elm": ["bob", "bob", "ana"],
+            "fir": ["bob", "bob", "bob"],
+            "gorse": ["bob", "ana"],
+            "hazel": ["ana", "bob"],
+        }
+        for n in range(3):
+            for term, who in owners.items():
+                if n < len(who):
+                    mem.remember(f"{term} grove note {n}", user=who[n], scope="session", session=f"{who[n]}{n}")
+        ana = SearchFilters(tenant="default", user_id="ana")
+        expected = {t for t, who in owners.items() if "ana" in who or len(who) >= 3}
+        assert (
+            mem.store.term_presence(list(owners), ana)
+            == expected
+            == {"alder", "dogwood", "elm", "fir", "gorse", "hazel"}
+        )
+
+
 def test_named_terms_are_capitalised_words_inside_a_sentence() -> None:
     assert named_terms("When did Melanie paint a sunrise? Where does Jon live.") == {"melanie", "jon"}
     assert named_terms("Melanie painted. What about the RFP for Acme?") == {"acme"}  # first words, acronyms: no

@@ -14,7 +14,11 @@ sorted by vector id:
 * ``q8``/``scale``: the unit vectors as int8 codes, so a selective filter is
   answered by scanning only the rows that pass it (a quarter of float32's
   bytes; the winners are re-scored with the index's exact vectors);
-* ``by_id``: the row order that sorts ``ids``, to find a record's vectors;
+* ``by_id``: the row order that sorts ``ids``, to find a record's vectors,
+  and ``ids_sorted``, the ids in that order (a binary search of it reads one
+  place a step; through ``by_id`` it read two far apart: 0.44 -> 0.07 ms for
+  a search's 50 keyword hits at 1M). A file written before it has none and
+  searches through ``by_id``;
 * the inverted lists of the recall guard (``ann_lists.py``): centroids and
   each row's list.
 
@@ -101,6 +105,7 @@ def columns_of(
         q8[start : start + len(block)], scale[start : start + len(block)] = quantize(unit_rows(vectors[block]))
     out["q8"], out["scale"] = q8, scale
     out["by_id"] = np.argsort(out["ids"], kind="stable").astype(np.int32)
+    out["ids_sorted"] = out["ids"][out["by_id"]]
     if lists:
         out.update(ann_lists.build_lists(q8, scale))
     return out
@@ -138,6 +143,7 @@ class IndexColumns:
         self.q8 = arrays["q8"]
         self.scale = arrays["scale"]
         self.by_id = arrays["by_id"]
+        self.ids_sorted = arrays.get("ids_sorted")  # None in a file written before it
         self.centroids = arrays["centroids"]
         self.trained = int(arrays["trained"][0])
         self.lists = arrays["list"]
@@ -189,17 +195,23 @@ class IndexColumns:
         wanted = wanted.astype(self.ids.dtype)
         # One search per id: its first row; a long record's other parts are the rows after it with the
         # same id, looked for only where the next row holds it (most records are one part).
-        left = np.searchsorted(self.ids, wanted, side="left", sorter=self.by_id)
+        ordered: Any
+        if self.ids_sorted is not None:
+            ordered = self.ids_sorted
+            left = np.searchsorted(ordered, wanted, side="left")
+        else:
+            ordered = _Sorted(self.ids, self.by_id)
+            left = np.searchsorted(self.ids, wanted, side="left", sorter=self.by_id)
         at = left.clip(0, self.n - 1)
-        found = (left < self.n) & (self.ids[self.by_id[at]] == wanted)
-        more = found & (left + 1 < self.n) & (self.ids[self.by_id[(left + 1).clip(0, self.n - 1)]] == wanted)
+        found = (left < self.n) & (ordered[at] == wanted)
+        more = found & (left + 1 < self.n) & (ordered[(left + 1).clip(0, self.n - 1)] == wanted)
         first = self.by_id[at]
         for i in np.flatnonzero(found).tolist():
             if not more[i]:
                 out[memory_ids[i]] = first[i : i + 1]
                 continue
             lo = hi = int(left[i])
-            while hi < self.n and self.ids[self.by_id[hi]] == wanted[i]:
+            while hi < self.n and ordered[hi] == wanted[i]:
                 hi += 1
             out[memory_ids[i]] = np.sort(self.by_id[lo:hi])
         return out
@@ -276,6 +288,17 @@ def merged_columns(
     out["q8"] = np.concatenate([old.q8[keep], fresh["q8"]])[order]
     out["scale"] = np.concatenate([old.scale[keep], fresh["scale"]])[order]
     out["by_id"] = np.argsort(out["ids"], kind="stable").astype(np.int32)
+    out["ids_sorted"] = out["ids"][out["by_id"]]
     labels = np.concatenate([old.lists[keep], np.full(len(fresh["keys"]), -1, dtype=np.int32)])[order]
     out.update(ann_lists.merged_lists(old.centroids, old.trained, labels, out["q8"], out["scale"]))
     return out
+
+
+class _Sorted:
+    """``ids`` in ``by_id`` order, read through the permutation (a file written before ``ids_sorted``)."""
+
+    def __init__(self, ids: np.ndarray, by_id: np.ndarray) -> None:
+        self._ids, self._by_id = ids, by_id
+
+    def __getitem__(self, at: Any) -> Any:
+        return self._ids[self._by_id[at]]

@@ -59,6 +59,8 @@ COUNT_WINDOW = 100_000  # the newest rows that estimate is taken from
 WEIGHTS = (2.0, 1.0, 1.0, 0.0)
 # Index matches of an FTS expression, counting at most the bound: it stops early, never walks a whole doclist.
 _BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+# The newest matches of an FTS expression (``bound``: a rowid cut-off, ``_rowid_bound``), at most the bound parameter.
+_NEWEST = "(SELECT {rows} FROM memories_fts WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?)"
 _MARK = "\x1f"  # what highlight() puts before each instance (a control character no text holds)
 
 
@@ -209,6 +211,12 @@ class KeywordSearch:
         None says fewer than ``limit`` of them passed (the one-statement plan,
         whose cap counts passing rows, must decide); without ``over_cap``,
         None says the matches did not fit.
+
+        Only without ``over_cap`` does the statement count the matches, by a
+        walk of their rowids that stops at the cap (a window over the scored
+        rows stored every one aside first: twice the cost). Past the cap the
+        count matters only once the chunks run out, and a chunk shorter than
+        asked for gives it.
         """
         # SQLite ranks the matches and hands back one chunk at a time, best first: a chunk
         # of rows instead of every match keeps the thread out of the GIL (each row fetched
@@ -219,18 +227,18 @@ class KeywordSearch:
         # Search's keyword leg reads what judging reads of its hits here too: the rows are joined anyway.
         read = candidate_columns("m") if judged is not None and fields is not None else None
         columns = read or ", ".join("m." + c for c in RANK_COLUMNS)
+        scored = _NEWEST.format(bound=bound, rows="rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score")
+        counted = "0" if over_cap else f"(SELECT count(*) FROM {_NEWEST.format(bound=bound, rows='rowid')})"
         while True:
-            params: list[Any] = [match, scan_cap, step, offset]
+            params: list[Any] = [] if over_cap else [match, scan_cap]
+            params += [match, scan_cap, step, offset]
             on = ["m.rowid = f.rowid", *self._where(filters, now, params)]  # type: ignore[attr-defined]
             cursor = conn.execute(
-                # Innermost: the newest scan_cap matches, scored. Then: their count, and one chunk
-                # of them, best first (ties newest first). Outermost: each one's record, NULL
-                # when it fails the filters.
-                f"SELECT f.score, f.matches, {columns} FROM "
-                "(SELECT rowid, score, count(*) OVER () AS matches FROM "
-                "(SELECT rowid, bm25(memories_fts, 2.0, 1.0, 1.0, 0.0) AS score FROM memories_fts "
-                f"WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?) "
-                "ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
+                # The matches' count (not over the cap). Innermost: the newest scan_cap matches,
+                # scored. Then one chunk of them, best first (ties newest first). Outermost: each
+                # one's record, NULL when it fails the filters.
+                f"SELECT f.score, {counted}, {columns} FROM "
+                f"(SELECT rowid, score FROM {scored} ORDER BY score, rowid DESC LIMIT ? OFFSET ?) f "
                 f"LEFT JOIN memories m NOT INDEXED ON {' AND '.join(on)} ORDER BY f.score, f.rowid DESC",
                 params,
             )
@@ -238,13 +246,14 @@ class KeywordSearch:
             # neither joined nor converted (the cursor stops there).
             try:
                 first = cursor.fetchone()
-                if first is None:
+                if first is None:  # no matches, or (over the cap, under it in fact) none after a full chunk
                     return out
-                matches = first[1]
-                capped = matches >= scan_cap
-                if capped and not over_cap:
+                matches = first[1] if not over_cap else scan_cap  # at most; exact once a chunk falls short
+                if matches >= scan_cap and not over_cap:
                     return None  # the cap counts passing rows: the one-statement plan must decide which
+                rows = 0
                 for score, _, memory_id, *rest in itertools.chain((first,), cursor):
+                    rows += 1
                     if memory_id is not None:
                         out.append((memory_id, -float(score)))
                         if read is not None:
@@ -255,9 +264,11 @@ class KeywordSearch:
                             return out
             finally:
                 cursor.close()
+            if over_cap and rows < step:
+                matches = offset + rows
             offset += step
             if offset >= matches:
-                return None if capped else out
+                return None if matches >= scan_cap else out
             step *= 4  # a filter that rejects many: fewer, larger chunks (each ranks the matches again)
 
     def _single_term_bm25(
@@ -343,7 +354,11 @@ class KeywordSearch:
         relevance reads this as ``absent`` (funes.relevance). Each term is one
         early-exit lookup through the word index; a term whose first
         ``PRESENCE_SCAN`` index matches are all outside the filters counts as
-        present (unknown is never read as absent).
+        present (unknown is never read as absent). The matches are walked
+        oldest first, which FTS5 does without assembling a doclist to walk
+        backwards (half the cost at 1M records): under ``PRESENCE_SCAN``
+        matches the walk sees them all in either order, and past it the term
+        is present whatever the walk found.
         """
         conn = self.db.reader()
         present: set[str] = set()
@@ -359,7 +374,7 @@ class KeywordSearch:
             where = self._where(filters, now, params)
             found = conn.execute(
                 f"SELECT 1 FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?{bound} "
-                "ORDER BY rowid DESC LIMIT ?) f CROSS JOIN memories m ON m.rowid = f.rowid "
+                "ORDER BY rowid LIMIT ?) f CROSS JOIN memories m ON m.rowid = f.rowid "
                 f"WHERE {' AND '.join(where)} LIMIT 1",
                 params,
             ).fetchone()
