@@ -45,8 +45,12 @@ def _open(target: str) -> Any:
     return svc
 
 
-def _build(store: Any) -> float:
-    """Seconds to run the vector-index work the store asks for (what the ann-index job does)."""
+def _build(store: Any, optimize: bool = True) -> float:
+    """Seconds to run the vector-index work the store asks for (what the ann-index job does).
+
+    With ``optimize``, then the optimize job the load's maintenance queues (SQLite merges the keyword
+    index's segments; PostgreSQL analyses stale tables), so both stores are timed as a worker keeps them.
+    """
     quiet = getattr(store, "load_quiet", None)
     if quiet is not None:
         store.load_quiet = 0.0  # the load is over: the job builds now, as it would once the store turned quiet
@@ -54,6 +58,8 @@ def _build(store: Any) -> float:
     try:
         for tenant in store.index_work():
             store.maintain_index(tenant)
+        if optimize:
+            store.optimize(vacuum_free_ratio=1.0)
     finally:
         if quiet is not None:
             store.load_quiet = quiet  # the next fill is a load of its own again
@@ -101,7 +107,7 @@ def run(args: argparse.Namespace) -> None:
                             spent[name] += time.perf_counter() - t0
                         done += n
                     for name, svc in backends.items():
-                        built[name] = _build(svc.store)
+                        built[name] = _build(svc.store, not args.as_loaded)
                     add(
                         layout,
                         size,
@@ -109,7 +115,7 @@ def run(args: argparse.Namespace) -> None:
                         size / spent["sqlite"],
                         size / spent["postgres"],
                     )
-                    add(layout, size, "vector index build (s)", built["sqlite"], built["postgres"])
+                    add(layout, size, "index build + optimize job (s)", built["sqlite"], built["postgres"])
                     search_phase(
                         args,
                         layout,
