@@ -244,7 +244,9 @@ class PostgresSearch:
             statements.append((cjk[0], cjk[1]))
         settings = self.settings_statement(filters.tenant)  # what the search reads after ranking (postgres_upkeep)
         sent = time.monotonic()
-        results = self.db.reader().batch([*statements, settings] if settings else statements, [_GENERIC_PLAN])
+        results = self.db.reader().batch(
+            [*statements, settings] if settings else statements, [_GENERIC_PLAN], prepare=True
+        )
         if settings is not None:
             self.keep_settings(filters.tenant, results[-1].fetchall(), sent)
         rows = results[0].fetchall()
@@ -593,7 +595,7 @@ class PostgresSearch:
 
     def _generic(self, sql: str, params: list[Any]) -> list[Any]:
         """The rows of a statement run with the generic plan of its prepared form (no planning per search)."""
-        return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN])[0].fetchall())
+        return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN], prepare=True)[0].fetchall())
 
     def _filter_share(self, filters: SearchFilters, per: str = "") -> float | None:
         """The share of the tenant's near records the filters kept last time, while the store's generation holds
