@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..models import JudgedRecord, RankFields, SearchFilters, to_epoch
-from . import pg_judged, pg_plan
+from . import pg_judged, pg_plan, pg_scan
 from .base import Visibility
 from .pg_connection import placeholders
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
@@ -334,17 +334,38 @@ class PostgresSearch:
             return placeholders(f"SELECT total, avgdl, dfs, gen{present} FROM ({stats}) st"), params, uniq
         cap = max(1, scan_cap)
         positions = [uniq.index(t) + 1 for t in originals]
+        # Per match: its stored length in tokens, then each query term's frequency (a title hit counts
+        # twice, as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite); then Okapi BM25 with FTS5's IDF. For a
+        # one-word query, ts_rank_cd without normalisation is the sum of its positions' weights: with A
+        # weighing 1 and the rest 0.5, twice that is the frequency. It looks the word up in the tsvector,
+        # detoasted once per match (the concatenation, kept apart by OFFSET 0); unnesting every match's
+        # vector was most of the slowest queries' time (bench/pg_keyword_bench.py, docs/postgres.md).
+        frequencies = "".join(
+            ", 0" if " " in f else ", (2 * ts_rank_cd('{0.5,0.5,0.5,1}', f.v, plainto_tsquery('simple', ?), 0))::int"
+            for f in folded
+        )
         # The informative terms, as SQLite's keyword leg plans them (sqlite_keyword._informative_terms): on a
         # store larger than the scan cap, a term in more than common_ratio of the records is left out beside
         # rarer ones, and of only common terms the rarest alone is ranked, over a quarter of the cap.
-        params += [cap, common_ratio, common_ratio, common_ratio, positions, *(f for f in folded if " " not in f)]
+        # Which scan finds the matches: the GIN index, or a walk of the tenant's newest records (funes.store.pg_scan).
+        walk = not _selective(filters)
+        params += [*([pg_scan.WALK_FACTOR, cap, cap] if walk else []), cap, common_ratio, common_ratio, common_ratio]
+        params.append(positions)
         query = " || ".join(
             f"(CASE WHEN kp.keep[{n}] THEN plainto_tsquery('simple', ?) ELSE ''::tsquery END)"
             for n in range(1, len(folded) + 1)
         )
-        params.extend(folded)
-        where = ["m.fts @@ (SELECT " + query + " FROM kp)", *self._where(filters, now, params)]
-        params += [cap, cap]
+        scans = []
+        for walked in (True, False) if walk else (None,):
+            params += [*(f for f in folded if " " not in f), *folded]
+            where = [pg_scan.match(f"(SELECT {query} FROM kp)", walked), *self._where(filters, now, params)]
+            params += [cap, cap]
+            scans.append(
+                f"(SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, "
+                f"(SELECT ARRAY[coalesce(m.fts_length, 0){frequencies}] FROM (SELECT m.fts || ''::tsvector AS v "
+                f"OFFSET 0) f) AS tfs FROM memories m WHERE {' AND '.join(where)} ORDER BY m.rowid DESC "
+                "LIMIT (SELECT CASE WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp))"
+            )
         # Term presence: a term some scanned match holds is present (the match passed every filter). A term the
         # statement searched for (kept), held by none of its matches when they were all scanned (fewer than the
         # cap), is absent: every record the filters admit that holds it was among them. The rest (terms left out,
@@ -367,16 +388,6 @@ class PostgresSearch:
             params += [cap, cap]
         params.append(limit)
         vecs = _VECTORS if self._dims is not None else "NULL"
-        # Per match: its stored length in tokens, then each query term's frequency (a title hit counts
-        # twice, as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite); then Okapi BM25 with FTS5's IDF. For a
-        # one-word query, ts_rank_cd without normalisation is the sum of its positions' weights: with A
-        # weighing 1 and the rest 0.5, twice that is the frequency. It looks the word up in the tsvector,
-        # detoasted once per match (the concatenation, kept apart by OFFSET 0); unnesting every match's
-        # vector was most of the slowest queries' time (bench/pg_keyword_bench.py, docs/postgres.md).
-        frequencies = "".join(
-            ", 0" if " " in f else ", (2 * ts_rank_cd('{0.5,0.5,0.5,1}', f.v, plainto_tsquery('simple', ?), 0))::int"
-            for f in folded
-        )
         # Each term's part of a match's score, summed in the terms' order (as sum() added them over a subquery
         # per match, which cost 1-1.5 ms over 500 matches); its IDF is worked out once, in kp.
         score = " + ".join(
@@ -387,19 +398,15 @@ class PostgresSearch:
         )
         sql = (
             f"WITH st AS MATERIALIZED ({stats}), "
-            "kp AS MATERIALIZED (SELECT array_agg(CASE WHEN NOT p.over THEN true WHEN p.some THEN p.df > 0 AND "
-            "p.df <= p.lim ELSE p.i = p.rarest END ORDER BY p.i) AS keep, bool_and(p.over AND NOT p.some) AS common, "
-            "array_agg(greatest(ln((greatest(p.total, p.df) - p.df + 0.5::float8) / (p.df + 0.5::float8)), 1e-6::float8) "
-            "ORDER BY p.i) AS idf "
+            "kp AS MATERIALIZED (SELECT array_agg(p.keep ORDER BY p.i) AS keep, bool_and(p.over AND NOT p.some) AS "
+            "common, array_agg(greatest(ln((greatest(p.total, p.df) - p.df + 0.5::float8) / (p.df + 0.5::float8)), "
+            f"1e-6::float8) ORDER BY p.i) AS idf, {pg_scan.WALK if walk else 'false'} AS walk FROM (SELECT p.*, CASE WHEN "
+            "NOT p.over THEN true WHEN p.some THEN p.df > 0 AND p.df <= p.lim ELSE p.i = p.rarest END AS keep "
             "FROM (SELECT q.i, st.dfs[q.p] AS df, st.total > ? AND ?::float8 > 0 AS over, greatest(1, "
             "floor(?::float8 * st.total)) AS lim, bool_or(st.dfs[q.p] > 0 AND st.dfs[q.p] <= greatest(1, "
             "floor(?::float8 * st.total))) OVER () AS some, first_value(q.i) OVER (ORDER BY st.dfs[q.p] <= 0, "
-            "st.dfs[q.p], q.i) AS rarest, st.total FROM st, unnest(?::int[]) WITH ORDINALITY AS q(p, i)) p), "
-            f"c AS (SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, "
-            f"(SELECT ARRAY[coalesce(m.fts_length, 0){frequencies}] FROM (SELECT m.fts || ''::tsvector AS v "
-            "OFFSET 0) f) AS tfs "
-            f"FROM memories m WHERE {' AND '.join(where)} ORDER BY m.rowid DESC "
-            "LIMIT (SELECT CASE WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp)), "
+            "st.dfs[q.p], q.i) AS rarest, st.total FROM st, unnest(?::int[]) WITH ORDINALITY AS q(p, i)) p) p), "
+            f"c AS ({' UNION ALL '.join(scans)}), "
             f"s AS (SELECT c.*, {score} AS score FROM c, st, kp), "
             f"pr AS MATERIALIZED (SELECT {present} AS present) "
             # A match on a term the positions cannot show (a hyphenated part) still ranks above nothing.
