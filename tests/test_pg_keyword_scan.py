@@ -23,20 +23,27 @@ pytestmark = pytest.mark.postgres
 def mem(pg_url: str):  # type: ignore[no-untyped-def]
     service = funes.open(pg_url, embedder=HashEmbedder(64), worker="off")
     for tenant in ("acme", "globex"):
-        texts = [
-            f"{tenant} budget note {n}: review the budget" + (" zeppelin" if n % 50 == 7 else "") for n in range(150)
-        ]
-        texts += [f"{tenant} recipe {n}: bake bread, then the budget" for n in range(10)]
         with acting_for(tenant):
-            service.remember_many(texts, tenant=tenant)
+            service.remember_many([f"{tenant} hangar log {n}" for n in range(40)], tenant=tenant)  # the oldest
+            service.remember_many(
+                [
+                    f"{tenant} budget note {n}: review the budget" + (" zeppelin" if n % 50 == 7 else "")
+                    for n in range(150)
+                ]
+                + [f"{tenant} recipe {n}: bake bread, then the budget" for n in range(10)],
+                tenant=tenant,
+            )
             service.remember_many(
                 [f"{tenant} project budget {n}" for n in range(5)], tenant=tenant, scope="project", project="p1"
             )
+            service.remember_many([f"{tenant} quay entry {n}" for n in range(40)], tenant=tenant)  # the newest
     yield service
     service.close()
 
 
 QUERIES = [["budget"], ["budget", "review"], ["zeppelin"], ["zeppelin", "budget", "bread"], ["bread", "qqq"]]
+# hangar and quay: in 16% of the records each, in none of zeppelin's: probed (quay among the newest, hangar the oldest)
+QUERIES += [["zeppelin", "hangar", "quay", "qqq"]]
 
 
 def _answers(mem: funes.Funes, filters: SearchFilters, cap: int) -> list[Any]:
@@ -62,13 +69,17 @@ def test_the_walk_ranks_the_same_matches_as_the_index(
     ]
     walked = [_answers(mem, filters, cap) for filters in cases]
     monkeypatch.setattr(pg_scan, "WALK_FACTOR", 1e300)  # the index always
+    monkeypatch.setattr(pg_scan, "PROBE_FACTOR", 1e300)
     indexed = [_answers(mem, filters, cap) for filters in cases]
     assert walked == indexed
     assert all(answer[0][0] for answer in walked)  # budget found for each
+    if cap == 8:  # zeppelin's matches were all scanned: hangar and quay were probed
+        assert [answer[-1][2] for answer in walked[:2]] == [["hangar", "quay", "zeppelin"]] * 2
 
 
-def _walk_loops(mem: funes.Funes, terms: list[str], cap: int) -> list[int]:
-    """How many times each walk node of the keyword statement ran (EXPLAIN ANALYZE of the statement sent)."""
+def _walk_loops(mem: funes.Funes, terms: list[str], cap: int, probes: bool = False) -> list[int]:
+    """How many times each walk node of the keyword statement ran (EXPLAIN ANALYZE of the statement sent): the scan's
+    walk, or with ``probes`` the presence probes'."""
     store, filters = mem.core.store, SearchFilters(tenant="acme")
     sql, params, _ = store._word_statement(terms, filters, 20, cap, utcnow(), 0.1, checked=terms)
     with acting_for("acme"):
@@ -76,7 +87,8 @@ def _walk_loops(mem: funes.Funes, terms: list[str], cap: int) -> list[int]:
     loops: list[int] = []
 
     def visit(node: dict[str, Any]) -> None:
-        if "ts_match_vq" in node.get("Filter", "") + node.get("Index Cond", ""):
+        test = node.get("Filter", "")
+        if "ts_match_vq(" in test and ("ts_match_vq(w" in test) == probes:
             loops.append(int(node["Actual Loops"]))
         for child in node.get("Plans", ()):
             visit(child)
@@ -89,6 +101,9 @@ def test_common_words_walk_the_tenant_s_newest_records_and_a_rare_word_takes_the
     assert _walk_loops(mem, ["budget"], 8) == [1]  # in every record: the 2 newest are a walk of 2-3 rows away
     assert _walk_loops(mem, ["zeppelin"], 8) == [0]  # in 3 records: the index
     assert _walk_loops(mem, ["budget"], 2000) == [0]  # every match is ranked: the index holds no more than the walk
+    # quay, in none of zeppelin's records, is probed among the tenant's newest records first
+    assert _walk_loops(mem, ["zeppelin", "quay"], 8, probes=True) == [0, 1]  # zeppelin: all its matches scanned
+    assert _walk_loops(mem, ["budget", "review"], 8, probes=True) == [0, 0]  # both held by scanned matches
 
 
 def test_the_keyword_statement_is_prepared_and_runs_its_generic_plan_from_its_first_run(mem: funes.Funes) -> None:

@@ -14,6 +14,12 @@ entries as the terms' counts; the walk is taken when the index's entries (the su
 for, times the largest count) exceed ``WALK_FACTOR`` times ``cap x records``. Same rows either way: only
 the path differs. Selective filters (a project, a session...) keep the index alone: their matches are few
 among the tenant's newest records.
+
+Term presence probes the same way. A term no scanned match held (one the informative-term plan left out,
+common) was probed with ``EXISTS`` through the index: a bitmap of every record holding it, store-wide, which
+cannot stop at the first (up to 22 ms for one probe at 100k). A term in more than ``sqrt(PROBE_FACTOR x
+records)`` records is first looked for among the tenant's newest ``PROBE_FACTOR x records / count`` records
+(at most ``PROBE_ROWS``), and only if none of them holds it, through the index: the same answer.
 """
 
 from __future__ import annotations
@@ -37,3 +43,18 @@ def match(query: str, walked: bool | None) -> str:
     if walked:
         return f"ts_match_vq(m.fts, {query}) AND (SELECT kp.walk FROM kp)"
     return f"m.fts @@ {query} AND NOT (SELECT kp.walk FROM kp)"
+
+
+#: A probe walks first when count x count > PROBE_FACTOR x records, over PROBE_FACTOR x records / count rows.
+PROBE_FACTOR = 4
+PROBE_ROWS = 2000
+
+
+def probe(where: str, at: int) -> str:
+    """Whether one of the tenant's newest records that ``where`` admits holds the term (its count is ``st.dfs[at]``;
+    one parameter after those of ``where``: the folded term), for a term common enough; else false."""
+    return (
+        f"(st.dfs[{at}]::float8 * st.dfs[{at}] > {PROBE_FACTOR} * st.total AND EXISTS (SELECT 1 FROM (SELECT m.fts FROM "
+        f"memories m WHERE {where} ORDER BY m.rowid DESC LIMIT least({PROBE_ROWS}, ceil({PROBE_FACTOR} * st.total / "
+        f"greatest(st.dfs[{at}], 1)))::bigint) w WHERE ts_match_vq(w.fts, plainto_tsquery('simple', ?))))"
+    )

@@ -375,11 +375,14 @@ class PostgresSearch:
         for n, t in enumerate(checked, 1):
             at = originals.index(t) + 1
             known = f"WHEN kp.keep[{at}] AND NOT b.capped THEN false " if " " not in folded[at - 1] else ""
+            if walk:  # a common term is probed in the tenant's newest records first (funes.store.pg_scan)
+                known += f"WHEN {pg_scan.probe(' AND '.join(self._where(filters, now, params)), uniq.index(t) + 1)} THEN true "
+                params.append(folded[at - 1])
             probe = self._probe(folded[at - 1], filters, now, params)
             probes.append(f"CASE WHEN b.seen[{n}] THEN true {known}ELSE {probe} END")
         seen = ", ".join(f"bool_or(c.tfs[{originals.index(t) + 2}] > 0)" for t in checked)
         present = (
-            f"(SELECT ARRAY[{', '.join(probes)}] FROM kp, (SELECT ARRAY[{seen}] AS seen, count(*) >= (SELECT CASE "
+            f"(SELECT ARRAY[{', '.join(probes)}] FROM st, kp, (SELECT ARRAY[{seen}] AS seen, count(*) >= (SELECT CASE "
             "WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp) AS capped FROM c) b)"
             if checked
             else "NULL::boolean[]"
