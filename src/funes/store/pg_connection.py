@@ -373,6 +373,7 @@ class PgConnection:
         settings: Sequence[str] = (),
         *,
         write: bool = False,
+        prepare: bool | None = None,
     ) -> list[PgCursor]:
         """Read statements (PostgreSQL SQL) in one round trip, with ``SET LOCAL`` lines in force for them alone.
 
@@ -380,6 +381,8 @@ class PgConnection:
         statements, or a savepoint rolled back to inside a write. ``write``:
         the statements may write, in a transaction of their own that commits
         (inside a caller's transaction the settings are left out: its commit decides).
+        ``prepare``: True prepares the statements on their first run on this connection (psycopg's own
+        rule, None, prepares a text on its fifth).
         """
         inside = self.depth > 0
         if write and inside:
@@ -393,7 +396,9 @@ class PgConnection:
                     self.raw.execute("SAVEPOINT funes_batch" if inside else "BEGIN" if write else "BEGIN READ ONLY")
                     for line in settings:
                         self.raw.execute(line)
-                cursors = [self.raw.execute(sql, tuple(p) if p is not None else None) for sql, p in statements]
+                cursors = [
+                    self.raw.execute(sql, tuple(p) if p is not None else None, prepare=prepare) for sql, p in statements
+                ]
                 if settings and inside:
                     self.raw.execute("ROLLBACK TO SAVEPOINT funes_batch")
                     self.raw.execute("RELEASE SAVEPOINT funes_batch")
@@ -435,9 +440,12 @@ class PgReader:
         settings: Sequence[str] = (),
         *,
         write: bool = False,
+        prepare: bool | None = None,
     ) -> list[PgCursor]:
         """Read statements in one round trip (see :meth:`PgConnection.batch`)."""
-        return self.db.read([sql for sql, _ in statements], lambda conn: conn.batch(statements, settings, write=write))
+        return self.db.read(
+            [sql for sql, _ in statements], lambda conn: conn.batch(statements, settings, write=write, prepare=prepare)
+        )
 
 
 class PgDatabase:

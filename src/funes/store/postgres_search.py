@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..models import JudgedRecord, RankFields, SearchFilters, to_epoch
-from . import pg_judged, pg_plan
+from . import pg_judged, pg_plan, pg_scan
 from .base import Visibility
 from .pg_connection import placeholders
 from .sqlite_cjk import cjk_runs, merge_hits, trigrams
@@ -244,7 +244,9 @@ class PostgresSearch:
             statements.append((cjk[0], cjk[1]))
         settings = self.settings_statement(filters.tenant)  # what the search reads after ranking (postgres_upkeep)
         sent = time.monotonic()
-        results = self.db.reader().batch([*statements, settings] if settings else statements, [_GENERIC_PLAN])
+        results = self.db.reader().batch(
+            [*statements, settings] if settings else statements, [_GENERIC_PLAN], prepare=True
+        )
         if settings is not None:
             self.keep_settings(filters.tenant, results[-1].fetchall(), sent)
         rows = results[0].fetchall()
@@ -332,39 +334,6 @@ class PostgresSearch:
             return placeholders(f"SELECT total, avgdl, dfs, gen{present} FROM ({stats}) st"), params, uniq
         cap = max(1, scan_cap)
         positions = [uniq.index(t) + 1 for t in originals]
-        # The informative terms, as SQLite's keyword leg plans them (sqlite_keyword._informative_terms): on a
-        # store larger than the scan cap, a term in more than common_ratio of the records is left out beside
-        # rarer ones, and of only common terms the rarest alone is ranked, over a quarter of the cap.
-        params += [cap, common_ratio, common_ratio, common_ratio, positions, *(f for f in folded if " " not in f)]
-        query = " || ".join(
-            f"(CASE WHEN kp.keep[{n}] THEN plainto_tsquery('simple', ?) ELSE ''::tsquery END)"
-            for n in range(1, len(folded) + 1)
-        )
-        params.extend(folded)
-        where = ["m.fts @@ (SELECT " + query + " FROM kp)", *self._where(filters, now, params)]
-        params += [cap, cap]
-        # Term presence: a term some scanned match holds is present (the match passed every filter). A term the
-        # statement searched for (kept), held by none of its matches when they were all scanned (fewer than the
-        # cap), is absent: every record the filters admit that holds it was among them. The rest (terms left out,
-        # a capped scan, a hyphenated term whose positions cannot show) are probed, in this statement, instead of
-        # in one of their own beside it (custom-planned per term: 1-1.6 ms of server time a search).
-        probes = []
-        for n, t in enumerate(checked, 1):
-            at = originals.index(t) + 1
-            known = f"WHEN kp.keep[{at}] AND NOT b.capped THEN false " if " " not in folded[at - 1] else ""
-            probe = self._probe(folded[at - 1], filters, now, params)
-            probes.append(f"CASE WHEN b.seen[{n}] THEN true {known}ELSE {probe} END")
-        seen = ", ".join(f"bool_or(c.tfs[{originals.index(t) + 2}] > 0)" for t in checked)
-        present = (
-            f"(SELECT ARRAY[{', '.join(probes)}] FROM kp, (SELECT ARRAY[{seen}] AS seen, count(*) >= (SELECT CASE "
-            "WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp) AS capped FROM c) b)"
-            if checked
-            else "NULL::boolean[]"
-        )
-        if checked:
-            params += [cap, cap]
-        params.append(limit)
-        vecs = _VECTORS if self._dims is not None else "NULL"
         # Per match: its stored length in tokens, then each query term's frequency (a title hit counts
         # twice, as bm25(memories_fts, 2.0, 1.0, 1.0) on SQLite); then Okapi BM25 with FTS5's IDF. For a
         # one-word query, ts_rank_cd without normalisation is the sum of its positions' weights: with A
@@ -375,6 +344,53 @@ class PostgresSearch:
             ", 0" if " " in f else ", (2 * ts_rank_cd('{0.5,0.5,0.5,1}', f.v, plainto_tsquery('simple', ?), 0))::int"
             for f in folded
         )
+        # The informative terms, as SQLite's keyword leg plans them (sqlite_keyword._informative_terms): on a
+        # store larger than the scan cap, a term in more than common_ratio of the records is left out beside
+        # rarer ones, and of only common terms the rarest alone is ranked, over a quarter of the cap.
+        # Which scan finds the matches: the GIN index, or a walk of the tenant's newest records (funes.store.pg_scan).
+        walk = not _selective(filters)
+        params += [*([pg_scan.WALK_FACTOR, cap, cap] if walk else []), cap, common_ratio, common_ratio, common_ratio]
+        params.append(positions)
+        query = " || ".join(
+            f"(CASE WHEN kp.keep[{n}] THEN plainto_tsquery('simple', ?) ELSE ''::tsquery END)"
+            for n in range(1, len(folded) + 1)
+        )
+        scans = []
+        for walked in (True, False) if walk else (None,):
+            params += [*(f for f in folded if " " not in f), *folded]
+            where = [pg_scan.match(f"(SELECT {query} FROM kp)", walked), *self._where(filters, now, params)]
+            params += [cap, cap]
+            scans.append(
+                f"(SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, "
+                f"(SELECT ARRAY[coalesce(m.fts_length, 0){frequencies}] FROM (SELECT m.fts || ''::tsvector AS v "
+                f"OFFSET 0) f) AS tfs FROM memories m WHERE {' AND '.join(where)} ORDER BY m.rowid DESC "
+                "LIMIT (SELECT CASE WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp))"
+            )
+        # Term presence: a term some scanned match holds is present (the match passed every filter). A term the
+        # statement searched for (kept), held by none of its matches when they were all scanned (fewer than the
+        # cap), is absent: every record the filters admit that holds it was among them. The rest (terms left out,
+        # a capped scan, a hyphenated term whose positions cannot show) are probed, in this statement, instead of
+        # in one of their own beside it (custom-planned per term: 1-1.6 ms of server time a search).
+        probes = []
+        for n, t in enumerate(checked, 1):
+            at = originals.index(t) + 1
+            known = f"WHEN kp.keep[{at}] AND NOT b.capped THEN false " if " " not in folded[at - 1] else ""
+            if walk:  # a common term is probed in the tenant's newest records first (funes.store.pg_scan)
+                known += f"WHEN {pg_scan.probe(' AND '.join(self._where(filters, now, params)), uniq.index(t) + 1)} THEN true "
+                params.append(folded[at - 1])
+            probe = self._probe(folded[at - 1], filters, now, params)
+            probes.append(f"CASE WHEN b.seen[{n}] THEN true {known}ELSE {probe} END")
+        seen = ", ".join(f"bool_or(c.tfs[{originals.index(t) + 2}] > 0)" for t in checked)
+        present = (
+            f"(SELECT ARRAY[{', '.join(probes)}] FROM st, kp, (SELECT ARRAY[{seen}] AS seen, count(*) >= (SELECT CASE "
+            "WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp) AS capped FROM c) b)"
+            if checked
+            else "NULL::boolean[]"
+        )
+        if checked:
+            params += [cap, cap]
+        params.append(limit)
+        vecs = _VECTORS if self._dims is not None else "NULL"
         # Each term's part of a match's score, summed in the terms' order (as sum() added them over a subquery
         # per match, which cost 1-1.5 ms over 500 matches); its IDF is worked out once, in kp.
         score = " + ".join(
@@ -385,19 +401,15 @@ class PostgresSearch:
         )
         sql = (
             f"WITH st AS MATERIALIZED ({stats}), "
-            "kp AS MATERIALIZED (SELECT array_agg(CASE WHEN NOT p.over THEN true WHEN p.some THEN p.df > 0 AND "
-            "p.df <= p.lim ELSE p.i = p.rarest END ORDER BY p.i) AS keep, bool_and(p.over AND NOT p.some) AS common, "
-            "array_agg(greatest(ln((greatest(p.total, p.df) - p.df + 0.5::float8) / (p.df + 0.5::float8)), 1e-6::float8) "
-            "ORDER BY p.i) AS idf "
+            "kp AS MATERIALIZED (SELECT array_agg(p.keep ORDER BY p.i) AS keep, bool_and(p.over AND NOT p.some) AS "
+            "common, array_agg(greatest(ln((greatest(p.total, p.df) - p.df + 0.5::float8) / (p.df + 0.5::float8)), "
+            f"1e-6::float8) ORDER BY p.i) AS idf, {pg_scan.WALK if walk else 'false'} AS walk FROM (SELECT p.*, CASE WHEN "
+            "NOT p.over THEN true WHEN p.some THEN p.df > 0 AND p.df <= p.lim ELSE p.i = p.rarest END AS keep "
             "FROM (SELECT q.i, st.dfs[q.p] AS df, st.total > ? AND ?::float8 > 0 AS over, greatest(1, "
             "floor(?::float8 * st.total)) AS lim, bool_or(st.dfs[q.p] > 0 AND st.dfs[q.p] <= greatest(1, "
             "floor(?::float8 * st.total))) OVER () AS some, first_value(q.i) OVER (ORDER BY st.dfs[q.p] <= 0, "
-            "st.dfs[q.p], q.i) AS rarest, st.total FROM st, unnest(?::int[]) WITH ORDINALITY AS q(p, i)) p), "
-            f"c AS (SELECT {', '.join('m.' + c for c in RANK_COLUMNS)}, m.tenant, m.rowid, "
-            f"(SELECT ARRAY[coalesce(m.fts_length, 0){frequencies}] FROM (SELECT m.fts || ''::tsvector AS v "
-            "OFFSET 0) f) AS tfs "
-            f"FROM memories m WHERE {' AND '.join(where)} ORDER BY m.rowid DESC "
-            "LIMIT (SELECT CASE WHEN kp.common THEN greatest(1, ? / 4) ELSE ? END FROM kp)), "
+            "st.dfs[q.p], q.i) AS rarest, st.total FROM st, unnest(?::int[]) WITH ORDINALITY AS q(p, i)) p) p), "
+            f"c AS ({' UNION ALL '.join(scans)}), "
             f"s AS (SELECT c.*, {score} AS score FROM c, st, kp), "
             f"pr AS MATERIALIZED (SELECT {present} AS present) "
             # A match on a term the positions cannot show (a hyphenated part) still ranks above nothing.
@@ -593,7 +605,7 @@ class PostgresSearch:
 
     def _generic(self, sql: str, params: list[Any]) -> list[Any]:
         """The rows of a statement run with the generic plan of its prepared form (no planning per search)."""
-        return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN])[0].fetchall())
+        return list(self.db.reader().batch([(placeholders(sql), params)], [_GENERIC_PLAN], prepare=True)[0].fetchall())
 
     def _filter_share(self, filters: SearchFilters, per: str = "") -> float | None:
         """The share of the tenant's near records the filters kept last time, while the store's generation holds
