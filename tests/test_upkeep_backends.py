@@ -126,6 +126,10 @@ def test_postgres_dedupe_searches_a_hundred_records_per_statement_with_the_same_
         # records of their kind, so each is then asked as vector_search asks it (HNSW, then exact: 2 trips).
         assert [len(found) for found in one_by_one] == [6] * 261 + [3] * 3 + [6]
         assert trips == 3 + 1 + 3 * 2, trips
+        # Only the near ones wanted (dedupe's floor): the index searches narrower, the same near neighbours.
+        near = [[(i, sim) for i, sim in found if sim >= 0.95] for found in one_by_one]
+        assert store.vector_search_many(queries, k=6, now=now, floor=0.95) == near
+        assert twin.id in {i for i, _ in near[len(notes) - 1]} and len(near) == len(records)
         assert [(p.keep.id, p.drop.id) for p in mem.find_duplicates()] == [(twin.id, notes[-1].id)]
     finally:
         mem.close()

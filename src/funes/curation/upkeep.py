@@ -397,7 +397,10 @@ class Upkeep:
         asked = [(m, v) for m in (records.get(i) for i in ids) if m is not None for v in vectors.get(m.id, ())]
         # All the searches at once: PostgreSQL answers a hundred of them per statement (vector_search_many).
         found = self.store.vector_search_many(
-            [(v, SearchFilters(tenant=tenant_id, kinds=(m.kind,))) for m, v in asked], k=_NEIGHBOURS, now=utcnow()
+            [(v, SearchFilters(tenant=tenant_id, kinds=(m.kind,))) for m, v in asked],
+            k=_NEIGHBOURS,
+            now=utcnow(),
+            floor=limit,
         )
         seen: set[tuple[str, str]] = set()
         pairs: list[DuplicatePair] = []

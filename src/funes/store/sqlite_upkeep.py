@@ -43,10 +43,19 @@ class UpkeepTables:
         return True
 
     def vector_search_many(
-        self, queries: Sequence[tuple[np.ndarray, SearchFilters]], *, k: int, now: datetime
+        self,
+        queries: Sequence[tuple[np.ndarray, SearchFilters]],
+        *,
+        k: int,
+        now: datetime,
+        floor: float | None = None,
     ) -> list[list[tuple[str, float]]]:
-        """``vector_search`` of each (vector, filters), in order: what maintenance's dedupe asks of its records."""
-        return [self.vector_search(vector, filters, k=k, now=now) for vector, filters in queries]  # type: ignore[attr-defined]
+        """``vector_search`` of each (vector, filters), in order: what maintenance's dedupe asks of its records.
+
+        ``floor``: only the neighbours at least this similar are kept.
+        """
+        found = [self.vector_search(vector, filters, k=k, now=now) for vector, filters in queries]  # type: ignore[attr-defined]
+        return found if floor is None else [[(i, s) for i, s in hits if s >= floor] for hits in found]
 
     def expired_ids(self, tenant: str, now: datetime, *, limit: int) -> list[str]:
         """Unpinned records of the tenant whose expiry has passed, oldest expiry first."""
