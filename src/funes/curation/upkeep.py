@@ -394,28 +394,31 @@ class Upkeep:
         ids = self.store.tenant_ids(tenant_id, UPKEEP_KINDS, limit=int(scan or self.config.maintain_batch), since=since)
         records = self.store.get_many(ids)
         vectors = self.store.vectors_for(ids)
-        now = utcnow()
+        asked = [(m, v) for m in (records.get(i) for i in ids) if m is not None for v in vectors.get(m.id, ())]
+        # All the searches at once: PostgreSQL answers a hundred of them per statement (vector_search_many).
+        found = self.store.vector_search_many(
+            [(v, SearchFilters(tenant=tenant_id, kinds=(m.kind,))) for m, v in asked],
+            k=_NEIGHBOURS,
+            now=utcnow(),
+            floor=limit,
+        )
         seen: set[tuple[str, str]] = set()
         pairs: list[DuplicatePair] = []
-        for memory_id in ids:
-            memory = records.get(memory_id)
-            if memory is None or not vectors.get(memory_id):
-                continue
-            filters = SearchFilters(tenant=tenant_id, kinds=(memory.kind,))
-            for vector in vectors[memory_id]:
-                for other_id, similarity in self.store.vector_search(vector, filters, k=_NEIGHBOURS, now=now):
-                    if other_id == memory_id or similarity < limit:
-                        continue
-                    key = (min(memory_id, other_id), max(memory_id, other_id))
-                    if key in seen:
-                        continue
-                    other = records.get(other_id) or self.store.get(other_id)
-                    if other is None or not _same_place(memory, other) or not same_words(memory.content, other.content):
-                        continue
-                    seen.add(key)
-                    chosen = keeper(memory, other)
-                    if chosen is not None:
-                        pairs.append(DuplicatePair(chosen[0], chosen[1], float(similarity)))
+        for (memory, _vector), neighbours in zip(asked, found, strict=True):
+            memory_id = memory.id
+            for other_id, similarity in neighbours:
+                if other_id == memory_id or similarity < limit:
+                    continue
+                key = (min(memory_id, other_id), max(memory_id, other_id))
+                if key in seen:
+                    continue
+                other = records.get(other_id) or self.store.get(other_id)
+                if other is None or not _same_place(memory, other) or not same_words(memory.content, other.content):
+                    continue
+                seen.add(key)
+                chosen = keeper(memory, other)
+                if chosen is not None:
+                    pairs.append(DuplicatePair(chosen[0], chosen[1], float(similarity)))
         return sorted(pairs, key=lambda p: -p.similarity)
 
     def find_stale(self, *, project: str | None = None, tenant: str | None = None) -> list[dict[str, Any]]:

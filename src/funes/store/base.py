@@ -273,6 +273,18 @@ class Store(Protocol):
         """(memory id, cosine similarity), best first; exact KNN inside the filters."""
         ...
 
+    def vector_search_many(
+        self,
+        queries: Sequence[tuple[np.ndarray, SearchFilters]],
+        *,
+        k: int,
+        now: datetime,
+        floor: float | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`vector_search` of each (vector, filters), in order (PostgreSQL: one statement per filter set);
+        ``floor``: only neighbours at least this similar are wanted (PostgreSQL then searches its index narrower)."""
+        ...
+
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """Rows in the keyword index and how many contain each term (the IDF inputs of BM25)."""
         ...

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..models import Memory, to_epoch
+import numpy as np
+
+from ..models import Memory, SearchFilters, to_epoch
 from .sqlite_rows import COLUMNS, to_memory
 
 
@@ -39,6 +41,21 @@ class UpkeepTables:
             return False
         self.enqueue_job(**job)  # type: ignore[attr-defined]
         return True
+
+    def vector_search_many(
+        self,
+        queries: Sequence[tuple[np.ndarray, SearchFilters]],
+        *,
+        k: int,
+        now: datetime,
+        floor: float | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """``vector_search`` of each (vector, filters), in order: what maintenance's dedupe asks of its records.
+
+        ``floor``: only the neighbours at least this similar are kept.
+        """
+        found = [self.vector_search(vector, filters, k=k, now=now) for vector, filters in queries]  # type: ignore[attr-defined]
+        return found if floor is None else [[(i, s) for i, s in hits if s >= floor] for hits in found]
 
     def expired_ids(self, tenant: str, now: datetime, *, limit: int) -> list[str]:
         """Unpinned records of the tenant whose expiry has passed, oldest expiry first."""
