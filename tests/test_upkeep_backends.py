@@ -161,7 +161,7 @@ def test_postgres_finds_what_a_tenant_wrote_since_a_time_by_an_index_on_stores_m
 
 
 def test_sqlite_finds_what_a_tenant_wrote_since_a_time_by_an_index_on_stores_made_before(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The same read on SQLite walked the tenant's rows and sorted them (4.5 s at 1M records): sql/022's index."""
+    """The same read on SQLite walked the tenant's rows and sorted them (0.29-4.5 s at 1M records): sql/022's index."""
     path = str(tmp_path / "old.db")
     mem = _open(path)
     try:
