@@ -46,9 +46,14 @@ def test_a_large_load_is_written_whole_and_searchable_before_and_after_the_job_r
     records = [_record(f"note {i} about {'zeppelins' if i % 100 == 0 else 'ships'}", title=f"t{i}") for i in range(n)]
     vectors = [_unit(rng) for _ in range(n)]
     before = store.db.counter.statements
+    conn = store.db.reader()
+
+    def graph() -> list[str]:  # the HNSW index's build options: a denser graph than pgvector's default 64
+        return conn.native("SELECT reloptions FROM pg_class WHERE relname = 'memory_vectors_hnsw'").fetchone()[0]
+
+    assert sorted(graph()) == ["ef_construction=128", "m=16"]  # as the store created it, empty
     assert store.put_many([(m, [v]) for m, v in zip(records, vectors, strict=True)]) == n
     assert store.db.counter.statements - before < n // 50  # batches, not a statement per record
-    conn = store.db.reader()
     assert conn.native("SELECT count(*) FROM memories").fetchone()[0] == n
     assert conn.native("SELECT count(*) FROM memory_vectors").fetchone()[0] == n
 
@@ -68,7 +73,7 @@ def test_a_large_load_is_written_whole_and_searchable_before_and_after_the_job_r
     for built in (False, True):
         if built:
             assert "built the HNSW index" in store.maintain_index("acme")
-            assert "memory_vectors_hnsw" in indexes()
+            assert "memory_vectors_hnsw" in indexes() and sorted(graph()) == ["ef_construction=128", "m=16"]
             assert "nothing to do" in store.maintain_index("acme")
         for probe in (3, n // 2, n - 1):
             found = store.vector_search(vectors[probe], SearchFilters(tenant="acme"), k=5, now=later)

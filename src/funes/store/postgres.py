@@ -41,7 +41,7 @@ from ..errors import InvalidInput
 from ..models import EmbedderIdentity, Memory
 from .base import own_transaction, refuse_other_embedder, refuse_other_tenant
 from .pg_connection import PgDatabase, redact
-from .postgres_bulk import PostgresBulk, refold_keywords
+from .postgres_bulk import HNSW_INDEX, PostgresBulk, refold_keywords
 from .postgres_extras import PostgresExtras
 from .postgres_forget import PostgresForget
 from .postgres_search import PostgresSearch, fold_words
@@ -219,10 +219,7 @@ class PostgresStore(
                 conn.native("DELETE FROM memory_vectors")
                 conn.native("ALTER TABLE memory_vectors DROP COLUMN IF EXISTS embedding")
             conn.native(f"ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS embedding vector({dims}) NOT NULL")
-            conn.native(
-                "CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors "
-                "USING hnsw (embedding vector_cosine_ops)"
-            )
+            conn.native(HNSW_INDEX.format(how=""))
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('embedder_model', ?), ('embedder_dimensions', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

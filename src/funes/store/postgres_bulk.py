@@ -58,8 +58,12 @@ STATS_STALE = (
     f">= greatest(%s, c.reltuples * {ANALYZE_GROWTH}) FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
     "WHERE c.oid = 'memories'::regclass"
 )
-_HNSW = (
-    "CREATE INDEX {how} IF NOT EXISTS memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
+# ef_construction 128, not pgvector's 64: on one tenant of 100k clustered vectors the iterative scan's recall@10
+# against exact was 0.983 with the default graph and 1.000 with this one, at the same search time (issue 29);
+# the build takes about 1.5 times as long. An index built before keeps its graph until `REINDEX`.
+HNSW_INDEX = (
+    "CREATE INDEX {how} IF NOT EXISTS memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops) "
+    "WITH (m = 16, ef_construction = 128)"
 )
 
 
@@ -208,7 +212,7 @@ class PostgresBulk:
         memory = min(max(64, held * ((self._dims or 0) * 4 + 512) * 3 // 2 >> 20), 2048)
         conn.native(f"SET {'LOCAL ' if inside else ''}maintenance_work_mem = '{memory}MB'")
         try:
-            conn.native(_HNSW.format(how="" if inside else "CONCURRENTLY"))
+            conn.native(HNSW_INDEX.format(how="" if inside else "CONCURRENTLY"))
         finally:
             if not inside:
                 conn.native("RESET maintenance_work_mem")
