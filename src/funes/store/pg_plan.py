@@ -70,3 +70,19 @@ def seen_share(rows: list[tuple[int, int]]) -> float:
         return 0.0  # none of the near records passed
     passed, near = rows[0]
     return passed / max(1, near)
+
+
+def hnsw_settings(ef: int, *, iterative: bool) -> list[str]:
+    """The settings of an HNSW statement (the search's vector leg and maintenance's batched neighbours).
+
+    The row-level-security qual makes the planner expect a handful of rows and sort them by a sequential
+    scan: exact, but it reads every vector, so the scan is turned off. ``iterative`` (pgvector >= 0.8): the
+    filters run inside the index scan, which walks on until enough rows pass them.
+    """
+    iterate = ["SET LOCAL hnsw.iterative_scan = relaxed_order"] if iterative else []
+    return [f"SET LOCAL hnsw.ef_search = {int(ef)}", "SET LOCAL enable_seqscan = off", *iterate]
+
+
+def iterative_rows(k: int) -> int:
+    """Rows an iterative HNSW scan asks for to keep the best part of ``k`` records (records hold several)."""
+    return max(k * 4, 40)

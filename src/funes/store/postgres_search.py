@@ -637,18 +637,12 @@ class PostgresSearch:
         out: _Judging | None = None,
     ) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
         """The HNSW index's nearest vectors, filtered (inside the scan when iterative), best part per record."""
-        settings = [
-            f"SET LOCAL hnsw.ef_search = {int(ef)}",
-            # The row-level-security qual makes the planner expect a handful of rows and sort them
-            # by a sequential scan: exact, but it reads every vector. This plan is for the index.
-            "SET LOCAL enable_seqscan = off",
-        ]
+        settings = pg_plan.hnsw_settings(ef, iterative=iterative)
         columns = pg_judged.columns("m", judged=out is not None) + (", m.tenant, m.rowid" if out is not None else "")
         if iterative:
-            settings.append("SET LOCAL hnsw.iterative_scan = relaxed_order")
             params: list[Any] = [query]
             where = self._where(filters, now, params)
-            params += [query, max(k * 4, 40)]
+            params += [query, pg_plan.iterative_rows(k)]
             sql = (
                 f"SELECT 1 - (v.embedding <=> ?) AS sim, {columns} FROM memory_vectors v JOIN memories m "
                 f"ON m.tenant = v.tenant AND m.rowid = v.memory_rowid WHERE {' AND '.join(where)} "

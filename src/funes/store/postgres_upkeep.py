@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..models import SearchFilters
-from . import pg_judged
+from . import pg_judged, pg_plan
 from .pg_connection import placeholders
 from .postgres_bulk import ANALYZE_AFTER, STATS_STALE
 from .postgres_extras import JOB_COLUMNS, JOB_MARKS, job_values
@@ -38,15 +38,6 @@ MANY_PER_STATEMENT = 100
 #: search against 5.2 ms at vector_search's 100 (issue 29).
 EF_NEAR = 16
 NEAR_FLOOR = 0.95
-
-
-def _hnsw_settings(ef: int) -> list[str]:
-    """``vector_search``'s settings for an HNSW statement with pgvector >= 0.8 (postgres_search._hnsw_knn)."""
-    return [
-        f"SET LOCAL hnsw.ef_search = {int(ef)}",
-        "SET LOCAL enable_seqscan = off",
-        "SET LOCAL hnsw.iterative_scan = relaxed_order",
-    ]
 
 
 def _settings(rows: Iterable[Sequence[Any]]) -> dict[str, dict[str, Any]]:
@@ -155,13 +146,13 @@ class PostgresUpkeep:
                 narrow = bool(filters.entity_types or filters.entity_ids or filters.references)
                 if not narrow and self._tenant_vectors(self.db.reader(), filters.tenant) > self.exact_max:
                     groups.setdefault(filters, []).append(i)
-        settings = _hnsw_settings(EF_NEAR if near else _EF_ITERATIVE)
+        settings = pg_plan.hnsw_settings(EF_NEAR if near else _EF_ITERATIVE, iterative=True)
         for filters, members in groups.items():
             for start in range(0, len(members), MANY_PER_STATEMENT):
                 chunk = members[start : start + MANY_PER_STATEMENT]
                 params: list[Any] = [[np.asarray(queries[i][0], dtype=np.float32) for i in chunk]]
                 where = self._where(filters, now, params)
-                params.append(k * 2 if near else max(k * 4, 40))  # (the latter as vector_search's HNSW statement)
+                params.append(k * 2 if near else pg_plan.iterative_rows(k))  # (the latter as vector_search's)
                 sql = (
                     f"SELECT x.*, q.ord FROM unnest(?::vector[]) WITH ORDINALITY AS q(vec, ord) CROSS JOIN LATERAL "
                     f"(SELECT 1 - (v.embedding <=> q.vec) AS sim, {pg_judged.columns('m', judged=False)} "
