@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -135,24 +135,31 @@ def test_postgres_dedupe_searches_a_hundred_records_per_statement_with_the_same_
         mem.close()
 
 
-def test_postgres_finds_what_a_tenant_wrote_since_a_time_by_an_index_on_stores_made_before(pg_url: str) -> None:
-    """Maintenance's dedupe asks, every run, for the records written since its last one: a scan of the whole
-    table without pg_sql/021's index (87 ms at 100k, issue 29). A store made before it gains it on open."""
-    mem = _open(pg_url)
+def _reopened_after_migration(target: str, version: int) -> tuple[funes.Funes, datetime]:
+    """A store as it was before migration ``version`` (no memories_updated), 30 records written, then reopened
+    (migrated on open); checks that the dedupe's read finds them, and returns the store and that read's time."""
+    mem = _open(target)
     try:
-        with mem.store.db.write() as conn:  # the store as it was before the migration
-            conn.native("DROP INDEX memories_updated")
-            conn.native("DELETE FROM migrations WHERE version = 21")
+        with mem.store.db.write() as conn:
+            run = getattr(conn, "native", None) or conn.execute  # PostgreSQL's raw statements, SQLite's
+            run("DROP INDEX memories_updated")
+            run(f"DELETE FROM migrations WHERE version = {version}")
         mem.remember_many([f"note {n} about the orchard" for n in range(30)])
     finally:
         mem.close()
-    mem = _open(pg_url)  # migrated on open
+    mem = _open(target)
+    since = utcnow() - timedelta(minutes=5)
+    assert len(mem.core.store.tenant_ids("default", ("memory", "insight"), limit=100, since=since)) == 30
+    return mem, since
+
+
+def test_postgres_finds_what_a_tenant_wrote_since_a_time_by_an_index_on_stores_made_before(pg_url: str) -> None:
+    """Maintenance's dedupe asks, every run, for the records written since its last one: a scan of the whole
+    table without pg_sql/021's index (87 ms at 100k, issue 29). A store made before it gains it on open."""
+    mem, since = _reopened_after_migration(pg_url, 21)
     try:
-        store = mem.core.store
-        since = utcnow() - timedelta(minutes=5)
-        assert len(store.tenant_ids("default", ("memory", "insight"), limit=100, since=since)) == 30
         sql = "SELECT id FROM memories WHERE tenant = %s AND updated_at > %s ORDER BY updated_at DESC LIMIT 10"
-        plan = store.db.reader().batch(
+        plan = mem.core.store.db.reader().batch(
             [("EXPLAIN " + sql, ["default", since.timestamp()])], ["SET LOCAL enable_seqscan = off"]
         )[0]
         assert "memories_updated" in " ".join(row[0] for row in plan.fetchall())
@@ -162,25 +169,13 @@ def test_postgres_finds_what_a_tenant_wrote_since_a_time_by_an_index_on_stores_m
 
 def test_sqlite_finds_what_a_tenant_wrote_since_a_time_by_an_index_on_stores_made_before(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The same read on SQLite walked the tenant's rows and sorted them (0.29-4.5 s at 1M records): sql/022's index."""
-    path = str(tmp_path / "old.db")
-    mem = _open(path)
+    mem, _ = _reopened_after_migration(str(tmp_path / "old.db"), 22)
     try:
-        with mem.store.db.write() as conn:  # the store as it was before the migration
-            conn.execute("DROP INDEX memories_updated")
-            conn.execute("DELETE FROM migrations WHERE version = 22")
-        mem.remember_many([f"note {n} about the orchard" for n in range(30)])
-    finally:
-        mem.close()
-    mem = _open(path)  # migrated on open
-    try:
-        store = mem.core.store
-        since = utcnow() - timedelta(minutes=5)
-        assert len(store.tenant_ids("default", ("memory", "insight"), limit=100, since=since)) == 30
         sql = (
             "SELECT id FROM memories WHERE tenant = ? AND kind IN (?, ?) AND updated_at > ? "
             "ORDER BY updated_at DESC LIMIT 10"
         )
-        plan = store.db.reader().execute("EXPLAIN QUERY PLAN " + sql, ["default", "memory", "insight", 0.0])
+        plan = mem.core.store.db.reader().execute("EXPLAIN QUERY PLAN " + sql, ["default", "memory", "insight", 0.0])
         details = " ".join(str(row[-1]) for row in plan.fetchall())
         assert "memories_updated" in details and "TEMP B-TREE" not in details, details
     finally:
