@@ -642,7 +642,7 @@ class PostgresSearch:
         if iterative:
             params: list[Any] = [query]
             where = self._where(filters, now, params)
-            params += [query, pg_plan.iterative_rows(k)]
+            params += [query, pg_plan.iterative_rows(k, pg_plan.vectors_per_record(self, filters.tenant))]
             sql = (
                 f"SELECT 1 - (v.embedding <=> ?) AS sim, {columns} FROM memory_vectors v JOIN memories m "
                 f"ON m.tenant = v.tenant AND m.rowid = v.memory_rowid WHERE {' AND '.join(where)} "

@@ -152,7 +152,8 @@ class PostgresUpkeep:
                 chunk = members[start : start + MANY_PER_STATEMENT]
                 params: list[Any] = [[np.asarray(queries[i][0], dtype=np.float32) for i in chunk]]
                 where = self._where(filters, now, params)
-                params.append(k * 2 if near else pg_plan.iterative_rows(k))  # (the latter as vector_search's)
+                rows = pg_plan.iterative_rows(k, pg_plan.vectors_per_record(self, filters.tenant))
+                params.append(k * 2 if near else rows)  # (the latter as vector_search's)
                 sql = (
                     f"SELECT x.*, q.ord FROM unnest(?::vector[]) WITH ORDINALITY AS q(vec, ord) CROSS JOIN LATERAL "
                     f"(SELECT 1 - (v.embedding <=> q.vec) AS sim, {pg_judged.columns('m', judged=False)} "
