@@ -97,6 +97,14 @@ def _database_cpu_seconds(pgdata: str | None) -> float | None:
     return total
 
 
+def _pg_buffers(store: object) -> tuple[str, str]:
+    """PostgreSQL's shared_buffers, and the size of what a vector search reads (the HNSW index, the vectors)."""
+    conn = store.db.reader()  # type: ignore[attr-defined]
+    size = "pg_size_pretty(coalesce(pg_relation_size(to_regclass('memory_vectors_hnsw')), 0) + pg_relation_size('memory_vectors'))"
+    row = conn.native(f"SELECT current_setting('shared_buffers'), {size}").fetchone()
+    return str(row[0]), str(row[1])
+
+
 def prefill(db: str, count: int, team: str, cold_index: bool = False) -> tuple[str, list[float]]:
     """Fill the store, create a key; return it and in-process search latencies (the baseline).
 
@@ -269,6 +277,7 @@ def main() -> None:
     with funes.open(db, embedder="hash:384", worker="off", **RETENTION_OFF, auto_work=False) as service:
         found = service.store.get_many(written)
         index_jobs = [f"{j.status} ({j.result or j.last_error})" for j in service.jobs.list(kind="ann-index")]
+        buffers = _pg_buffers(service.store) if "://" in db else None
     lost = len(written) - len(found)
     backend = "postgres" if "://" in db else "sqlite"
     total = sum(len(v) for v in latencies.values())
@@ -296,6 +305,8 @@ def main() -> None:
             + (f", PostgreSQL (all its processes) {cpu[1]:.1f} ms" if cpu[1] is not None else "")
         )
     print(f"writes acknowledged: {len(written)}; lost writes: {lost}")
+    if buffers:  # what the database's CPU per request depends on most (docs/postgres.md, its server's settings)
+        print(f"PostgreSQL shared_buffers {buffers[0]}; the vector index and the vectors' table take {buffers[1]}")
     print(f"vector index jobs: {', '.join(index_jobs) or 'none'}")
     if tmp:
         import shutil
