@@ -157,6 +157,9 @@ class Maintenance:
                 "they are keyword-searchable now. A long-running process embeds them when it answers, or run "
                 "`funes jobs run`."
             )
+        server_notes = getattr(self.core.store, "server_notes", None)  # PostgreSQL: its server's own settings
+        if server_notes is not None:
+            notes.extend(server_notes())
         jobs = self.core.store.job_counts()
         if jobs.get("failed"):
             problems.append(

@@ -110,6 +110,31 @@ def _key_row(row: Sequence[Any], columns: Sequence[str]) -> dict[str, Any]:
     return item
 
 
+# shared_buffers in bytes (pg_settings counts it in 8 kB blocks), and what a vector search reads: the HNSW index
+# and the vectors' table.
+_BUFFERS = (
+    "SELECT (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'), "
+    "coalesce(pg_relation_size(to_regclass('memory_vectors_hnsw')), 0) + pg_relation_size('memory_vectors')"
+)
+
+
+def buffers_note(buffers: int, needed: int) -> str | None:
+    """A note when ``shared_buffers`` cannot hold the vector index and the vectors (None when it can).
+
+    With PostgreSQL's default 128 MB and 100k records of 384 dimensions (360 MB of both), every search read their
+    pages into the buffers again: the mixed REST load cost PostgreSQL 16.6-16.8 ms of CPU per request against
+    12.3 ms with 1 GB (issue 29, docs/postgres.md).
+    """
+    if needed <= buffers:
+        return None
+    mib = 1024 * 1024
+    return (
+        f"PostgreSQL's shared_buffers ({buffers // mib} MB) cannot hold the vector index and the vectors "
+        f"({needed // mib} MB): searches read their pages again and again. Set it larger (`ALTER SYSTEM SET "
+        "shared_buffers = '1GB'`, then restart PostgreSQL; up to a quarter of the machine's memory)."
+    )
+
+
 class PostgresExtras:
     """Mixin of PostgresStore: the parts whose SQL is PostgreSQL's own."""
 
@@ -399,6 +424,14 @@ class PostgresExtras:
             if bad:
                 problems.append(f"{bad} vectors do not have {self._dims} dimensions; run `funes reindex`.")
         return problems
+
+    def server_notes(self) -> list[str]:
+        """Advice on the PostgreSQL server's own settings (``funes doctor``'s notes): see :func:`buffers_note`."""
+        if self._dims is None:
+            return []
+        buffers, needed = self.db.reader().native(_BUFFERS).fetchone()
+        note = buffers_note(int(buffers), int(needed or 0))
+        return [note] if note else []
 
     # -- API keys (not under row-level security: they are how a tenant is found) ---------
     def save_api_key(self, row: dict[str, Any]) -> None:
