@@ -196,6 +196,25 @@ def spread(sets: Sets, feats: Feats, fitter: Callable[..., Any], draws: int, see
     }
 
 
+def paired(ref: Sets, sets: Sets, variant: tuple[Feats, Callable[..., Any]], draws: int) -> dict[str, Any]:
+    """Each held-out figure's change from w = 0 (shipped features) to the variant, 5th and 95th percentile
+    over ``draws`` bootstraps drawing the same training queries for both (the two runs hold the same queries)."""
+    feats, fitter = variant
+    plain = FEATURES["plain"]
+    diffs = []
+    for draw in range(draws):
+        before = judged(ref, plain, joint(plain), np.random.default_rng(draw))
+        after = judged(sets, feats, fitter(feats), np.random.default_rng(draw))
+        diffs.append({h: {k: v - before[h][k] for k, v in row.items()} for h, row in after.items()})
+    return {
+        h: {
+            k: (float(np.percentile([d[h][k] for d in diffs], 5)), float(np.percentile([d[h][k] for d in diffs], 95)))
+            for k in row
+        }
+        for h, row in diffs[0].items()
+    }
+
+
 def compared(rows: dict[str, dict[str, float]], ref: dict[str, dict[str, float]]) -> tuple[int, int, list[str]]:
     """(figures lower than the reference, figures higher, the lower ones named)."""
     down = [
@@ -232,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blend", type=Path, required=True, help="--dump of a run at name_free_query_weight W")
     parser.add_argument("--variant", action="append", choices=list(VARIANTS), help="Only these (repeatable).")
     parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        help="Also print each variant's change from w = 0 over N bootstraps drawing the same training queries.",
+    )
+    parser.add_argument(
         "--bootstrap", type=int, default=0, help="Also print w = 0's figures' spread over N bootstraps of the fit."
     )
     args = parser.parse_args(argv)
@@ -264,6 +289,13 @@ def main(argv: list[str] | None = None) -> int:
         if band:
             under = [f"{h} {k} {v:.3f}" for h, row in rows.items() for k, v in row.items() if v < band[h][k][0] - 1e-9]
             print("  under w = 0's bootstrap 5th percentile: " + ("; ".join(under) or "none"), flush=True)
+        if args.paired:
+            change = paired(runs["plain"], runs[hits], (FEATURES[feats], fitter), args.paired)
+            print(f"  change from w = 0 over {args.paired} paired bootstraps (5th to 95th percentile):")
+            for held, row in change.items():
+                print(f"  {held:<8} " + "  ".join(f"{k} {lo:+.3f}..{hi:+.3f}" for k, (lo, hi) in row.items()))
+            worse = [f"{h} {k}" for h, row in change.items() for k, (_, hi) in row.items() if hi < -1e-9]
+            print("  lower in 95% of the draws: " + ("; ".join(worse) or "none"), flush=True)
     return 0
 
 

@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import quality_lodo
-from quality_names import FEATURES, compared, joint, judged, pair, staged
+from quality_names import FEATURES, compared, joint, judged, pair, paired, staged
 
 
 def _hit(cosine: float, keyword: float = 0.0, coverage: float = 0.0) -> dict[str, float]:
@@ -52,12 +52,14 @@ def test_pairing_refuses_dumps_of_other_queries() -> None:
         pair(blend, plain, "cw", "c0", lambda q: False)
 
 
-def _sets(rng: np.random.Generator) -> dict[str, tuple[list[SimpleNamespace], list[SimpleNamespace]]]:
+def _sets(
+    rng: np.random.Generator, queries: int = 60
+) -> dict[str, tuple[list[SimpleNamespace], list[SimpleNamespace]]]:
     """Two sets of named and unnamed queries whose answer is the hit with the higher name-free cosine."""
     sets = {}
     for name in ("x", "y"):
         on = []
-        for n in range(60):
+        for n in range(queries):
             named = n % 2 == 0
             c0 = rng.uniform(0.2, 0.8, 20)
             cw = c0 + (rng.normal(0.0, 0.05, 20) if named else 0.0)
@@ -124,3 +126,12 @@ def test_a_bootstrap_draws_the_training_sets_queries_and_keeps_the_held_out_set_
     seen.clear()
     judged(sets, FEATURES["plain"], fitter)
     assert seen[0]["y"] is sets["y"]
+
+
+def test_paired_bootstraps_draw_the_same_queries_for_both_models() -> None:
+    sets = _sets(np.random.default_rng(5), queries=24)
+    # The same model on the same runs: every draw's change is exactly 0 only if both fits saw the same queries.
+    same = paired(sets, sets, (FEATURES["plain"], joint), draws=2)
+    assert {v for row in same.values() for v in row.values()} == {(0.0, 0.0)}
+    shifted = paired(sets, sets, (FEATURES["plain+shift"], staged), draws=2)
+    assert shifted["x"]["R@1"][1] > 0  # the shift ranks the synthetic answers first more often
