@@ -133,30 +133,35 @@ def labelled(on: list[Any], off: list[Any], top: int = FIT_TOP) -> tuple[list[di
     return signals, labels
 
 
-def fit(sets: dict[str, tuple[list[Any], list[Any]]], keyword_only: bool = False) -> tuple[float, np.ndarray]:
-    """One logistic over the labelled hits of these data sets, each set weighing the same."""
+def fit(
+    sets: dict[str, tuple[list[Any], list[Any]]], keyword_only: bool = False, feats: Any = None
+) -> tuple[float, np.ndarray]:
+    """One logistic over the labelled hits of these data sets, each set weighing the same (``feats``: the
+    model's inputs of a hit's signals, default :func:`features`)."""
+    feats = feats or features
     xs, ys, ws = [], [], []
     for on, off in sets.values():
         signals, labels = labelled(on, off)
         if not labels:
             continue
-        xs += [features(s, keyword_only) for s in signals]
+        xs += [feats(s, keyword_only) for s in signals]
         ys += labels
         ws += [1.0 / len(labels)] * len(labels)
     w = np.asarray(ws) * len(ws) / len(sets)
     return fit_logistic(np.asarray(xs, dtype=float), np.asarray(ys), weights=w)
 
 
-def rescored(r: Any, model: tuple[float, np.ndarray] | None) -> tuple[list[str], list[float]]:
+def rescored(r: Any, model: tuple[float, np.ndarray] | None, feats: Any = None) -> tuple[list[str], list[float]]:
     """A query's hits re-ranked by a refitted relevance (boosts on its odds, as search shows it); None: as run."""
     if model is None:
         return list(r.units), list(r.relevance)
     from funes.memory.relevance import boosted
 
+    feats = feats or features
     b, w = model
     rows = []
     for u, s in zip(r.units, r.signals, strict=True):
-        p = 1.0 / (1.0 + math.exp(-(b + float(np.dot(w, features(s))))))
+        p = 1.0 / (1.0 + math.exp(-(b + float(np.dot(w, feats(s))))))
         rows.append((boosted(p, s.get("boosts") or {}), float(s.get("score", 0.0)), u))
     rows.sort(key=lambda t: (-t[0], -t[1]))
     return [u for _, _, u in rows], [p for p, _, _ in rows]

@@ -29,7 +29,10 @@ rises from 0.694 to 0.726 and the agent-memory set's top-1 from 0.912 to
 0.935, SciFact unchanged; but the relevance constants were fitted on plain
 cosines, so a named query's answers show lower relevance, and refitted
 leaving one data set out, the agent set's off-topic abstention drops
-(docs/benchmarks.md, "Fourth pass").
+(docs/benchmarks.md, "Fourth pass"). Relevance models reading the plain
+and the name-free cosine as separate signals, or fitted with named and
+unnamed queries balanced, do not remove that drop, and paired bootstraps
+of the fit show it is not noise ("Sixth pass", ``bench/quality_names.py``).
 
 May import: ``funes.errors``, ``funes.models``.
 """
