@@ -56,6 +56,7 @@ drops are serialised across processes with an exclusive ``flock``.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -76,6 +77,10 @@ from .sqlite_rows import knn_visibility
 from .vector_cache import TenantVectors, _log_bounds, _snapshot, changed_ids, rows_of
 
 EXPANSION_SEARCH = 256  # the least search beam: 128 gave recall@10 0.97 on the tests' tight clusters
+# ... and of a graph the recall guard backs (GUARD_MIN_ROWS), with no beam wider than the pool: at 1M the guard
+# made the answers of 1,300 queries (k=50) identical to 256 and twice the pool, recall@10 and @50 1.0 against
+# exact, for 0.4 ms less a query (docs/benchmarks.md, "SQLite at 1M: the GIL").
+GUARDED_EXPANSION = 128
 MAX_POOL = 4096  # a filter needing more graph candidates than this is answered by scanning its rows
 SCAN_FACTOR = 8  # ... and so is one passing fewer rows than this many times the pool it needs
 BEAM = 2  # the graph search beam, in candidates asked for
@@ -371,6 +376,34 @@ class AnnIndexes:
         return _Tenant(saved.index, saved.columns, saved.seq, saved.dims, view=False, delta_seq=saved.seq)
 
     # -- maintenance -------------------------------------------------------------
+    def add_sorted_ids(self) -> int:
+        """Give each saved index written before ``ids_sorted`` that array (``ann_build.add_sorted_ids``).
+
+        Run by the optimize job. An opened entry of the same position swaps in
+        the new columns (the same rows, plus the array). Returns how many
+        indexes gained it.
+        """
+        if self.dir is None or not self.dir.is_dir():
+            return 0
+        done = 0
+        for path in sorted(self.dir.glob("*.json")):
+            try:
+                tenant = str(json.loads(path.read_text(encoding="utf-8"))["tenant"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            found = ann_build.add_sorted_ids(self.dir, tenant)
+            if found is None:
+                continue
+            done += 1
+            seq, columns = found
+            with self._lock:
+                entry = self._tenants.get(tenant)
+            if entry is not None:
+                with entry.lock:
+                    if entry.seq == seq and np.array_equal(entry.columns.keys, columns.keys):
+                        entry.columns = columns
+        return done
+
     def build(self, conn: Any, tenant: str) -> _Tenant:
         """Build the tenant's index and its columns from the store and save them, in this thread."""
         assert self.dir is not None
@@ -533,11 +566,13 @@ def _graph(
     """(rows, similarities, masks) of the graph's candidates once every alternative has k passing; None: scan."""
     cols, index = entry.columns, entry.index
     size = len(index)
+    guarded = cols.n >= GUARD_MIN_ROWS
     while True:
         count = min(pool, size)
         # A beam of twice the pool: near-duplicate clusters (a chat's many
-        # similar messages) defeat a beam barely wider than the pool.
-        index.expansion_search = max(EXPANSION_SEARCH, BEAM * count)
+        # similar messages) defeat a beam barely wider than the pool, unless
+        # the recall guard scores their lists beside the graph.
+        index.expansion_search = max(GUARDED_EXPANSION, count) if guarded else max(EXPANSION_SEARCH, BEAM * count)
         matches = index.search(query, count, threads=1)
         keys = np.asarray(matches.keys, dtype=np.uint64)
         rows, ok = cols.positions(keys)

@@ -28,6 +28,7 @@ they run.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -61,7 +62,6 @@ WEIGHTS = (2.0, 1.0, 1.0, 0.0)
 _BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
 # The newest matches of an FTS expression (``bound``: a rowid cut-off, ``_rowid_bound``), at most the bound parameter.
 _NEWEST = "(SELECT {rows} FROM memories_fts WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?)"
-_MARK = "\x1f"  # what highlight() puts before each instance (a control character no text holds)
 
 
 class KeywordSearch:
@@ -293,27 +293,29 @@ class KeywordSearch:
         idf = math.log((rows_total - df + 0.5) / (df + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         avgdl = tokens / rows_total
-        marks = ", ".join(f"highlight(memories_fts, {c}, char(31), '')" for c, w in enumerate(WEIGHTS) if w)
-        rows = conn.execute(
-            f"SELECT m.id, memories_fts.rowid, {marks} FROM memories_fts "
+        # One row: each match's id, rowid, the instances highlight() marks in each weighted column and its
+        # docsize record, as a JSON array. Row by row, each step handed the GIL back and forth with the
+        # vector leg's thread (500 steps); one step releases it once for the whole statement.
+        weighted = [c for c, w in enumerate(WEIGHTS) if w]
+        marks = ", ".join(f"highlight(memories_fts, {c}, char(31), '') AS h{c}" for c in weighted)
+        counts = ", ".join(f"coalesce(length(h{c}) - length(replace(h{c}, char(31), '')), 0)" for c in weighted)
+        found = conn.execute(
+            f"SELECT json_group_array(json_array(f.id, f.r, hex(d.sz), {counts})) FROM "
+            f"(SELECT m.id AS id, memories_fts.rowid AS r, {marks} FROM memories_fts "
             "CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?",
+            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?) f "
+            "LEFT JOIN memories_fts_docsize d ON d.id = f.r",
             [*params, scan_cap],
-        ).fetchall()
+        ).fetchone()[0]
+        rows = sorted(json.loads(found), key=lambda r: -r[1])  # newest first, as the scan walked them
         if not rows:
             return []
-        sizes: dict[int, bytes] = {}
-        for start in range(0, len(rows), 500):
-            chunk = [r[1] for r in rows[start : start + 500]]
-            sql = f"SELECT id, sz FROM memories_fts_docsize WHERE id IN ({', '.join('?' for _ in chunk)})"
-            sizes.update(conn.execute(sql, chunk))
         n = len(rows)
         # Each weighted column's instances times its weight: whole numbers, so any order of the sums is exact.
         freq = np.zeros(n)
         for j, w in enumerate(w for w in WEIGHTS if w):
-            marked = (r[2 + j].count(_MARK) if r[2 + j] else 0 for r in rows)
-            freq += w * np.fromiter(marked, dtype=np.float64, count=n)
-        length = np.fromiter((_size(sizes.get(r[1], b"")) for r in rows), dtype=np.int64, count=n)
+            freq += w * np.fromiter((r[3 + j] for r in rows), dtype=np.float64, count=n)
+        length = np.fromiter((_size(bytes.fromhex(r[2])) for r in rows), dtype=np.int64, count=n)
         # bm25()'s own operations, in its order (fts5_aux.c), so the doubles agree (numpy's float64
         # operations round as Python's do).
         score = idf * ((freq * (1.2 + 1.0)) / (freq + 1.2 * (1 - 0.75 + 0.75 * length / avgdl)))
