@@ -77,10 +77,6 @@ from .sqlite_rows import knn_visibility
 from .vector_cache import TenantVectors, _log_bounds, _snapshot, changed_ids, rows_of
 
 EXPANSION_SEARCH = 256  # the least search beam: 128 gave recall@10 0.97 on the tests' tight clusters
-# ... and of a graph the recall guard backs (GUARD_MIN_ROWS), with no beam wider than the pool: at 1M the guard
-# made the answers of 1,300 queries (k=50) identical to 256 and twice the pool, recall@10 and @50 1.0 against
-# exact, for 0.4 ms less a query (docs/benchmarks.md, "SQLite at 1M: the GIL").
-GUARDED_EXPANSION = 128
 MAX_POOL = 4096  # a filter needing more graph candidates than this is answered by scanning its rows
 SCAN_FACTOR = 8  # ... and so is one passing fewer rows than this many times the pool it needs
 BEAM = 2  # the graph search beam, in candidates asked for
@@ -566,13 +562,11 @@ def _graph(
     """(rows, similarities, masks) of the graph's candidates once every alternative has k passing; None: scan."""
     cols, index = entry.columns, entry.index
     size = len(index)
-    guarded = cols.n >= GUARD_MIN_ROWS
     while True:
         count = min(pool, size)
         # A beam of twice the pool: near-duplicate clusters (a chat's many
-        # similar messages) defeat a beam barely wider than the pool, unless
-        # the recall guard scores their lists beside the graph.
-        index.expansion_search = max(GUARDED_EXPANSION, count) if guarded else max(EXPANSION_SEARCH, BEAM * count)
+        # similar messages) defeat a beam barely wider than the pool.
+        index.expansion_search = max(EXPANSION_SEARCH, BEAM * count)
         matches = index.search(query, count, threads=1)
         keys = np.asarray(matches.keys, dtype=np.uint64)
         rows, ok = cols.positions(keys)
