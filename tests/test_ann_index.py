@@ -18,7 +18,7 @@ import pytest
 from test_vector_cache import NOW, make_record, random_filters
 
 from funes.models import EmbedderIdentity, Memory, SearchFilters
-from funes.store import ann_columns, ann_index
+from funes.store import ann_build, ann_columns, ann_index
 from funes.store.sqlite import SqliteStore
 
 DIMS = 48
@@ -438,6 +438,18 @@ def test_the_optimize_job_gives_an_index_saved_before_the_sorted_ids_that_column
     before = answers(store)
     assert store.ann._tenants["big"].lookups and store.ann._tenants["big"].columns.ids_sorted is None
     assert before[1].keys() == set(ids)
+
+    def full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    # A write that fails (the columns, or the manifest after them) leaves the old file in use and no new one.
+    for broken in ("write_columns", "_write_manifest"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ann_build, broken, full)
+            assert "vector_indexes_upgraded" not in store.optimize(vacuum_free_ratio=1.0)
+        assert json.loads(manifest_file.read_text()) == manifest
+        assert sorted(p.name for p in directory.glob("*.cols*")) == [older.name]
+    assert answers(store) == before
     assert store.optimize(vacuum_free_ratio=1.0)["vector_indexes_upgraded"] == 1
     columns = store.ann._tenants["big"].columns
     assert columns.ids_sorted is not None and columns.ids_sorted.tolist() == sorted(columns.ids.tolist())

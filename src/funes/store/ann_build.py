@@ -86,6 +86,14 @@ def saved_seq(directory: Path, tenant: str) -> int | None:
         return None
 
 
+def saved_columns(directory: Path, tenant: str) -> str | None:
+    """The name of the columns file the tenant's manifest points at (None: no readable manifest)."""
+    try:
+        return str(json.loads(manifest_path(directory, tenant).read_text(encoding="utf-8"))["columns"]["file"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 @dataclass
 class Saved:
     """A tenant's index and columns as saved (or just built), at change-log position ``seq``."""
@@ -256,10 +264,16 @@ def add_sorted_ids(directory: Path, tenant: str) -> tuple[int, IndexColumns] | N
         arrays = {**columns.arrays, "ids_sorted": columns.ids[columns.by_id]}
         name = f"{stem(tenant)}-{manifest['seq']}-{os.getpid()}-sorted.cols"
         tmp = directory / (name + ".tmp")
-        layout = write_columns(tmp, arrays)
-        os.replace(tmp, directory / name)
-        manifest["columns"] = {**cols, "file": name, "bytes": (directory / name).stat().st_size, "layout": layout}
-        _write_manifest(directory, tenant, manifest)
+        try:
+            layout = write_columns(tmp, arrays)
+            os.replace(tmp, directory / name)
+            manifest["columns"] = {**cols, "file": name, "bytes": (directory / name).stat().st_size, "layout": layout}
+            _write_manifest(directory, tenant, manifest)
+        except OSError:  # a full disk, a read-only directory: the old file stays in use
+            tmp.unlink(missing_ok=True)
+            if saved_columns(directory, tenant) != name:
+                (directory / name).unlink(missing_ok=True)
+            return None
         old.unlink(missing_ok=True)  # a process mapping it keeps it until it lets go
         return int(manifest["seq"]), IndexColumns.open(directory / name, layout)
 
