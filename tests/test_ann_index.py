@@ -18,7 +18,7 @@ import pytest
 from test_vector_cache import NOW, make_record, random_filters
 
 from funes.models import EmbedderIdentity, Memory, SearchFilters
-from funes.store import ann_index
+from funes.store import ann_build, ann_columns, ann_index
 from funes.store.sqlite import SqliteStore
 
 DIMS = 48
@@ -402,6 +402,65 @@ def test_a_records_rows_are_found_the_same_through_the_sorted_ids_or_the_permuta
     assert saved.keys() == before.keys() == set(wanted) - {"no-such-id", "x" * 80, ids[0][:-1], ids[-1] + "0"}
     assert all(saved[i].tolist() == before[i].tolist() for i in saved)
     assert [len(saved[m.id]) for m, _ in long_ones] == [3, 2, 5]
+
+
+def test_the_optimize_job_gives_an_index_saved_before_the_sorted_ids_that_column(tmp_path: Path) -> None:
+    """An index whose columns were saved before ``ids_sorted`` gains it at the store's optimize: a new columns file
+    with the same arrays and that one, the manifest moved to it, the old file gone. The opened entry swaps it in, a
+    new process opens it, and searches and the keyword hits' vectors are the same before and after."""
+    path = tmp_path / "o.db"
+    ann, exact = open_pair(path)
+    rng, nrng = random.Random(3), np.random.default_rng(3)
+    # Ids in no relation to the insert (key) order, so the sorted ids are not the ids.
+    ann.put_many(
+        [(make_record(rng, "big", id=f"{rng.getrandbits(64):x}"), list(clustered(nrng, 1))) for _ in range(1500)]
+    )
+    warm(ann)
+    directory, manifest_file = ann.ann.dir, ann.ann.manifest_path("big")
+    assert directory is not None
+    manifest = json.loads(manifest_file.read_text())
+    newer = directory / manifest["columns"]["file"]
+    arrays = {k: v for k, v in ann.ann._tenants["big"].columns.arrays.items() if k != "ids_sorted"}
+    older = directory / newer.name.replace(".cols", "-older.cols")
+    layout = ann_columns.write_columns(older, arrays)  # the file as written before the column
+    manifest["columns"].update(file=older.name, bytes=older.stat().st_size, layout=layout)
+    manifest_file.write_text(json.dumps(manifest))
+    newer.unlink()
+    ann.close()
+    store = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    qs = queries(41, 30, filtered=True)
+    ids = [m.id for m in exact.iter_records("big")][::9]
+
+    def answers(searcher: SqliteStore) -> tuple[list[list[tuple[str, float]]], dict[str, list[list[float]]]]:
+        hits = [searcher.vector_search(q, f, k=10, now=NOW) for q, f in qs]
+        return hits, {i: [v.tolist() for v in vs] for i, vs in searcher.vectors_for(ids).items()}
+
+    before = answers(store)
+    assert store.ann._tenants["big"].lookups and store.ann._tenants["big"].columns.ids_sorted is None
+    assert before[1].keys() == set(ids)
+
+    def full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    # A write that fails (the columns, or the manifest after them) leaves the old file in use and no new one.
+    for broken in ("write_columns", "_write_manifest"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ann_build, broken, full)
+            assert "vector_indexes_upgraded" not in store.optimize(vacuum_free_ratio=1.0)
+        assert json.loads(manifest_file.read_text()) == manifest
+        assert sorted(p.name for p in directory.glob("*.cols*")) == [older.name]
+    assert answers(store) == before
+    assert store.optimize(vacuum_free_ratio=1.0)["vector_indexes_upgraded"] == 1
+    columns = store.ann._tenants["big"].columns
+    assert columns.ids_sorted is not None and columns.ids_sorted.tolist() == sorted(columns.ids.tolist())
+    saved = json.loads(manifest_file.read_text())["columns"]
+    assert "ids_sorted" in saved["layout"] and not older.exists() and (directory / saved["file"]).exists()
+    assert answers(store) == before
+    assert "vector_indexes_upgraded" not in store.optimize(vacuum_free_ratio=1.0)  # nothing left to do
+    fresh = SqliteStore(path, vector_cache_min=0, ann_min=500)
+    assert answers(fresh) == before
+    assert fresh.ann._tenants["big"].columns.ids_sorted is not None
+    assert recall(fresh, exact, qs) >= 0.99
 
 
 def test_a_view_gains_key_lookups_and_follows_another_process_save(tmp_path: Path) -> None:

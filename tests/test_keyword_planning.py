@@ -225,6 +225,68 @@ def test_a_lone_common_term_scores_as_bm25_without_the_idf_walk(tmp_path: Path, 
         assert plain[0][1] > 0.01  # zebra: a real IDF, not the floor
 
 
+def test_ready_is_called_once_the_plan_is_made_right_before_each_statement_that_ranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ready`` (what search's vector leg waits for) comes after every planning statement and right before each
+    statement that ranks the matches, in every plan: the best passing chunks, the one-statement plan a selective
+    filter falls back to, and a lone common term's. The hits are the same with it or without."""
+    from funes.store import sqlite_keyword
+
+    with fill(tmp_path) as mem:
+        for n in range(300):
+            mem.remember(f"Harbour log {n}: " + "harbour " * (n % 4 + 1) + "tide", type="fact")
+        store, now = mem.store, utcnow()
+        conn = store.db.reader()
+        log: list[str] = []
+        cases = (
+            (["zeppelin", "project", "budget"], SearchFilters(), 0.1),  # rare words: the best passing chunks
+            (["harbour", "tide"], SearchFilters(memory_types=("decision",)), 1.0),  # none pass: one statement
+            (["project"], SearchFilters(), 0.1),  # a lone common term (IDF_WALK_MAX is 0 below)
+        )
+        monkeypatch.setattr(sqlite_keyword, "IDF_WALK_MAX", 0)
+        conn.set_trace_callback(log.append)
+        try:
+            for terms, filters, ratio in cases:
+                scan = {"limit": 10, "scan_cap": CAP, "now": now, "common_ratio": ratio}
+                plain = store.keyword_search(terms, filters, **scan)
+                log.clear()
+                assert store.keyword_search(terms, filters, ready=lambda: log.append("READY"), **scan) == plain
+                marks = [i for i, line in enumerate(log) if line == "READY"]
+                ranking = [i for i, line in enumerate(log) if "bm25(" in line or "highlight(" in line]
+                assert marks and [i + 1 for i in marks] == ranking, (terms, log)
+        finally:
+            conn.set_trace_callback(None)
+
+
+def test_searches_at_once_answer_as_one_at_a_time_and_a_failed_keyword_leg_lets_the_next_search_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a search with no other under way waits for its keyword leg's plan (the others' legs may be queued on
+    the one worker); searches run together answer as they do alone, and a keyword leg that fails hands the wait
+    back."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with fill(tmp_path) as mem:
+        queries = ["zeppelin budget", "project update", "weekly number budget", "hangar report"] * 3
+        alone = [[h.memory.id for h in mem.search(q, limit=5)] for q in queries]
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(lambda q: [h.memory.id for h in mem.search(q, limit=5)], queries))
+        assert together == alone
+        hybrid = mem.core.hybrid
+        assert not hybrid._alone.locked()
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("keyword leg failed")
+
+        monkeypatch.setattr(mem.store, "keyword_search", broken)
+        with pytest.raises(RuntimeError):
+            mem.search("zeppelin budget", limit=5)
+        assert not hybrid._alone.locked()
+        monkeypatch.undo()
+        assert [h.memory.id for h in mem.search(queries[0], limit=5)] == alone[0]
+
+
 @given(st.lists(st.integers(min_value=0, max_value=2**40), max_size=6), st.binary(max_size=12))
 def test_a_docsize_records_token_total_is_the_sum_of_its_varints(counts: list[int], junk: bytes) -> None:
     """The one-term BM25's row length: the sum of the row's varints, by the shortcut for one-byte ones or in full."""
@@ -287,6 +349,32 @@ def test_a_very_common_terms_count_is_estimated_from_the_newest_rows(tmp_path: P
         assert counts["note"] == 900
         mem.remember("One note about the zeppelin")
         assert mem.store.term_stats(["zeppelin"])[1]["zeppelin"] == 1  # under the bound: counted exactly
+
+
+def test_only_a_keyword_leg_that_says_when_it_ranks_is_waited_for(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's keyword leg says when its ranking statement begins, and a lone search's vector leg waits for that
+    (``PLAN_WAIT`` at most); PostgreSQL's one-trip keyword leg says nothing, so nothing waits for it."""
+    import threading
+
+    from funes.memory import search as search_module
+
+    waits: list[float | None] = []
+    real = threading.Event.wait
+
+    def wait(self: threading.Event, timeout: float | None = None) -> bool:
+        if timeout == 12.5:  # the plan's wait, told apart by its (patched) bound
+            waits.append(timeout)
+        return real(self, timeout)
+
+    monkeypatch.setattr(search_module, "PLAN_WAIT", 12.5)
+    monkeypatch.setattr(threading.Event, "wait", wait)
+    postgres = not store_url.endswith(".db")
+    with funes.open(store_url, embedder=HashEmbedder(32)) as mem:
+        mem.remember_many([f"Glacier note {n}" if n % 10 == 0 else f"Desert note {n}" for n in range(60)])
+        assert mem.search("glacier note", limit=3)
+        assert waits == ([] if postgres else [12.5])
 
 
 def test_term_counts_follow_the_data_not_the_clock(store_url: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -40,6 +41,8 @@ from .windows import Window, long_enough, passage
 
 log = logging.getLogger("funes")
 
+PLAN_WAIT = 0.002  # seconds the vector leg waits at most for the keyword leg to begin ranking
+
 # A record's count of text parts (its first vectors) and its passage windows (the vectors after them).
 Layout = tuple[int, list[Window]]
 
@@ -60,6 +63,9 @@ class HybridSearch:
         self.config = config
         self._worker = worker  # the keyword leg's thread, started on first use
         self._after_vector_search = after_vector_search  # e.g. queue the index work the vector leg asked for
+        # Held by a search while no other is under way: only then is its keyword leg not queued behind another's
+        # on the worker, and worth waiting for (``PLAN_WAIT``).
+        self._alone = threading.Lock()
 
     def search(self, plan: SearchPlan, windows: tuple[DateWindow, ...] = ()) -> SearchResults:
         """The best ``plan.fetch`` hits of the fused keyword and vector legs, each with its relevance explained.
@@ -107,7 +113,12 @@ class HybridSearch:
             fields: dict[str, RankFields] = {}
             judged: dict[str, JudgedRecord] = {}
             if partial is not None:  # SQLite: the hits' partial records, read with them, beside the vector leg
-                found = self.store.keyword_search(terms, filters, fields=fields, judged=judged, **scan)  # type: ignore[call-arg]
+                try:
+                    found = self.store.keyword_search(  # type: ignore[call-arg]
+                        terms, filters, fields=fields, judged=judged, ready=planned.set, **scan
+                    )
+                finally:
+                    planned.set()
                 judged.update(partial([i for i, _ in found if i not in judged], fields))  # a plan that read none
             else:
                 found = self.store.keyword_search(terms, filters, fields=fields, **scan)
@@ -115,6 +126,10 @@ class HybridSearch:
             vectors = self.store.vectors_for([i for i, _ in found])
             return found, fields, stats, vectors, None, judged
 
+        # SQLite: set once the keyword leg's plan is made and its ranking statement (which runs without the GIL)
+        # begins. The vector leg waits for it: usearch holds the GIL for its whole graph search, and the keyword
+        # thread, still planning, could not reach its statement until then (2-3 ms at 1M records).
+        planned = threading.Event()
         worker = self._worker()
         # The worker runs in this caller's context (its tenant, which PostgreSQL's row-level security reads).
         pending = worker.submit(contextvars.copy_context().run, keyword_leg)
@@ -127,9 +142,12 @@ class HybridSearch:
         vector: np.ndarray | None = None
         nearest: list[tuple[str, float]] = []
         fields: dict[str, RankFields] = {}
+        alone = one_trip is None and partial is not None and self._alone.acquire(blocking=False)
         try:
             try:
                 vector = query_vector(self.embedding, query, float(self.config.name_free_query_weight))
+                if alone:
+                    planned.wait(PLAN_WAIT)
                 vector_leg = getattr(self.store, "vector_leg", None)  # PostgreSQL: rank fields in the same trip
                 if vector_leg is not None:
                     more = {} if partial is None else {"judged": judged, "vectors": several}
@@ -154,7 +172,11 @@ class HybridSearch:
         finally:
             if presence is not None:
                 presence.cancel()
-            keyword, keyword_fields, stats, stored, found_present, keyword_judged = pending.result()
+            try:
+                keyword, keyword_fields, stats, stored, found_present, keyword_judged = pending.result()
+            finally:
+                if alone:
+                    self._alone.release()
             stored = {**several, **stored}
         if found_present is not None:
             present = found_present

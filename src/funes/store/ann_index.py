@@ -56,6 +56,7 @@ drops are serialised across processes with an exclusive ``flock``.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -371,6 +372,34 @@ class AnnIndexes:
         return _Tenant(saved.index, saved.columns, saved.seq, saved.dims, view=False, delta_seq=saved.seq)
 
     # -- maintenance -------------------------------------------------------------
+    def add_sorted_ids(self) -> int:
+        """Give each saved index written before ``ids_sorted`` that array (``ann_build.add_sorted_ids``).
+
+        Run by the optimize job. An opened entry of the same position swaps in
+        the new columns (the same rows, plus the array). Returns how many
+        indexes gained it.
+        """
+        if self.dir is None or not self.dir.is_dir():
+            return 0
+        done = 0
+        for path in sorted(self.dir.glob("*.json")):
+            try:
+                tenant = str(json.loads(path.read_text(encoding="utf-8"))["tenant"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            found = ann_build.add_sorted_ids(self.dir, tenant)
+            if found is None:
+                continue
+            done += 1
+            seq, columns = found
+            with self._lock:
+                entry = self._tenants.get(tenant)
+            if entry is not None:
+                with entry.lock:
+                    if entry.seq == seq and np.array_equal(entry.columns.keys, columns.keys):
+                        entry.columns = columns
+        return done
+
     def build(self, conn: Any, tenant: str) -> _Tenant:
         """Build the tenant's index and its columns from the store and save them, in this thread."""
         assert self.dir is not None

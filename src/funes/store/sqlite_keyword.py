@@ -28,6 +28,7 @@ they run.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -61,7 +62,6 @@ WEIGHTS = (2.0, 1.0, 1.0, 0.0)
 _BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
 # The newest matches of an FTS expression (``bound``: a rowid cut-off, ``_rowid_bound``), at most the bound parameter.
 _NEWEST = "(SELECT {rows} FROM memories_fts WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?)"
-_MARK = "\x1f"  # what highlight() puts before each instance (a control character no text holds)
 
 
 class KeywordSearch:
@@ -81,11 +81,14 @@ class KeywordSearch:
         common_ratio: float = 0.1,
         fields: dict[str, RankFields] | None = None,
         judged: dict[str, JudgedRecord] | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the word index, joined with the CJK trigram matches (sqlite_cjk) when the query has CJK text.
 
         ``fields``, when given, receives the rank fields of the hits whose records the plan read anyway, and
         ``judged`` (with ``fields``) their partial records (:meth:`judge_records`), read in the same statement.
+        ``ready`` is called once the plan is made, right before the statement that ranks the matches (the
+        longest one, which runs without the GIL): search's other thread waits for it before its vector leg.
         """
         words = self._word_search(
             terms,
@@ -96,6 +99,7 @@ class KeywordSearch:
             common_ratio=common_ratio,
             fields=fields,
             judged=judged,
+            ready=ready or _nothing,
         )
         if not cjk_runs(terms):
             return words
@@ -113,6 +117,7 @@ class KeywordSearch:
         common_ratio: float,
         fields: dict[str, RankFields] | None = None,
         judged: dict[str, JudgedRecord] | None = None,
+        ready: Callable[[], None] = lambda: None,
     ) -> list[tuple[str, float]]:
         """BM25 over the matches of the query's informative terms, best ``limit`` first.
 
@@ -152,7 +157,7 @@ class KeywordSearch:
         params: list[Any] = [match]
         where = ["memories_fts MATCH ?" + bound, *self._where(filters, now, params)]  # type: ignore[attr-defined]
         if only_common and matches > IDF_WALK_MAX:
-            found = self._single_term_bm25(conn, terms[0], matches, where, params, limit, scan_cap)
+            found = self._single_term_bm25(conn, terms[0], matches, where, params, limit, scan_cap, ready)
             if found is not None:
                 return found
         # Score the newest matches in the index alone and join only the best with
@@ -171,6 +176,7 @@ class KeywordSearch:
             fields=fields,
             judged=judged,
             bound=bound,
+            ready=ready,
         )
         if found is not None:
             return found
@@ -186,6 +192,7 @@ class KeywordSearch:
             f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?) ORDER BY score, rowid DESC LIMIT ?"
         )
         params += [scan_cap, limit]
+        ready()
         return [(memory_id, -float(score)) for memory_id, score in conn.execute(sql, params)]
 
     def _best_passing(
@@ -201,6 +208,7 @@ class KeywordSearch:
         fields: dict[str, RankFields] | None = None,
         judged: dict[str, JudgedRecord] | None = None,
         bound: str = "",
+        ready: Callable[[], None] = lambda: None,
     ) -> list[tuple[str, float]] | None:
         """The ``limit`` best-scored of the newest ``scan_cap`` matches that pass the filters, or None.
 
@@ -233,6 +241,7 @@ class KeywordSearch:
             params: list[Any] = [] if over_cap else [match, scan_cap]
             params += [match, scan_cap, step, offset]
             on = ["m.rowid = f.rowid", *self._where(filters, now, params)]  # type: ignore[attr-defined]
+            ready()
             cursor = conn.execute(
                 # The matches' count (not over the cap). Innermost: the newest scan_cap matches,
                 # scored. Then one chunk of them, best first (ties newest first). Outermost: each
@@ -272,7 +281,15 @@ class KeywordSearch:
             step *= 4  # a filter that rejects many: fewer, larger chunks (each ranks the matches again)
 
     def _single_term_bm25(
-        self, conn: Any, term: str, df: int, where: list[str], params: list[Any], limit: int, scan_cap: int
+        self,
+        conn: Any,
+        term: str,
+        df: int,
+        where: list[str],
+        params: list[Any],
+        limit: int,
+        scan_cap: int,
+        ready: Callable[[], None] = lambda: None,
     ) -> list[tuple[str, float]] | None:
         """FTS5's bm25() of a one-term query over the newest ``scan_cap`` passing matches, without its IDF walk.
 
@@ -293,27 +310,30 @@ class KeywordSearch:
         idf = math.log((rows_total - df + 0.5) / (df + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         avgdl = tokens / rows_total
-        marks = ", ".join(f"highlight(memories_fts, {c}, char(31), '')" for c, w in enumerate(WEIGHTS) if w)
-        rows = conn.execute(
-            f"SELECT m.id, memories_fts.rowid, {marks} FROM memories_fts "
+        # One row: each match's id, rowid, the instances highlight() marks in each weighted column and its
+        # docsize record, as a JSON array. Row by row, each step handed the GIL back and forth with the
+        # vector leg's thread (500 steps); one step releases it once for the whole statement.
+        weighted = [c for c, w in enumerate(WEIGHTS) if w]
+        marks = ", ".join(f"highlight(memories_fts, {c}, char(31), '') AS h{c}" for c in weighted)
+        counts = ", ".join(f"coalesce(length(h{c}) - length(replace(h{c}, char(31), '')), 0)" for c in weighted)
+        ready()
+        found = conn.execute(
+            f"SELECT json_group_array(json_array(f.id, f.r, hex(d.sz), {counts})) FROM "
+            f"(SELECT m.id AS id, memories_fts.rowid AS r, {marks} FROM memories_fts "
             "CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?",
+            f"WHERE {' AND '.join(where)} ORDER BY memories_fts.rowid DESC LIMIT ?) f "
+            "LEFT JOIN memories_fts_docsize d ON d.id = f.r",
             [*params, scan_cap],
-        ).fetchall()
+        ).fetchone()[0]
+        rows = sorted(json.loads(found), key=lambda r: -r[1])  # newest first, as the scan walked them
         if not rows:
             return []
-        sizes: dict[int, bytes] = {}
-        for start in range(0, len(rows), 500):
-            chunk = [r[1] for r in rows[start : start + 500]]
-            sql = f"SELECT id, sz FROM memories_fts_docsize WHERE id IN ({', '.join('?' for _ in chunk)})"
-            sizes.update(conn.execute(sql, chunk))
         n = len(rows)
         # Each weighted column's instances times its weight: whole numbers, so any order of the sums is exact.
         freq = np.zeros(n)
         for j, w in enumerate(w for w in WEIGHTS if w):
-            marked = (r[2 + j].count(_MARK) if r[2 + j] else 0 for r in rows)
-            freq += w * np.fromiter(marked, dtype=np.float64, count=n)
-        length = np.fromiter((_size(sizes.get(r[1], b"")) for r in rows), dtype=np.int64, count=n)
+            freq += w * np.fromiter((r[3 + j] for r in rows), dtype=np.float64, count=n)
+        length = np.fromiter((_size(bytes.fromhex(r[2])) for r in rows), dtype=np.int64, count=n)
         # bm25()'s own operations, in its order (fts5_aux.c), so the doubles agree (numpy's float64
         # operations round as Python's do).
         score = idf * ((freq * (1.2 + 1.0)) / (freq + 1.2 * (1 - 0.75 + 0.75 * length / avgdl)))
@@ -498,6 +518,10 @@ class KeywordSearch:
             return int(sum(1 for (t,) in rows if t == tenant) * 2 > len(rows))
 
         return bool(self._planning_stat(f"\0tenant\0{tenant}", share, self._record_estimate(conn)))
+
+
+def _nothing() -> None:
+    """No one waits for the ranking statement."""
 
 
 def stat_fresh(mark: float, generation: float) -> bool:

@@ -179,12 +179,16 @@ class UpkeepTables:
         return [to_memory(r) for r in rows]
 
     def optimize(self, *, vacuum_free_ratio: float) -> dict[str, Any]:
-        """Merge the keyword index's segments, and VACUUM when free pages exceed the ratio of the file."""
+        """Merge the keyword index's segments, VACUUM when free pages exceed the ratio of the file, and give vector
+        index files saved before the sorted record ids that column (``AnnIndexes.add_sorted_ids``)."""
         with self.db.write() as conn:
             conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
             pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
             free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
         report: dict[str, Any] = {"keyword_index": "optimized", "free_pages": free, "pages": pages}
+        upgraded = self.ann.add_sorted_ids()  # type: ignore[attr-defined]
+        if upgraded:
+            report["vector_indexes_upgraded"] = upgraded
         if pages and free / pages > vacuum_free_ratio:
             before, after = self.reclaim_space()  # type: ignore[attr-defined]
             report.update(vacuumed=True, bytes_before=before, bytes_after=after)
