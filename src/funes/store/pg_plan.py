@@ -18,7 +18,8 @@ keyword statistics, :func:`funes.store.sqlite_keyword.stat_fresh`), chooses the 
   on 300 queries of a 100k store, issue 29).
 
 A filter set never seen, or one with a time bound (whose share moves with the bound), takes the two
-steps with the gated full join, as before. Pure functions; the store keeps the shares.
+steps with the gated full join, as before. Pure functions (but :func:`vectors_per_record`, which reads the
+store's cached count); the store keeps the shares.
 
 The iterative HNSW scan asks for rows in proportion to the tenant's vectors per record
 (:func:`iterative_rows`, :func:`vectors_per_record`): a fixed ``4k`` rows made a tenant of one vector per

@@ -64,6 +64,10 @@ _BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memorie
 _NEWEST = "(SELECT {rows} FROM memories_fts WHERE memories_fts MATCH ?{bound} ORDER BY rowid DESC LIMIT ?)"
 
 
+def _nothing() -> None:
+    """No one waits for the ranking statement."""
+
+
 class KeywordSearch:
     """The keyword-search half of :class:`~funes.store.sqlite.SqliteStore` (a mixin over its connections)."""
 
@@ -117,7 +121,7 @@ class KeywordSearch:
         common_ratio: float,
         fields: dict[str, RankFields] | None = None,
         judged: dict[str, JudgedRecord] | None = None,
-        ready: Callable[[], None] = lambda: None,
+        ready: Callable[[], None] = _nothing,
     ) -> list[tuple[str, float]]:
         """BM25 over the matches of the query's informative terms, best ``limit`` first.
 
@@ -208,7 +212,7 @@ class KeywordSearch:
         fields: dict[str, RankFields] | None = None,
         judged: dict[str, JudgedRecord] | None = None,
         bound: str = "",
-        ready: Callable[[], None] = lambda: None,
+        ready: Callable[[], None] = _nothing,
     ) -> list[tuple[str, float]] | None:
         """The ``limit`` best-scored of the newest ``scan_cap`` matches that pass the filters, or None.
 
@@ -289,7 +293,7 @@ class KeywordSearch:
         params: list[Any],
         limit: int,
         scan_cap: int,
-        ready: Callable[[], None] = lambda: None,
+        ready: Callable[[], None] = _nothing,
     ) -> list[tuple[str, float]] | None:
         """FTS5's bm25() of a one-term query over the newest ``scan_cap`` passing matches, without its IDF walk.
 
@@ -518,10 +522,6 @@ class KeywordSearch:
             return int(sum(1 for (t,) in rows if t == tenant) * 2 > len(rows))
 
         return bool(self._planning_stat(f"\0tenant\0{tenant}", share, self._record_estimate(conn)))
-
-
-def _nothing() -> None:
-    """No one waits for the ranking statement."""
 
 
 def stat_fresh(mark: float, generation: float) -> bool:
