@@ -110,10 +110,10 @@ def _key_row(row: Sequence[Any], columns: Sequence[str]) -> dict[str, Any]:
     return item
 
 
-# shared_buffers in bytes (pg_settings counts it in 8 kB blocks), and what a vector search reads: the HNSW index
-# and the vectors' table.
+# shared_buffers in bytes (in the server's own block size), and what a vector search reads: the HNSW index and the
+# vectors' table.
 _BUFFERS = (
-    "SELECT (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'), "
+    "SELECT pg_size_bytes(current_setting('shared_buffers')), "
     "coalesce(pg_relation_size(to_regclass('memory_vectors_hnsw')), 0) + pg_relation_size('memory_vectors')"
 )
 
