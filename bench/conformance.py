@@ -316,15 +316,13 @@ def postgres(chosen: list[Suite]) -> Iterator[str | None]:
     if not any(s.postgres for s in chosen):
         yield None
         return
-    import warnings
     from urllib.parse import parse_qs, quote, urlsplit
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR in containers
-        import pgserver
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # local_postgres: the local server
+    import local_postgres
 
     data_dir = tempfile.mkdtemp(prefix="funes-conformance-pg-")
-    server = pgserver.get_server(data_dir, cleanup_mode="stop")
+    server = local_postgres.get_server(data_dir, cleanup_mode="stop")
     try:
         parts = urlsplit(server.get_uri())
         host = parse_qs(parts.query).get("host", [parts.hostname or "localhost"])[0]

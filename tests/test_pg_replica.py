@@ -1,4 +1,4 @@
-"""Read replicas (issue 29, "Past one machine"): a real streaming replica from pgserver's binaries on 127.0.0.1.
+"""Read replicas (issue 29, "Past one machine"): a real streaming replica from the local PostgreSQL package's binaries on 127.0.0.1.
 
 The module starts its own primary (``initdb``, ``wal_level=replica``, TCP on
 127.0.0.1), clones it with ``pg_basebackup -R`` into a hot standby on another
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.postgres
 def cluster() -> Iterator[Cluster]:
     binaries = bin_dir()
     if binaries is None:
-        pytest.skip("pgserver's PostgreSQL binaries (pg_ctl, pg_basebackup) are not installed")
+        pytest.skip("the local PostgreSQL package's binaries (pg_ctl, pg_basebackup) are not installed")
     pair = Cluster(binaries, Path(tempfile.mkdtemp(prefix="funes-replica-")))
     try:
         pair.setup()
