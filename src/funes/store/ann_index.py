@@ -89,6 +89,7 @@ BEAM = 2  # the graph search beam, in candidates asked for
 GUARDED_SEARCH = 128
 RESCORE = 2  # the scan re-scores this many times k rows per alternative with float32 vectors
 GUARD_MARGIN = 0.01  # int8 cosines are within ~0.002 of float32: a probed row this far below the k-th is out
+SCORE_MARGIN = 1e-4  # usearch's and numpy's float32 cosines differ by ~1e-7: a graph row this far below is out
 # Graphs smaller than this are searched without the recall guard: it rescued no query of 600 at 100k
 # and cost ~4 ms p50 there, while at 300k the graph alone lost 2 queries of 200 (bench/README.md).
 GUARD_MIN_ROWS = 200_000
@@ -521,12 +522,13 @@ def _guarded(
 
     The probed rows are scored from their int8 codes; those within
     ``GUARD_MARGIN`` of an alternative's k-th graph similarity (or any, while
-    the graph has fewer than k) are added. Then every candidate, the graph's
-    and the added ones, is re-scored with float32 vectors, as the scan does:
-    a row's similarity is the same computation whichever of the two found it
-    (usearch's cosine and numpy's can differ in the last bit), so a narrower
-    beam that leaves a row to the guard changes no score. Returns the merged
-    candidates and whether any added row made an alternative's top k.
+    the graph has fewer than k) are added. Then every candidate that can
+    still make the top k, the graph's (``SCORE_MARGIN`` below its k-th at
+    most) and the added ones, is re-scored with float32 vectors, as the scan
+    does: a row's similarity is the same computation whichever of the two
+    found it (usearch's cosine and numpy's can differ in the last bit), so a
+    narrower beam that leaves a row to the guard changes no score. Returns
+    the merged candidates and whether any added row made an alternative's top k.
     """
     cols = entry.columns
     probed = cols.probe(query, widen)
@@ -538,16 +540,19 @@ def _guarded(
     approx = cols.approx_sims(probed, query)
     keep = RESCORE * k + 16
     chosen: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    needed = np.zeros(len(rows), dtype=bool)
     for mask, probed_mask in zip(masks, probed_masks, strict=True):
         passing = sims[mask]
-        # The graph's own similarities only bound which probed rows are worth re-scoring (GUARD_MARGIN wide).
+        # The graph's own similarities only bound which rows are worth re-scoring: its k-th passing one stays
+        # in the top k, so a graph row far enough below it cannot enter, and a probed row GUARD_MARGIN below.
         floor = -np.inf if len(passing) < k else float(np.partition(passing, len(passing) - k)[len(passing) - k])
+        needed |= mask & (sims >= floor - SCORE_MARGIN)
         chosen.append(_best(np.flatnonzero(probed_mask & (approx >= floor - GUARD_MARGIN)), approx, keep))
     picked = np.unique(np.concatenate(chosen))
-    candidates = np.concatenate([rows, probed[picked]])
+    candidates = np.concatenate([rows[needed], probed[picked]])
     present, all_sims = _rescored(conn, entry, candidates, query)
-    added = (np.arange(len(candidates)) >= len(rows))[present]
-    all_masks = [np.concatenate([m, pm[picked]])[present] for m, pm in zip(masks, probed_masks, strict=True)]
+    added = (np.arange(len(candidates)) >= int(needed.sum()))[present]
+    all_masks = [np.concatenate([m[needed], pm[picked]])[present] for m, pm in zip(masks, probed_masks, strict=True)]
     rescued = False
     if added.any():
         for mask in all_masks:
