@@ -15,7 +15,8 @@ the tenant's vectors, timed in a third process in the same blocks, is a
 second baseline, as in store_bench. Prints p50/p95/p99 of each side, their ratios, the
 process CPU time per search (both threads; less sensitive to other load), and
 whether every query returned the same hits with the same scores, relevance
-and signals on both sides. ``--serial`` runs each side's keyword leg in the
+and signals on both sides (and, where they differ, whether the hits and their
+order are the same, with the largest score or relevance difference). ``--serial`` runs each side's keyword leg in the
 calling thread: the CPU time per search is then the sum of both legs' work,
 not blurred by the two threads' contention on a busy machine.
 ``--end-to-end`` times ``Funes.search`` instead, the real model embedding
@@ -199,6 +200,16 @@ def main() -> None:
         proc.stdin.close()
         proc.wait()
     same = sum(a == b for a, b in zip(answers["before"], answers["after"], strict=True))
+    pairs = list(zip(answers["before"], answers["after"], strict=True))
+    if not args.end_to_end:  # where answers differ: the same hits in the same order, and by how much the numbers moved
+        same_ids = sum([h[0] for h in a] == [h[0] for h in b] for a, b in pairs)
+        moved = [
+            abs(x - y)
+            for a, b in pairs
+            if [h[0] for h in a] == [h[0] for h in b]
+            for ha, hb in zip(a, b, strict=True)
+            for x, y in ((ha[1], hb[1]), (ha[2], hb[2]))
+        ]
     what = "Funes.search with the real model" if args.end_to_end else "hybrid search (store path, no embedding)"
     print(f"\n{what}, {args.queries} queries a side, blocks of {args.block}")
     print(f"{'side':<8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
@@ -218,6 +229,11 @@ def main() -> None:
         f"identical answers ({'ids' if args.end_to_end else 'ids, scores, relevance, signals'}) {same}/{args.queries}; "
         f"load average {min(loads):.2f}-{max(loads):.2f}"
     )
+    if not args.end_to_end:
+        print(
+            f"the same hits in the same order {same_ids}/{args.queries}; "
+            f"largest score or relevance difference among those {max(moved, default=0.0):.3g}"
+        )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,21 @@ def graph_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(IndexColumns, "probe", lambda self, query, widen=1.0: np.zeros(0, dtype=np.int64))
 
 
+def lost_graph(path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> tuple[SqliteStore, SqliteStore]:
+    """(ann, exact) over 3,000 tight-cluster records, guarded at any size, in a graph of two links per node
+    (a narrow beam strands many of its searches)."""
+    monkeypatch.setattr(ann_index, "GUARD_MIN_ROWS", 0)  # guarded at any size (by default from 200k rows)
+    monkeypatch.setattr(ann_build, "CONNECTIVITY", 2)
+    monkeypatch.setattr(ann_build, "EXPANSION_ADD", 16)
+    monkeypatch.setattr(ann_index, "BEAM", 1)
+    ann, exact = open_pair(path)
+    rng, nrng = random.Random(seed), np.random.default_rng(seed)
+    vectors = tight(nrng, 3000)
+    ann.put_many([(make_record(rng, "big"), [vectors[i]]) for i in range(3000)])
+    warm(ann)
+    return ann, exact
+
+
 def test_lists_cover_every_row_and_probe_the_nearest() -> None:
     rng = np.random.default_rng(1)
     unit = tight(rng, 3000)
@@ -96,17 +111,10 @@ def test_catch_up_assigns_new_rows_and_retrains_after_growth() -> None:
 def test_the_guard_returns_the_exact_top_k_when_the_graph_is_lost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A graph with two links per node and a beam no wider than its pool: it strands many searches.
-    monkeypatch.setattr(ann_index, "GUARD_MIN_ROWS", 0)  # guarded at any size (by default from 200k rows)
-    monkeypatch.setattr(ann_build, "CONNECTIVITY", 2)
-    monkeypatch.setattr(ann_build, "EXPANSION_ADD", 16)
+    # A beam no wider than its pool: it strands many searches.
     monkeypatch.setattr(ann_index, "EXPANSION_SEARCH", 16)
-    monkeypatch.setattr(ann_index, "BEAM", 1)
-    ann, exact = open_pair(tmp_path / "g.db")
-    rng, nrng = random.Random(5), np.random.default_rng(5)
-    vectors = tight(nrng, 3000)
-    ann.put_many([(make_record(rng, "big"), [vectors[i]]) for i in range(3000)])
-    warm(ann)
+    monkeypatch.setattr(ann_index, "GUARDED_SEARCH", 16)
+    ann, exact = lost_graph(tmp_path / "g.db", monkeypatch, seed=5)
     unfiltered = [(v, SearchFilters(tenant="big")) for v in tight(np.random.default_rng(6), 40)]
     mild = (
         SearchFilters(tenant="big", scopes=("team", "project")),
@@ -133,6 +141,31 @@ def test_the_guard_returns_the_exact_top_k_when_the_graph_is_lost(
     again = SqliteStore(tmp_path / "g.db", vector_cache_min=0, ann_min=500)
     assert recall(again, exact, unfiltered[:10]) == 1.0
     assert again.ann.rescues > 0
+
+
+def test_a_similarity_is_the_same_whichever_of_graph_and_guard_found_the_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A narrow beam leaves rows to the guard that a wide one finds in the graph: the same hits, the same
+    scores to the last bit (usearch's float32 cosine and numpy's differ in it), and the exact path's ids."""
+    ann, exact = lost_graph(tmp_path / "s.db", monkeypatch, seed=11)
+    asked = [(v, SearchFilters(tenant="big")) for v in tight(np.random.default_rng(12), 40)]
+    asked += [
+        (v, SearchFilters(tenant="big", scopes=("team", "project"))) for v in tight(np.random.default_rng(13), 20)
+    ]
+
+    def answers(beam: int) -> list[list[tuple[str, float]]]:
+        monkeypatch.setattr(ann_index, "EXPANSION_SEARCH", beam)
+        monkeypatch.setattr(ann_index, "GUARDED_SEARCH", beam)
+        return [ann.vector_search(v, f, k=10, now=NOW) for v, f in asked]
+
+    wide = answers(4096)  # the graph finds every winner itself
+    rescues = ann.ann.rescues
+    narrow = answers(16)  # the graph strands many searches: the guard finds their winners
+    assert ann.ann.rescues - rescues >= 10 and ann.ann.scans == 0
+    assert narrow == wide
+    for (v, f), got in zip(asked, wide, strict=True):
+        assert [i for i, _ in got] == [i for i, _ in exact.vector_search(v, f, k=10, now=NOW)]
 
 
 @pytest.mark.parametrize("damage", ["centroids", "offsets", "rows"])

@@ -20,13 +20,17 @@ What the files say is only trusted as of their change-log position:
   deleted one, a changed scope or an expired record. When that delta grows,
   the index is caught up (added, removed, saved) and the manifest moved on.
 * Similarities are the graph's own float32 cosines (exact for the vectors it
-  holds), so hits rank exactly like the exact path's.
+  holds), so hits rank exactly like the exact path's. Where the recall guard
+  (below) runs, every candidate is re-scored with numpy from the index's
+  float32 vectors instead, so a row's similarity is the same whether the
+  graph or the guard found it (the two cosines can differ in the last bit).
 * A graph search can stay in the wrong cluster of tightly clustered vectors
   (at 1M, some queries found none of their true ten). So each query also
   scores, from their int8 codes, the rows of the inverted lists nearest it
   (k-means over the tenant, saved in the ``.cols`` file; ``ann_lists.py``),
   and the rows that could enter the top k are re-scored exactly and merged
-  with the graph's candidates (``_guarded``).
+  with the graph's candidates (``_guarded``). The guard lets such a graph be
+  searched with a narrower beam (``GUARDED_SEARCH``).
 * Filters must not cut recall. The share of rows passing each visibility
   alternative is estimated from a sample of the columns; the graph is asked
   for the pool that share needs, and asked again with a larger one until
@@ -80,8 +84,12 @@ EXPANSION_SEARCH = 256  # the least search beam: 128 gave recall@10 0.97 on the 
 MAX_POOL = 4096  # a filter needing more graph candidates than this is answered by scanning its rows
 SCAN_FACTOR = 8  # ... and so is one passing fewer rows than this many times the pool it needs
 BEAM = 2  # the graph search beam, in candidates asked for
+# The beam where the recall guard backs the graph (graphs of GUARD_MIN_ROWS+): at 1M, recall@10 and @50 against
+# exact stayed 1.0000 with 128 (or 96) instead of the beam above, and the vector leg cost 0.4-0.7 ms less.
+GUARDED_SEARCH = 128
 RESCORE = 2  # the scan re-scores this many times k rows per alternative with float32 vectors
 GUARD_MARGIN = 0.01  # int8 cosines are within ~0.002 of float32: a probed row this far below the k-th is out
+SCORE_MARGIN = 1e-4  # usearch's and numpy's float32 cosines differ by ~1e-7: a graph row this far below is out
 # Graphs smaller than this are searched without the recall guard: it rescued no query of 600 at 100k
 # and cost ~4 ms p50 there, while at 300k the graph alone lost 2 queries of 200 (bench/README.md).
 GUARD_MIN_ROWS = 200_000
@@ -485,12 +493,13 @@ def _search_entry(
     rates = cols.pass_rates(filters, now, clauses)
     need = max(_pool_for(k, r) for r in rates)
     found = None
+    guarded = cols.n >= GUARD_MIN_ROWS
     if cols.n and need <= MAX_POOL and sum(rates) * cols.n > SCAN_FACTOR * need:
-        found = _graph(entry, query, filters, now, clauses, k, int(need))
+        found = _graph(entry, query, filters, now, clauses, k, int(need), guarded=guarded)
     scanned, rescued = found is None, False
     if found is None:
         found = _scan(conn, entry, query, filters, now, clauses, k)
-    elif cols.n >= GUARD_MIN_ROWS:
+    elif guarded:
         widen = 1.0 / max(min(rates), 1e-9)  # as many passing rows probed as an unfiltered query's
         found, rescued = _guarded(conn, entry, query, filters, now, clauses, k, widen, *found)
     return _merged(entry, query, filters, now, clauses, k, *found), scanned, rescued
@@ -513,41 +522,44 @@ def _guarded(
 
     The probed rows are scored from their int8 codes; those within
     ``GUARD_MARGIN`` of an alternative's k-th graph similarity (or any, while
-    the graph has fewer than k) are re-scored with float32 vectors, as the
-    scan does, and added. Returns the merged candidates and whether any
-    added row made an alternative's top k.
+    the graph has fewer than k) are added. Then every candidate that can
+    still make the top k, the graph's (``SCORE_MARGIN`` below its k-th at
+    most) and the added ones, is re-scored with float32 vectors, as the scan
+    does: a row's similarity is the same computation whichever of the two
+    found it (usearch's cosine and numpy's can differ in the last bit), so a
+    narrower beam that leaves a row to the guard changes no score. Returns
+    the merged candidates and whether any added row made an alternative's top k.
     """
     cols = entry.columns
     probed = cols.probe(query, widen)
-    if not len(probed):
-        return (rows, sims, masks), False
-    drop = _isin_sorted(probed, np.sort(rows))  # the graph's own rows are scored exactly already
+    drop = _isin_sorted(probed, np.sort(rows))  # the graph's own rows are candidates already
     if len(entry.changed):
         drop |= _isin_sorted(cols.keys[probed], entry.changed)  # the delta has their truth
     probed = probed[~drop]
     probed_masks = cols.masks(filters, now, clauses, probed)
     approx = cols.approx_sims(probed, query)
     keep = RESCORE * k + 16
-    chosen: list[np.ndarray] = []
+    chosen: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    needed = np.zeros(len(rows), dtype=bool)
     for mask, probed_mask in zip(masks, probed_masks, strict=True):
         passing = sims[mask]
+        # The graph's own similarities only bound which rows are worth re-scoring: its k-th passing one stays
+        # in the top k, so a graph row far enough below it cannot enter, and a probed row GUARD_MARGIN below.
         floor = -np.inf if len(passing) < k else float(np.partition(passing, len(passing) - k)[len(passing) - k])
+        needed |= mask & (sims >= floor - SCORE_MARGIN)
         chosen.append(_best(np.flatnonzero(probed_mask & (approx >= floor - GUARD_MARGIN)), approx, keep))
-    picked = np.unique(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)
-    if not len(picked):
-        return (rows, sims, masks), False
-    present, extra_sims = _rescored(conn, entry, probed[picked], query)
-    picked = picked[present]
-    extra = probed[picked]
-    all_sims = np.concatenate([sims, extra_sims])
-    all_masks = [np.concatenate([m, pm[picked]]) for m, pm in zip(masks, probed_masks, strict=True)]
+    picked = np.unique(np.concatenate(chosen))
+    candidates = np.concatenate([rows[needed], probed[picked]])
+    present, all_sims = _rescored(conn, entry, candidates, query)
+    added = (np.arange(len(candidates)) >= int(needed.sum()))[present]
+    all_masks = [np.concatenate([m[needed], pm[picked]])[present] for m, pm in zip(masks, probed_masks, strict=True)]
     rescued = False
-    for mask in all_masks:
-        at = np.flatnonzero(mask)
-        if len(at) and len(extra):
+    if added.any():
+        for mask in all_masks:
+            at = np.flatnonzero(mask)
             top = at[np.argsort(-all_sims[at], kind="stable")[:k]]
-            rescued = rescued or bool((top >= len(rows)).any())
-    return (np.concatenate([rows, extra]), all_sims, all_masks), rescued
+            rescued = rescued or bool(added[top].any())
+    return (candidates[present], all_sims, all_masks), rescued
 
 
 def _graph(
@@ -558,15 +570,20 @@ def _graph(
     clauses: Sequence[Any],
     k: int,
     pool: int,
+    *,
+    guarded: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None:
-    """(rows, similarities, masks) of the graph's candidates once every alternative has k passing; None: scan."""
+    """(rows, similarities, masks) of the graph's candidates once every alternative has k passing; None: scan.
+
+    ``guarded``: the recall guard searches beside the graph (``_guarded``), which then needs a narrower beam.
+    """
     cols, index = entry.columns, entry.index
     size = len(index)
     while True:
         count = min(pool, size)
         # A beam of twice the pool: near-duplicate clusters (a chat's many
         # similar messages) defeat a beam barely wider than the pool.
-        index.expansion_search = max(EXPANSION_SEARCH, BEAM * count)
+        index.expansion_search = max(GUARDED_SEARCH, count) if guarded else max(EXPANSION_SEARCH, BEAM * count)
         matches = index.search(query, count, threads=1)
         keys = np.asarray(matches.keys, dtype=np.uint64)
         rows, ok = cols.positions(keys)
@@ -616,7 +633,8 @@ def _best(local: np.ndarray, approx: np.ndarray, keep: int) -> np.ndarray:
 
 
 def _rescored(conn: Any, entry: _Tenant, rows: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which of the rows still exist, and their exact float32 cosines to the query (of those that do).
+    """Which of the rows still exist, and their exact float32 cosines to the query (of those that do), each
+    the same to the last bit whatever other rows it is scored with.
 
     The vectors come from the index when it has key lookups, else from the
     store: rows changed since the save are never asked for (the delta has
@@ -631,7 +649,9 @@ def _rescored(conn: Any, entry: _Tenant, rows: np.ndarray, query: np.ndarray) ->
         vectors = vectors[present]
     norms = np.linalg.norm(vectors, axis=1)
     norms[norms == 0] = 1.0
-    return present, ((vectors @ query) / norms).astype(np.float32)
+    # Each row's own products summed along it, not a matrix product: BLAS's last bit depends on where the row
+    # sits in the batch, and the same row is re-scored in batches of other sizes (guard, scan, a narrower beam).
+    return present, (np.multiply(vectors, query).sum(axis=1) / norms).astype(np.float32)
 
 
 def _merged(
