@@ -3,9 +3,10 @@
 "How should I get in touch with Bruno?" is nearer "Bruno lives in Montreal."
 than Bruno's contact preference: the name carries most of a short text's
 cosine. ``name_excess`` (a record holding the name: its cosine minus its
-cosine with the name alone) raises the record that says something about the
-question, with the query's own vector (``name_free_query_weight`` 0), and
-judges a query naming no one, or only someone no record holds, as before.
+cosine with the name alone; the ``name_excess`` setting, off by default)
+raises the record that says something about the question, with the query's
+own vector (``name_free_query_weight`` 0), and judges a query naming no one,
+or only someone no record holds, as before.
 """
 
 from __future__ import annotations
@@ -52,10 +53,14 @@ def test_a_persons_right_fact_beats_their_other_facts_with_the_querys_own_vector
     tmp_path: Path, local_embedder: Any
 ) -> None:
     with funes.open(str(tmp_path / "people.db"), embedder=local_embedder) as mem:
-        assert mem.config.name_free_query_weight == 0
         mem.remember_many([{"content": text} for text in (*ANA, *BRUNO)])
+        # Off (the default): "Bruno lives in Montreal." first (cosine 0.680 against 0.667), no excess anywhere.
         hits = mem.search(CONTACT, limit=3, min_relevance=0)
-        # Without name_excess "Bruno lives in Montreal." was first (cosine 0.680 against 0.667).
+        assert hits[0].memory.content == "Bruno lives in Montreal."
+        assert all(h.explanation.signals["name_excess"] == 0 for h in hits)
+    with funes.open(str(tmp_path / "people.db"), embedder=local_embedder, name_excess=True) as mem:
+        assert mem.config.name_free_query_weight == 0
+        hits = mem.search(CONTACT, limit=3, min_relevance=0)
         assert hits[0].memory.content == BRUNO[2]
         assert hits[0].explanation.signals["name_excess"] > 0
         for question, answer in (

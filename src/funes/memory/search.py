@@ -191,7 +191,7 @@ class HybridSearch:
         calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
         alone = (
             self._names_cosines(query, names, present, list(fields), stored)
-            if calibrated and vector is not None
+            if calibrated and vector is not None and self.config.name_excess
             else None
         )
         judge = signal_judge(
