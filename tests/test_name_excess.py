@@ -3,7 +3,8 @@
 "How should I get in touch with Bruno?" is nearer "Bruno lives in Montreal."
 than Bruno's contact preference: the name carries most of a short text's
 cosine. ``name_excess`` (a record holding the name: its cosine minus its
-cosine with the name alone; the ``name_excess`` setting, off by default)
+cosine with the name alone, for a name held by at least 2% of the records;
+the ``name_excess`` setting, on by default)
 raises the record that says something about the question, with the query's
 own vector (``name_free_query_weight`` 0), and judges a query naming no one,
 or only someone no record holds, as before.
@@ -19,7 +20,7 @@ from test_name_free_query import ANA, BRUNO, CONTACT
 
 import funes
 from funes.memory.query_names import names_text
-from funes.memory.relevance import Signals, relevance, signal_judge
+from funes.memory.relevance import Signals, relevance, signal_judge, subject_names
 
 
 @pytest.mark.parametrize(
@@ -46,20 +47,24 @@ def test_the_excess_raises_relevance_and_only_for_a_record_holding_the_name() ->
     assert judge(fused, holder)[1][6] == pytest.approx(0.3)  # 0.7 - 0.4
     assert judge(fused, other)[1][6] == 0.0  # does not hold the name
     assert judge.bound(fused) >= judge(fused, holder)[0]
+    # A name in under NAME_SHARE of the records (a gene in a few abstracts) is itself the evidence: no excess.
+    rare = signal_judge(["bruno"], 100, {"bruno": 1}, has_vector=True, names={"bruno"}, name_cosines={"a": 0.4})
+    assert rare(fused, holder)[1][6] == 0.0
+    assert subject_names({"bruno", "ana"}, 100, {"bruno": 2, "ana": 1}) == {"bruno"}
 
 
 @pytest.mark.slow
 def test_a_persons_right_fact_beats_their_other_facts_with_the_querys_own_vector(
     tmp_path: Path, local_embedder: Any
 ) -> None:
-    with funes.open(str(tmp_path / "people.db"), embedder=local_embedder) as mem:
+    with funes.open(str(tmp_path / "people.db"), embedder=local_embedder, name_excess=False) as mem:
         mem.remember_many([{"content": text} for text in (*ANA, *BRUNO)])
-        # Off (the default): "Bruno lives in Montreal." first (cosine 0.680 against 0.667), no excess anywhere.
+        # Off (as before): "Bruno lives in Montreal." first (cosine 0.680 against 0.667), no excess anywhere.
         hits = mem.search(CONTACT, limit=3, min_relevance=0)
         assert hits[0].memory.content == "Bruno lives in Montreal."
         assert all(h.explanation.signals["name_excess"] == 0 for h in hits)
-    with funes.open(str(tmp_path / "people.db"), embedder=local_embedder, name_excess=True) as mem:
-        assert mem.config.name_free_query_weight == 0
+    with funes.open(str(tmp_path / "people.db"), embedder=local_embedder) as mem:  # on by default
+        assert mem.config.name_excess and mem.config.name_free_query_weight == 0
         hits = mem.search(CONTACT, limit=3, min_relevance=0)
         assert hits[0].memory.content == BRUNO[2]
         assert hits[0].explanation.signals["name_excess"] > 0

@@ -23,7 +23,10 @@ Signals (each in [0, 1]):
   I get in touch with Bruno?"; what the name does not explain is what the
   record says about the question. It raises the record that answers and
   lowers none (a query naming no one, or only names no record holds, is
-  judged as before).
+  judged as before). Only a name held by at least ``NAME_SHARE`` of the
+  records counts (:func:`subject_names`): a person or a speaker the store
+  is about; a rarer capitalised word (a gene, a product) is itself what
+  tells the few records holding it apart.
 
 No signal depends on the other candidates or on how many were asked for
 (``limit``): a hit's relevance is the same at ``limit=5`` and ``limit=50``.
@@ -77,6 +80,9 @@ _WORD_OR_STOP = re.compile(r"\w+|[.?!]", re.UNICODE)
 # the FTS index's porter stemmer to tell whether a query term is present.
 _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s")
 
+# The share of the keyword index's records a name must be in for ``name_excess`` (subject_names).
+NAME_SHARE = 0.02
+
 # Models the constants below were fitted for.
 CALIBRATED_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2"})
 
@@ -94,7 +100,7 @@ FEATURES = (
     "name_excess",
 )
 INTERCEPT = -11.7699
-COEFFICIENTS = (4.3927, 14.8503, -2.1425, 13.7845, -2.7000, 1.6109, -0.4155, 2.0132, -17.8660, 2.2970)
+COEFFICIENTS = (4.3927, 14.8503, -2.1425, 13.7845, -2.7000, 1.6109, -0.4155, 2.0132, -17.8660, 2.2844)
 # The same fit without the cosine, for keyword-only (degraded) search.
 KEYWORD_FEATURES = ("keyword", "coverage", "absent", "absent_name")
 KEYWORD_INTERCEPT = -4.1130
@@ -284,7 +290,7 @@ def signal_judge(
     weights = {t: idf(total, counts.get(t, 0)) for t in terms}
     absent = 0.0 if present is None else absent_share(terms, present, weights)
     absent_name = float(present is not None and any(t in names and t not in present for t in terms))
-    named = sorted(names)
+    named = sorted(subject_names(names, total, counts))
     holds = _prepared_coverage(named, {}) if named and name_cosines and has_vector else None
     return SignalJudge(
         list(weights.values()),
@@ -294,6 +300,12 @@ def signal_judge(
         absent_name,
         (holds, name_cosines or {}) if holds is not None else None,
     )
+
+
+def subject_names(names: Set[str], total: int, counts: Mapping[str, int]) -> set[str]:
+    """The query's names held by at least ``NAME_SHARE`` of the keyword index's ``total`` records (``counts``: each
+    term's row count): what the store is about, whose records ``name_excess`` tells apart."""
+    return {n for n in names if counts.get(n, 0) >= NAME_SHARE * max(total, 1)}
 
 
 # Added to a bound's logit: far above the rounding of the model's sum (about 1e-13), far below a relevance step
@@ -697,4 +709,5 @@ __all__ = [
     "relevance",
     "signal_dict",
     "signal_judge",
+    "subject_names",
 ]

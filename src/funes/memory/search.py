@@ -36,7 +36,7 @@ from .embedding import Embedding, windowed
 from .judging import ordered_hits
 from .query_names import names_text, query_vector
 from .ranking import RankSettings, query_terms, rank_scored
-from .relevance import CALIBRATED_MODELS, named_terms, signal_judge
+from .relevance import CALIBRATED_MODELS, named_terms, signal_judge, subject_names
 from .windows import Window, long_enough, passage
 
 log = logging.getLogger("funes")
@@ -190,7 +190,7 @@ class HybridSearch:
         # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
         calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
         alone = (
-            self._names_cosines(query, names, present, list(fields), stored)
+            self._names_cosines(query, subject_names(names, *stats), present, list(fields), stored)
             if calibrated and vector is not None and self.config.name_excess
             else None
         )
@@ -238,7 +238,8 @@ class HybridSearch:
         stored: dict[str, list[np.ndarray]],
     ) -> dict[str, float] | None:
         """Each candidate's best cosine with the query's names alone, when it names someone a record holds
-        (what the names explain of a record's cosine: ``name_excess``); None otherwise."""
+        (``names``: its names the store is about; what they explain of a record's cosine: ``name_excess``); None
+        otherwise."""
         if not names or (present is not None and not names & present):
             return None
         text = names_text(query, names)

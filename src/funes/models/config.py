@@ -254,7 +254,7 @@ register(
     "names; 0 (default) is the query's own vector, 0.3 ranks better but lowers the relevance shown (docs/benchmarks.md).",
     minimum=0,
 )
-register("name_excess", False, bool, "Rank a named query's answer by what the name does not explain (benchmarks.md).")
+register("name_excess", True, bool, "Rank a named query's answer by what the name does not explain (benchmarks.md).")
 register(
     "vector_floor",
     0.15,
