@@ -100,6 +100,8 @@ FEATURES = (
     "name_excess",
 )
 INTERCEPT = -11.7699
+# The last, name_excess's, fitted after the others with their logit held fixed (bench/quality_excess.py, LoCoMo +
+# agent memory; docs/benchmarks.md, "what a name does not explain"), so a query naming no one keeps its relevance.
 COEFFICIENTS = (4.3927, 14.8503, -2.1425, 13.7845, -2.7000, 1.6109, -0.4155, 2.0132, -17.8660, 2.2844)
 # The same fit without the cosine, for keyword-only (degraded) search.
 KEYWORD_FEATURES = ("keyword", "coverage", "absent", "absent_name")
