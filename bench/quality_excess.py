@@ -71,6 +71,57 @@ def annotate(sets: Sets) -> None:
                 s["signed"] = s["holds"] * (cos - s.get("name_cos", cos))
 
 
+def annotate_shares(sets: Sets, data: Path) -> None:
+    """Give every hit ``share``: the largest share of its tenant's records holding one of the query's names
+    (the data sets' own texts, as stored), and ``gated``: its excess when that share is at least ``NAME_SHARE``."""
+    import re
+
+    from agent_memory_data import stores
+    from quality_data import load_locomo, load_scifact, turn_text
+
+    from funes.memory.relevance import NAME_SHARE, fold, named_terms
+
+    texts: dict[str, list[str]] = {}
+    for sample in load_locomo(data):
+        turns = [
+            t for k, v in sample["conversation"].items() if k.startswith("session_") and isinstance(v, list) for t in v
+        ]
+        texts[sample["sample_id"]] = [turn_text(t) for t in turns]
+    texts["scifact"] = [f"{d['title']}\n{d['text']}" for d in load_scifact(data, None)[0]]
+    for store in stores():
+        texts[store.tenant] = [m for m, _ in store.memories]
+    words = {g: [set(map(fold, re.findall(r"\w+", t.lower()))) for t in ts] for g, ts in texts.items()}
+    for name, (on, off) in sets.items():
+        for r in [*on, *off]:
+            records = words["scifact" if name == "scifact" else r.group]
+            names = {fold(n) for n in named_terms(r.query)}
+            share = max((sum(n in w for w in records) / len(records) for n in names), default=0.0)
+            for s in r.signals:
+                s["share"], s["gated"] = share, s.get("excess", 0.0) * (share >= NAME_SHARE)
+
+
+def fitted_after_shipped(sets: Sets, key: str, names: tuple[str, ...] = ("locomo", "agent")) -> float:
+    """The weight of ``key`` fitted with the shipped constants' logit held fixed (each set weighing the same)."""
+    import numpy as np
+
+    from funes.memory.relevance import COEFFICIENTS, INTERCEPT
+
+    weights = np.asarray(COEFFICIENTS[:9])
+    xs, offset, ys, ws = [], [], [], []
+    for name in names:
+        signals, labels = lodo.labelled(*sets[name])
+        xs += [s.get(key, 0.0) for s in signals]
+        offset += [INTERCEPT + float(np.dot(weights, lodo.features(s)[:9])) for s in signals]
+        ys += labels
+        ws += [1.0 / len(labels)] * len(labels)
+    x, z0, y, w = (np.asarray(v, dtype=float) for v in (xs, offset, ys, ws))
+    beta = 0.0
+    for _ in range(100):  # Newton's method on one weight
+        p = 1.0 / (1.0 + np.exp(-(z0 + x * beta)))
+        beta += float(np.sum(w * (y - p) * x) / (np.sum(w * p * (1 - p) * x * x) + 1e-12))
+    return beta
+
+
 def _extra(key: str) -> Feats:
     return _feats(lambda s: [*lodo.features(s), s.get(key, 0.0)])
 
@@ -80,6 +131,7 @@ FEATURES: dict[str, Feats] = {
     "excess": _extra("excess"),
     "free_held": _extra("free_held"),
     "signed": _extra("signed"),
+    "gated": _extra("gated"),
     "excess+free_held": _feats(lambda s: [*lodo.features(s), s.get("excess", 0.0), s.get("free_held", 0.0)]),
     "cos-slot+excess": _feats(
         lambda s: lodo.features({**s, "cosine": max(0.0, s.get("cosine") or 0.0) + s.get("excess", 0.0)})
@@ -88,6 +140,7 @@ FEATURES: dict[str, Feats] = {
 
 VARIANTS: dict[str, tuple[str, Callable[[Feats], Callable[[Sets], Any]]]] = {
     "shipped features": ("plain", joint),
+    "excess for names in >= 2% of the records, fitted after (shipped)": ("gated", staged),
     "excess, joint": ("excess", joint),
     "excess, fitted after": ("excess", staged),
     "signed excess, joint": ("signed", joint),
@@ -120,9 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, required=True, help="--dump of a run recording free and name_cos")
     parser.add_argument("--variant", action="append", choices=list(VARIANTS), help="Only these (repeatable).")
     parser.add_argument("--paired", type=int, default=0, help="Also each variant's change over N paired bootstraps.")
+    parser.add_argument("--data", type=Path, default=Path("../shared/bench"), help="Folder holding locomo/, scifact/.")
     args = parser.parse_args(argv)
     sets = load(args.dump)
     annotate(sets)
+    annotate_shares(sets, args.data)
+    weight = fitted_after_shipped(sets, "gated")
+    print(
+        f"name_excess (names in >= 2% of the records) fitted after the shipped constants, LoCoMo + agent: {weight:.4f}"
+    )
     ref = judged(sets, FEATURES["plain"], joint(FEATURES["plain"]))
     for name in args.variant or list(VARIANTS):
         feats, fitter = VARIANTS[name]
