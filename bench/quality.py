@@ -109,6 +109,7 @@ def search(
     hits = mem.search(query, tenant=tenant, limit=limit, track=False, min_relevance=0, as_of=as_of)
     seconds = time.perf_counter() - start
     units = [unit_of.get(h.memory.id, "?") for h in hits]
+    extra = name_signals(mem, query, hits)
     return Ranked(
         group=tenant,
         category=0,
@@ -119,11 +120,36 @@ def search(
             for u, h in zip(units, hits, strict=True)
         ],
         relevance=[h.relevance for h in hits],
-        signals=[{**(h.explanation.signals or {}), "score": h.score, "boosts": h.explanation.boosts} for h in hits],
+        signals=[
+            {**(h.explanation.signals or {}), "score": h.score, "boosts": h.explanation.boosts, **x}
+            for h, x in zip(hits, extra, strict=True)
+        ],
         seconds=seconds,
         query=query,
         texts=[f"{h.memory.title or ''}\n{h.memory.content}".lstrip("\n") for h in hits],
     )
+
+
+def name_signals(mem: Any, query: str, hits: list[Any]) -> list[dict[str, float]]:
+    """For a query naming someone, each hit's best cosine with the query's name-free text (``free``) and with its
+    names alone (``name_cos``), read from the hit's stored vectors (recorded for offline studies, never ranked on)."""
+    from funes.memory.query_names import name_free, names_text
+
+    free = name_free(query) if hits else None
+    if free is None:
+        return [{} for _ in hits]
+    alone = names_text(query)
+    vectors = mem.core.store.vectors_for([h.memory.id for h in hits])
+    q_free, q_name = mem.embedding.embed_query(free), mem.embedding.embed_query(alone)
+    out = []
+    for h in hits:
+        parts = vectors.get(h.memory.id)
+        if not parts:
+            out.append({})
+            continue
+        m = np.vstack(parts)
+        out.append({"free": float((m @ q_free).max()), "name_cos": float((m @ q_name).max())})
+    return out
 
 
 class Baselines:

@@ -114,6 +114,7 @@ def features(signals: dict[str, Any], keyword_only: bool = False) -> list[float]
         signals.get("question", 0.0),
         signals.get("absent", 0.0),
         signals.get("absent_name", 0.0),
+        signals.get("name_excess", 0.0),
     )
     return keyword_feature_vector(sig) if keyword_only else feature_vector(sig)
 

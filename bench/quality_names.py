@@ -291,12 +291,17 @@ def main(argv: list[str] | None = None) -> int:
             print("  under w = 0's bootstrap 5th percentile: " + ("; ".join(under) or "none"), flush=True)
         if args.paired:
             change = paired(runs["plain"], runs[hits], (FEATURES[feats], fitter), args.paired)
-            print(f"  change from w = 0 over {args.paired} paired bootstraps (5th to 95th percentile):")
-            for held, row in change.items():
-                print(f"  {held:<8} " + "  ".join(f"{k} {lo:+.3f}..{hi:+.3f}" for k, (lo, hi) in row.items()))
-            worse = [f"{h} {k}" for h, row in change.items() for k, (_, hi) in row.items() if hi < -1e-9]
-            print("  lower in 95% of the draws: " + ("; ".join(worse) or "none"), flush=True)
+            print_paired(change, f"from w = 0 over {args.paired}")
     return 0
+
+
+def print_paired(change: dict[str, Any], label: str) -> None:
+    """Each held-out figure's paired change (5th to 95th percentile), then those lower in 95% of the draws."""
+    print(f"  change {label} paired bootstraps (5th to 95th percentile):")
+    for held, row in change.items():
+        print(f"  {held:<8} " + "  ".join(f"{k} {lo:+.3f}..{hi:+.3f}" for k, (lo, hi) in row.items()))
+    worse = [f"{h} {k}" for h, row in change.items() for k, (_, hi) in row.items() if hi < -1e-9]
+    print("  lower in 95% of the draws: " + ("; ".join(worse) or "none"), flush=True)
 
 
 if __name__ == "__main__":

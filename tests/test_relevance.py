@@ -77,6 +77,7 @@ def test_every_hit_carries_relevance_in_its_explanation(mem: funes.Funes) -> Non
         "question",
         "absent",
         "absent_name",
+        "name_excess",
         "calibrated",
     }
 

@@ -71,6 +71,18 @@ def name_free(query: str) -> str | None:
     return out if any(c.isalnum() for c in out) else None
 
 
+def names_text(query: str, names: set[str] | None = None) -> str:
+    """The names a query is asked about, alone and in its own spelling ("Bruno", "Ana James"): what a record
+    that is only about them is near (:mod:`funes.memory.relevance`'s ``name_excess``)."""
+    names = named_terms(query) if names is None else names
+    found: dict[str, None] = {}
+    for match in _WORD.finditer(query):
+        word = re.sub(r"['’]s?$", "", match.group(0))
+        if word[:1].isupper() and word.lower() in names:
+            found[word] = None
+    return " ".join(found)
+
+
 def query_vector(embedding: Embedding, query: str, weight: float) -> np.ndarray:
     """The unit vector a search uses for ``query``: its own, mixed with its name-free text's by ``weight``."""
     if not 0.0 <= weight <= 1.0:
@@ -93,4 +105,4 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm else vector
 
 
-__all__ = ["name_free", "query_vector"]
+__all__ = ["name_free", "names_text", "query_vector"]

@@ -16,6 +16,17 @@ Signals (each in [0, 1]):
 * ``question``: the share of the record's sentences that are questions. A
   stored question repeats the words of a later query ("Which vendors are on
   probation?") without answering it; the turn that answers does.
+* ``name_excess``: for a query that names someone and a record that holds the
+  name, how much nearer the record is to the query than to the name alone
+  (``max(0, cosine - cosine with the names)``; 0 otherwise). A name dominates
+  a short text's embedding, so every record about Bruno is near "How should
+  I get in touch with Bruno?"; what the name does not explain is what the
+  record says about the question. It raises the record that answers and
+  lowers none (a query naming no one, or only names no record holds, is
+  judged as before). Only a name held by at least ``NAME_SHARE`` of the
+  records counts (:func:`subject_names`): a person or a speaker the store
+  is about; a rarer capitalised word (a gene, a product) is itself what
+  tells the few records holding it apart.
 
 No signal depends on the other candidates or on how many were asked for
 (``limit``): a hit's relevance is the same at ``limit=5`` and ``limit=50``.
@@ -69,6 +80,9 @@ _WORD_OR_STOP = re.compile(r"\w+|[.?!]", re.UNICODE)
 # the FTS index's porter stemmer to tell whether a query term is present.
 _SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s")
 
+# The share of the keyword index's records a name must be in for ``name_excess`` (subject_names).
+NAME_SHARE = 0.02
+
 # Models the constants below were fitted for.
 CALIBRATED_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2"})
 
@@ -83,9 +97,12 @@ FEATURES = (
     "absent_name",
     "keyword_sqrt",
     "coverage_cosine",
+    "name_excess",
 )
 INTERCEPT = -11.7699
-COEFFICIENTS = (4.3927, 14.8503, -2.1425, 13.7845, -2.7000, 1.6109, -0.4155, 2.0132, -17.8660)
+# The last, name_excess's, fitted after the others with their logit held fixed (bench/quality_excess.py, LoCoMo +
+# agent memory; docs/benchmarks.md, "what a name does not explain"), so a query naming no one keeps its relevance.
+COEFFICIENTS = (4.3927, 14.8503, -2.1425, 13.7845, -2.7000, 1.6109, -0.4155, 2.0132, -17.8660, 2.2844)
 # The same fit without the cosine, for keyword-only (degraded) search.
 KEYWORD_FEATURES = ("keyword", "coverage", "absent", "absent_name")
 KEYWORD_INTERCEPT = -4.1130
@@ -102,6 +119,7 @@ class Signals:
     question: float = 0.0
     absent: float = 0.0
     absent_name: float = 0.0
+    name_excess: float = 0.0
 
     def to_dict(self) -> dict[str, float | None]:
         """A JSON-ready dict."""
@@ -112,6 +130,7 @@ class Signals:
             "question": self.question,
             "absent": self.absent,
             "absent_name": self.absent_name,
+            "name_excess": self.name_excess,
         }
 
 
@@ -195,6 +214,7 @@ def feature_vector(signals: Signals) -> list[float]:
         signals.absent_name,
         math.sqrt(max(0.0, signals.keyword)),
         signals.coverage * cos,
+        signals.name_excess,
     ]
 
 
@@ -253,6 +273,7 @@ def signal_judge(
     has_vector: bool,
     present: Set[str] | None = None,
     names: Set[str] = frozenset(),
+    name_cosines: Mapping[str, float] | None = None,
 ) -> SignalJudge:
     """A function judging one hit for one query: (relevance shown, signal values, calibrated probability).
 
@@ -265,11 +286,28 @@ def signal_judge(
     (:mod:`funes.memory.judging`); :func:`signal_dict` makes an explanation's signals.
     Its :meth:`~SignalJudge.bound` says, without reading the record, the most
     relevance a candidate can show (ordering skips those that cannot reach the hits returned).
+    ``name_cosines``: each candidate's best cosine with the query's names alone (by record id), when the
+    query names someone (``names``); a record holding one of the names gets ``name_excess`` from it.
     """
     weights = {t: idf(total, counts.get(t, 0)) for t in terms}
     absent = 0.0 if present is None else absent_share(terms, present, weights)
     absent_name = float(present is not None and any(t in names and t not in present for t in terms))
-    return SignalJudge(list(weights.values()), _prepared_coverage(terms, weights), has_vector, absent, absent_name)
+    named = sorted(subject_names(names, total, counts))
+    holds = _prepared_coverage(named, {}) if named and name_cosines and has_vector else None
+    return SignalJudge(
+        list(weights.values()),
+        _prepared_coverage(terms, weights),
+        has_vector,
+        absent,
+        absent_name,
+        (holds, name_cosines or {}) if holds is not None else None,
+    )
+
+
+def subject_names(names: Set[str], total: int, counts: Mapping[str, int]) -> set[str]:
+    """The query's names held by at least ``NAME_SHARE`` of the keyword index's ``total`` records (``counts``: each
+    term's row count): what the store is about, whose records ``name_excess`` tells apart."""
+    return {n for n in names if counts.get(n, 0) >= NAME_SHARE * max(total, 1)}
 
 
 # Added to a bound's logit: far above the rounding of the model's sum (about 1e-13), far below a relevance step
@@ -280,26 +318,51 @@ _BOUND_MARGIN = 1e-9
 class SignalJudge:
     """One query's judge (:func:`signal_judge`): call it on a candidate and its record; ``bound`` it without the record."""
 
-    __slots__ = ("_absent", "_absent_name", "_ceiling", "_covered", "_has_vector", "_idfs")
+    __slots__ = ("_absent", "_absent_name", "_ceiling", "_covered", "_has_vector", "_idfs", "_names")
 
     def __init__(
-        self, idfs: list[float], covered: Callable[[str], float], has_vector: bool, absent: float, absent_name: float
+        self,
+        idfs: list[float],
+        covered: Callable[[str], float],
+        has_vector: bool,
+        absent: float,
+        absent_name: float,
+        names: tuple[Callable[[str], float], Mapping[str, float]] | None = None,
     ) -> None:
         self._idfs, self._covered, self._has_vector = idfs, covered, has_vector
         self._absent, self._absent_name = absent, absent_name
+        self._names = names  # (whether a text holds one of the query's names, each candidate's names cosine)
         self._ceiling = (BM25_K1 + 1.0) * sum(idfs)  # keyword_signal's
 
     def __call__(self, explanation: Judged, memory: Memory | JudgedRecord) -> tuple[float, SignalValues, float]:
+        text = f"{memory.title or ''} {memory.content}"
+        cosine = explanation.vector_similarity if self._has_vector else None
         values = (
-            explanation.vector_similarity if self._has_vector else None,
+            cosine,
             keyword_signal(explanation.keyword_score, self._idfs),
-            self._covered(f"{memory.title or ''} {memory.content}"),
+            self._covered(text),
             question_share(memory.content),
             self._absent,
             self._absent_name,
+            self._excess(memory, text, cosine),
         )
         calibrated = _probability(*values)
         return boosted(calibrated, explanation.boosts), values, calibrated
+
+    def _excess(self, memory: Memory | JudgedRecord, text: str, cosine: float | None) -> float:
+        """``name_excess`` of a candidate: its cosine's excess over its names cosine, when it holds a name."""
+        if self._names is None or cosine is None:
+            return 0.0
+        holds, cosines = self._names
+        alone = cosines.get(memory.id)
+        if alone is None or not holds(text):
+            return 0.0
+        return max(0.0, max(0.0, cosine) - alone)
+
+    def _most_excess(self, record: str, cosine: float) -> float:
+        """The most ``name_excess`` a candidate can have whatever its text (its names cosine known)."""
+        alone = None if self._names is None else self._names[1].get(record)
+        return 0.0 if alone is None else max(0.0, max(0.0, cosine) - alone)
 
     def bound(self, explanation: Judged) -> float:
         """At least the relevance :meth:`__call__` shows for this candidate, whatever its record's text.
@@ -325,6 +388,7 @@ class SignalJudge:
                 + _C[5] * absent
                 + _C[6] * absent_name
                 + _C[7] * math.sqrt(max(0.0, keyword))
+                + max(0.0, _C[9]) * self._most_excess(_id(explanation), cos)  # whether it holds a name: unread
             )
         return boosted(_sigmoid(x + _BOUND_MARGIN), explanation.boosts)
 
@@ -344,6 +408,7 @@ class SignalJudge:
         question = float_column([question_share(m.content) for m in memories])
         absent, absent_name = self._absent, self._absent_name
         sims = [c.vector_similarity if self._has_vector else None for c in candidates]
+        excess = [self._excess(m, f"{m.title or ''} {m.content}", sim) for m, sim in zip(memories, sims, strict=True)]
         k = KEYWORD_COEFFICIENTS  # _probability's keyword model: sum() from 0 in feature order, then the intercept
         x = KEYWORD_INTERCEPT + (k[0] * keyword + k[1] * cover + k[2] * absent + k[3] * absent_name)
         with_cosine = [n for n, sim in enumerate(sims) if sim is not None]
@@ -360,14 +425,15 @@ class SignalJudge:
                 + _C[6] * absent_name
                 + _C[7] * np.sqrt(np.maximum(0.0, kw))
                 + _C[8] * (cv * cos)
+                + _C[9] * float_column([excess[n] for n in with_cosine])
             )
         calibrated = _sigmoids(x)
         shown = _boosted(calibrated, _factors(candidates)).tolist()
         probabilities = calibrated.tolist()
-        signals = zip(sims, keyword.tolist(), cover.tolist(), question.tolist(), strict=True)
+        signals = zip(sims, keyword.tolist(), cover.tolist(), question.tolist(), excess, strict=True)
         return [
-            (shown[n], (sim, kw_, cv_, q, absent, absent_name), probabilities[n])
-            for n, (sim, kw_, cv_, q) in enumerate(signals)
+            (shown[n], (sim, kw_, cv_, q, absent, absent_name, ex), probabilities[n])
+            for n, (sim, kw_, cv_, q, ex) in enumerate(signals)
         ]
 
     def bounds(self, candidates: Sequence[Judged]) -> list[float]:
@@ -382,6 +448,7 @@ class SignalJudge:
         else:
             sims = [c.vector_similarity or 0.0 for c in candidates]
             cos = np.maximum(0.0, float_column(sims))
+            most = float_column([self._most_excess(_id(c), sim) for c, sim in zip(candidates, sims, strict=True)])
             x = (
                 INTERCEPT
                 + _C[0] * cos
@@ -392,6 +459,7 @@ class SignalJudge:
                 + _C[5] * absent
                 + _C[6] * absent_name
                 + _C[7] * np.sqrt(np.maximum(0.0, keyword))
+                + max(0.0, _C[9]) * most
             )
         return _boosted(_sigmoids(x + _BOUND_MARGIN), _factors(candidates)).tolist()  # type: ignore[no-any-return]
 
@@ -402,6 +470,11 @@ class SignalJudge:
             return np.zeros(len(bm25))
         with np.errstate(over="ignore"):  # a score past the float range over a small ceiling is 1.0, as in Python
             return np.where(bm25 > 0, np.minimum(1.0, bm25 / self._ceiling), 0.0)
+
+
+def _id(candidate: Judged) -> str:
+    """A candidate's record id (a fused candidate has one; another Judged has no names cosine)."""
+    return str(getattr(candidate, "id", ""))
 
 
 def float_column(values: Sequence[float]) -> np.ndarray:
@@ -430,12 +503,12 @@ def _boosted(probability: np.ndarray, factor: np.ndarray) -> np.ndarray:
 
 
 # A hit's signals in :class:`Signals`' field order (``Signals(*values)``): what judging keeps of every candidate.
-SignalValues = tuple[float | None, float, float, float, float, float]
+SignalValues = tuple[float | None, float, float, float, float, float, float]
 
 
 def signal_dict(values: SignalValues, calibrated: float) -> dict[str, float | None]:
     """The signals an explanation shows: each signal and the calibrated probability before boosts."""
-    cosine, keyword, cover, question, absent, absent_name = values  # Signals.to_dict's keys, in its order
+    cosine, keyword, cover, question, absent, absent_name, excess = values  # Signals.to_dict's keys, in order
     return {
         "cosine": cosine,
         "keyword": keyword,
@@ -443,6 +516,7 @@ def signal_dict(values: SignalValues, calibrated: float) -> dict[str, float | No
         "question": question,
         "absent": absent,
         "absent_name": absent_name,
+        "name_excess": excess,
         "calibrated": calibrated,
     }
 
@@ -571,7 +645,13 @@ def marked_weak(
 def relevance(signals: Signals) -> float:
     """The calibrated probability that the hit answers the query, in [0, 1]."""
     return _probability(
-        signals.cosine, signals.keyword, signals.coverage, signals.question, signals.absent, signals.absent_name
+        signals.cosine,
+        signals.keyword,
+        signals.coverage,
+        signals.question,
+        signals.absent,
+        signals.absent_name,
+        signals.name_excess,
     )
 
 
@@ -579,7 +659,13 @@ _C = COEFFICIENTS
 
 
 def _probability(
-    cosine: float | None, keyword: float, cover: float, question: float, absent: float, absent_name: float
+    cosine: float | None,
+    keyword: float,
+    cover: float,
+    question: float,
+    absent: float,
+    absent_name: float,
+    excess: float = 0.0,
 ) -> float:
     """:func:`relevance` of the signals' values (search computes it for every candidate).
 
@@ -600,6 +686,7 @@ def _probability(
         + _C[6] * absent_name
         + _C[7] * math.sqrt(max(0.0, keyword))
         + _C[8] * (cover * cos)
+        + _C[9] * excess
     )
     return _sigmoid(INTERCEPT + x)
 
@@ -624,4 +711,5 @@ __all__ = [
     "relevance",
     "signal_dict",
     "signal_judge",
+    "subject_names",
 ]

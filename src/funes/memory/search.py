@@ -34,9 +34,9 @@ from ..store import Store
 from .dates import DateWindow, find_dates
 from .embedding import Embedding, windowed
 from .judging import ordered_hits
-from .query_names import query_vector
+from .query_names import names_text, query_vector
 from .ranking import RankSettings, query_terms, rank_scored
-from .relevance import CALIBRATED_MODELS, named_terms, signal_judge
+from .relevance import CALIBRATED_MODELS, named_terms, signal_judge, subject_names
 from .windows import Window, long_enough, passage
 
 log = logging.getLogger("funes")
@@ -185,7 +185,18 @@ class HybridSearch:
         sims = dict(nearest)
         if vector is not None:
             sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
-        judge = signal_judge(terms, *stats, has_vector=vector is not None, present=present, names=named_terms(query))
+        names = named_terms(query)
+        ident = self.store.identity()
+        # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
+        calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
+        alone = (
+            self._names_cosines(query, subject_names(names, *stats), present, list(fields), stored)
+            if calibrated and vector is not None and self.config.name_excess
+            else None
+        )
+        judge = signal_judge(
+            terms, *stats, has_vector=vector is not None, present=present, names=names, name_cosines=alone
+        )
         records: dict[str, Any] | None = None
         cosines: dict[str, np.ndarray] = {}
         layouts: dict[str, Layout] = {}
@@ -204,9 +215,6 @@ class HybridSearch:
             records.update(partial([s.id for s in scored if s.id not in records]))
         elif records is None:
             records = self.store.get_many([s.id for s in scored])
-        ident = self.store.identity()
-        # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
-        calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
         hits = ordered_hits(scored, records, judge, calibrated=calibrated, limit=limit)
         if partial is not None:
             whole = self.store.get_many([h.memory.id for h in hits])
@@ -220,6 +228,27 @@ class HybridSearch:
         if cosines:
             hits = _with_passages(hits, cosines, layouts)
         return SearchResults(hits, degraded=degraded)
+
+    def _names_cosines(
+        self,
+        query: str,
+        names: set[str],
+        present: set[str] | None,
+        ids: list[str],
+        stored: dict[str, list[np.ndarray]],
+    ) -> dict[str, float] | None:
+        """Each candidate's best cosine with the query's names alone, when it names someone a record holds
+        (``names``: its names the store is about; what they explain of a record's cosine: ``name_excess``); None
+        otherwise."""
+        if not names or (present is not None and not names & present):
+            return None
+        text = names_text(query, names)
+        if not text or not ids:
+            return None
+        vector = self.embedding.embed_query(text)
+        missing = [i for i in ids if i not in stored]
+        vectors = {**stored, **(self.store.vectors_for(missing) if missing else {})}
+        return best_cosines({i: vectors[i] for i in ids if i in vectors}, vector)
 
     def _windowed(self, memory: Memory | JudgedRecord) -> Layout | None:
         """A record's count of text parts and its passage windows (None when it has none)."""

@@ -1,14 +1,12 @@
 """Settings: one table of (name, default, type, help).
 
-Precedence, lowest first: defaults < ``funes.toml`` < ``FUNES_*`` environment
-variables < explicit arguments. The home directory is the platform data
-directory (``~/.local/share/funes`` on Linux) unless ``FUNES_HOME`` says
-otherwise; never ``/tmp``. The config file is ``$FUNES_HOME/funes.toml``, or
-the path in ``FUNES_CONFIG``.
+Precedence, lowest first: defaults < ``funes.toml`` < ``FUNES_*`` environment variables < explicit
+arguments. The home directory is the platform data directory (``~/.local/share/funes`` on Linux) unless
+``FUNES_HOME`` says otherwise; never ``/tmp``. The config file is ``$FUNES_HOME/funes.toml``, or the path in
+``FUNES_CONFIG``.
 
-Every setting is registered in this module, in its section, so that
-``funes config`` and the docs always see all of them; ``docs/settings.md``
-documents every one and a test checks that.
+Every setting is registered in this module, in its section, so that ``funes config`` and the docs always see
+all of them; ``docs/settings.md`` documents every one and a test checks that.
 """
 
 from __future__ import annotations
@@ -256,6 +254,7 @@ register(
     "names; 0 (default) is the query's own vector, 0.3 ranks better but lowers the relevance shown (docs/benchmarks.md).",
     minimum=0,
 )
+register("name_excess", True, bool, "Rank a named query's answer by what the name does not explain (benchmarks.md).")
 register(
     "vector_floor",
     0.15,
