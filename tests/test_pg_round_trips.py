@@ -285,3 +285,34 @@ def test_a_request_with_a_key_resolved_moments_ago_reads_no_key(mem: funes.Funes
     )
     assert reply.status_code == 201 and trips == 6, log  # type: ignore[attr-defined]
     assert not any("api_keys" in q for _, q in log)
+
+
+def test_a_query_naming_whom_the_store_is_about_reads_the_hits_vectors_in_the_same_three_round_trips(
+    pg_url: str, local_embedder, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """``name_excess`` needs every candidate's vectors: the vector leg's statement reads them (no fourth trip),
+    and the answer is SQLite's."""
+    facts = [
+        "Bruno lives in Montreal.",
+        "Bruno prefers to be contacted by email, never by phone.",
+        "Ana likes the window seat.",
+        "Ana is vegetarian.",
+    ] + [f"Note {n}: Bruno shipped release {n} of the billing service." for n in range(20)]
+    query = "How should I get in touch with Bruno?"
+    answers = []
+    for target in (pg_url, str(tmp_path / "same.db")):
+        service = funes.open(target, embedder=local_embedder, worker="off")
+        try:
+            with acting_for("acme"):
+                service.remember_many(facts, tenant="acme")
+                service.search(query, tenant="acme")  # plan inputs cached a while (the tenant's vector count)
+            if target == pg_url:
+                _, trips, log = _search_counted(service, query, "acme")
+                assert trips <= 3, "\n".join(q[:90] for _, q in log)
+            with acting_for("acme"):
+                hits = service.search(query, tenant="acme")
+            answers.append([(h.memory.content, round(h.explanation.signals["name_excess"], 5)) for h in hits[:3]])
+        finally:
+            service.close()
+    assert answers[0] == answers[1]
+    assert answers[0][0][0].startswith("Bruno prefers to be contacted") and answers[0][0][1] > 0

@@ -35,13 +35,13 @@ def columns(alias: str, *, judged: bool = True) -> str:
     return ", ".join(f"{alias}.{c}" for c in names)
 
 
-def several_vectors(alias: str) -> str:
-    """The binary vectors (``vector_send``) of ``alias``'s record when it has several, NULL when it has one.
+def several_vectors(alias: str, least: int = 2) -> str:
+    """The binary vectors (``vector_send``) of ``alias``'s record when it has ``least`` or more, else NULL.
 
     ``alias`` exposes ``tenant`` and ``rowid``.
     """
     return (
-        "(SELECT CASE WHEN count(*) > 1 THEN array_agg(vector_send(v.embedding) ORDER BY v.part) END "
+        f"(SELECT CASE WHEN count(*) >= {int(least)} THEN array_agg(vector_send(v.embedding) ORDER BY v.part) END "
         f"FROM memory_vectors v WHERE v.tenant = {alias}.tenant AND v.memory_rowid = {alias}.rowid)"
     )
 

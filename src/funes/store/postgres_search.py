@@ -522,13 +522,14 @@ class PostgresSearch:
         now: datetime | None = None,
         judged: dict[str, JudgedRecord] | None = None,
         vectors: dict[str, list[np.ndarray]] | None = None,
+        every_vector: bool = False,
     ) -> tuple[list[tuple[str, float]], dict[str, RankFields]]:
         """A search's vector leg in one round trip (with the tenant's vector count cached): hits and their rank fields.
 
         ``judged``, when given, receives the hits' partial records and ``vectors`` the stored vectors of those
-        with several (funes.store.pg_judged), read by the same statement.
+        with several (``every_vector``: of every hit) (funes.store.pg_judged), read by the same statement.
         """
-        out = None if judged is None else (judged, {} if vectors is None else vectors)
+        out = None if judged is None else (judged, {} if vectors is None else vectors, 1 if every_vector else 2)
         if self._dims is None or k <= 0:
             return [], {}
         query = np.asarray(vector, dtype=np.float32)
@@ -723,15 +724,15 @@ def _idf(total: int, count: int) -> float:
     return max(math.log((total - count + 0.5) / (count + 0.5)), 1e-6)
 
 
-# Where a vector statement puts its hits' partial records and the vectors of those with several.
-_Judging = tuple[dict[str, JudgedRecord], dict[str, list[np.ndarray]]]
+# Where a vector statement puts its hits' partial records and the vectors of those with at least so many.
+_Judging = tuple[dict[str, JudgedRecord], dict[str, list[np.ndarray]], int]
 
 
 def _judging(sql: str, out: _Judging | None) -> str:
     """A vector statement, with ``out`` each row's record's vectors when it has several (after its own columns)."""
     if out is None:
         return sql
-    return f"SELECT u.*, {pg_judged.several_vectors('u')} FROM ({sql}) u"
+    return f"SELECT u.*, {pg_judged.several_vectors('u', out[2])} FROM ({sql}) u"
 
 
 def _best(
