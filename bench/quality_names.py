@@ -118,23 +118,7 @@ def staged(feats: Feats) -> Callable[[Sets], tuple[float, np.ndarray]]:
         plain = FEATURES["plain"]
         b0, w0 = lodo.fit(sets, feats=plain)
         n = len(w0)
-        xs, offset, ys, ws = [], [], [], []
-        for on, off in sets.values():
-            signals, labels = lodo.labelled(on, off)
-            xs += [feats(s)[n:] for s in signals]
-            offset += [b0 + float(np.dot(w0, plain(s))) for s in signals]
-            ys += labels
-            ws += [1.0 / len(labels)] * len(labels)
-        x, z0, y, w = (np.asarray(v, dtype=float) for v in (xs, offset, ys, ws))
-        beta = np.zeros(x.shape[1])
-        for _ in range(50):  # Newton's method on the extra weights
-            p = 1.0 / (1.0 + np.exp(-(z0 + x @ beta)))
-            step = np.linalg.solve(
-                (x * (w * p * (1 - p))[:, None]).T @ x + 1e-9 * np.eye(len(beta)), x.T @ (w * (y - p))
-            )
-            beta += step
-            if np.abs(step).max() < 1e-10:
-                break
+        beta = lodo.fit_after(sets, lambda s: feats(s)[n:], lambda s: b0 + float(np.dot(w0, plain(s))))
         return b0, np.concatenate([w0, beta])
 
     return fit
