@@ -106,20 +106,15 @@ def fitted_after_shipped(sets: Sets, key: str, names: tuple[str, ...] = ("locomo
 
     from funes.memory.relevance import COEFFICIENTS, INTERCEPT
 
-    weights = np.asarray(COEFFICIENTS[:9])
-    xs, offset, ys, ws = [], [], [], []
-    for name in names:
-        signals, labels = lodo.labelled(*sets[name])
-        xs += [s.get(key, 0.0) for s in signals]
-        offset += [INTERCEPT + float(np.dot(weights, lodo.features(s)[:9])) for s in signals]
-        ys += labels
-        ws += [1.0 / len(labels)] * len(labels)
-    x, z0, y, w = (np.asarray(v, dtype=float) for v in (xs, offset, ys, ws))
-    beta = 0.0
-    for _ in range(100):  # Newton's method on one weight
-        p = 1.0 / (1.0 + np.exp(-(z0 + x * beta)))
-        beta += float(np.sum(w * (y - p) * x) / (np.sum(w * p * (1 - p) * x * x) + 1e-12))
-    return beta
+    weights = np.asarray(COEFFICIENTS[: -lodo.STAGED])
+    chosen = {name: sets[name] for name in names}
+    return float(
+        lodo.fit_after(
+            chosen,
+            lambda s: [s.get(key, 0.0)],
+            lambda s: INTERCEPT + float(np.dot(weights, lodo.features(s)[: -lodo.STAGED])),
+        )[0]
+    )
 
 
 def _extra(key: str) -> Feats:
