@@ -408,7 +408,11 @@ class SignalJudge:
         question = float_column([question_share(m.content) for m in memories])
         absent, absent_name = self._absent, self._absent_name
         sims = [c.vector_similarity if self._has_vector else None for c in candidates]
-        excess = [self._excess(m, f"{m.title or ''} {m.content}", sim) for m, sim in zip(memories, sims, strict=True)]
+        excess = (
+            [self._excess(m, f"{m.title or ''} {m.content}", sim) for m, sim in zip(memories, sims, strict=True)]
+            if self._names is not None
+            else [0.0] * len(memories)  # a query naming no one the store is about: no text to read
+        )
         k = KEYWORD_COEFFICIENTS  # _probability's keyword model: sum() from 0 in feature order, then the intercept
         x = KEYWORD_INTERCEPT + (k[0] * keyword + k[1] * cover + k[2] * absent + k[3] * absent_name)
         with_cosine = [n for n, sim in enumerate(sims) if sim is not None]
@@ -448,7 +452,11 @@ class SignalJudge:
         else:
             sims = [c.vector_similarity or 0.0 for c in candidates]
             cos = np.maximum(0.0, float_column(sims))
-            most = float_column([self._most_excess(_id(c), sim) for c, sim in zip(candidates, sims, strict=True)])
+            most = (
+                float_column([self._most_excess(_id(c), sim) for c, sim in zip(candidates, sims, strict=True)])
+                if self._names is not None
+                else 0.0
+            )
             x = (
                 INTERCEPT
                 + _C[0] * cos
