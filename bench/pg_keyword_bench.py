@@ -60,8 +60,8 @@ from funes.memory.ranking import query_terms
 from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store import postgres_search
 from funes.store.postgres import PostgresStore
-from funes.store.postgres_search import fold_words
 from funes.store.sqlite import SqliteStore
+from funes.store.words import fold_words
 
 Query = tuple[str, list[str], Any]  # tenant, terms, judgement (SciFact gains or LoCoMo evidence)
 

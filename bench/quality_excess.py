@@ -42,7 +42,8 @@ from quality_names import Feats, Sets, _feats, compared, joint, judged, paired, 
 
 def holds(query: str, text: str) -> float:
     """1.0 when the text holds one of the names the query is asked about (folded words, as coverage reads)."""
-    from funes.memory.relevance import fold, named_terms
+    from funes.memory.relevance import named_terms
+    from funes.store.words import fold_word as fold
 
     names = {fold(n) for n in named_terms(query)}
     if not names:
@@ -79,7 +80,8 @@ def annotate_shares(sets: Sets, data: Path) -> None:
     from agent_memory_data import stores
     from quality_data import load_locomo, load_scifact, turn_text
 
-    from funes.memory.relevance import NAME_SHARE, fold, named_terms
+    from funes.memory.relevance import NAME_SHARE, named_terms
+    from funes.store.words import fold_word as fold
 
     texts: dict[str, list[str]] = {}
     for sample in load_locomo(data):

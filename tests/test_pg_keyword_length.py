@@ -15,7 +15,7 @@ import pytest
 
 from funes.models import Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store.postgres import PostgresStore
-from funes.store.postgres_search import fold_word, fold_words
+from funes.store.words import fold_word, fold_words
 
 pytestmark = pytest.mark.postgres
 

@@ -14,7 +14,7 @@ import pytest
 from funes.models import EmbedderIdentity, Memory, SearchFilters, SourceRef, content_hash, new_id, utcnow
 from funes.store import open_store
 from funes.store.postgres import PostgresStore
-from funes.store.postgres_search import fold_words
+from funes.store.words import fold_words
 
 pytestmark = pytest.mark.postgres
 

@@ -15,11 +15,11 @@ from funes.memory.relevance import (
     Signals,
     context_floor,
     coverage,
-    fold,
     idf,
     keyword_signal,
     relevance,
 )
+from funes.store.words import fold_word
 
 
 def test_idf_matches_fts5_and_never_goes_negative() -> None:
@@ -39,8 +39,19 @@ def test_coverage_weights_rare_terms_and_folds_suffixes() -> None:
     weights = {"kafka": 5.0, "meeting": 1.0}
     assert coverage(["kafka", "meeting"], "Kafka lag alerts", weights) == pytest.approx(5 / 6)
     assert coverage(["kafka", "meeting"], "Two meetings today", weights) == pytest.approx(1 / 6)
-    assert fold("meetings") == fold("meeting")
+    assert fold_word("meetings") == fold_word("meeting")
     assert coverage([], "anything", weights) == 0.0
+
+
+def test_coverage_stems_as_the_keyword_index_does() -> None:
+    """Every inflection the keyword index stems alike counts as the term, whichever form the query used."""
+    office = "The office moves to the fourth floor of the Harbour building in June."
+    assert coverage(["move"], office, {}) == 1.0  # "move" and "moves" (a suffix fold made "move" / "mov")
+    assert coverage(["moving"], office, {}) == 1.0
+    assert coverage(["study"], "Lena studied law in Lyon.", {}) == 1.0  # "studi"
+    assert coverage(["happy"], "A happier team.", {}) == 0.0  # Porter keeps "happier" apart, as FTS5 does
+    assert coverage(["cafe"], "Meet at the Café Noir.", {}) == 1.0  # diacritics go, as remove_diacritics does
+    assert coverage(["after"], "Afterwards we left.", {}) == 0.0  # "after" is no prefix of a stem it is not
 
 
 def test_coverage_finds_cjk_terms_inside_unspaced_text() -> None:

@@ -60,7 +60,6 @@ fitted on the same data without the cosine, is used.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
@@ -70,15 +69,13 @@ from typing import Protocol
 import numpy as np
 
 from ..models import JudgedRecord, Memory, SearchHit
+from ..store.words import fold_word, plain, stem_prefix
 from .dates import MONTHS, WEEKDAYS
 
 # FTS5's bm25() constants (fixed in SQLite).
 BM25_K1 = 1.2
 _TERM = re.compile(r"\w+", re.UNICODE)
 _WORD_OR_STOP = re.compile(r"\w+|[.?!]", re.UNICODE)
-# Cheap English suffix folding for term matching in Python, close enough to
-# the FTS index's porter stemmer to tell whether a query term is present.
-_SUFFIXES = ("ingly", "edly", "ings", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s")
 
 # The share of the keyword index's records a name must be in for ``name_excess`` (subject_names).
 NAME_SHARE = 0.02
@@ -150,42 +147,19 @@ def keyword_signal(bm25: float | None, idfs: Sequence[float]) -> float:
     return 0.0 if ceiling <= 0 else min(1.0, bm25 / ceiling)
 
 
-@functools.lru_cache(maxsize=65536)
-def fold(word: str) -> str:
-    """A word lowercased with a common English suffix removed (a crude stem for presence checks)."""
-    word = word.lower()
-    for suffix in _SUFFIXES:
-        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+def coverage(terms: Sequence[str], text: str, weights: Mapping[str, float]) -> float:
+    """The ``weights``-weighted share of ``terms`` whose stem is one of the text's words' stems.
 
-
-def coverage(
-    terms: Sequence[str], text: str, weights: Mapping[str, float], pattern: re.Pattern[str] | None = None
-) -> float:
-    """The ``weights``-weighted share of ``terms`` that occur in ``text`` (after :func:`fold`).
-
-    ``pattern`` is :func:`term_pattern` of the terms, passed when many
-    records are checked against one query.
+    Words are stemmed as the keyword index stems them (:func:`fold_word`,
+    FTS5's porter), so "move" is found in "The office moves…" and "study"
+    in "She studied…". The definition; search uses :func:`_prepared_coverage`.
     """
     if not terms:
         return 0.0
-    pattern = pattern or term_pattern(terms)
-    targets = {fold(t) for t in terms}
-    # fold() only strips a suffix, so only words starting with a folded term can
-    # fold onto it: the regex finds those in C, and only they are folded.
-    words = {fold(m) for m in pattern.findall(text.lower())} & targets
+    words = {fold_word(w) for w in _TERM.findall(plain(text.lower()))}
     total = sum(weights.get(t, 1.0) for t in terms)
-    found = sum(weights.get(t, 1.0) for t in terms if fold(t) in words or _substring(t, text))
+    found = sum(weights.get(t, 1.0) for t in terms if fold_word(t) in words or _substring(t, text))
     return 0.0 if total <= 0 else found / total
-
-
-def term_pattern(terms: Sequence[str]) -> re.Pattern[str]:
-    """A regex for the words that start with one of the terms' folded forms."""
-    stems = sorted({fold(t) for t in terms if t}, key=len, reverse=True)
-    if not stems:
-        return re.compile(r"(?!)")
-    return re.compile(r"\b(?:" + "|".join(re.escape(x) for x in stems) + r")\w*", re.UNICODE)
 
 
 def _substring(term: str, text: str) -> bool:
@@ -533,21 +507,22 @@ def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Ca
     """:func:`coverage` of one query's terms, with what does not depend on the text worked out once.
 
     The same sums in the same order as :func:`coverage`, so the same doubles.
+    Where coverage stems every word of the text, this finds only the words
+    that can stem to a term's: those starting with the stem's prefix
+    (:func:`stem_prefix`) at a word's start, found by ``str.find`` in C.
     """
     if not terms:
         return lambda _text: 0.0
     total = sum(weights.get(t, 1.0) for t in terms)
     if total <= 0:
         return lambda _text: 0.0
-    checks = [(fold(t), weights.get(t, 1.0), t, not t.isascii() and len(t) >= 2) for t in terms]
-    stems = sorted({fold(t) for t in terms if t})  # what the pattern's words start with
-    # Stems of word characters only (any query's terms but a rare lowercasing) are found by str.find.
-    pattern = None if all(_is_word(c) for stem in stems for c in stem) else term_pattern(terms)
-    targets = {folded for folded, *_ in checks}
+    checks = [(fold_word(t), weights.get(t, 1.0), t, not t.isascii() and len(t) >= 2) for t in terms]
+    # A stem with a character that is not a word's (NFKD of "½" is "1⁄2") is no word of any text.
+    targets = {folded for folded, *_ in checks if folded and all(_is_word(c) for c in folded)}
+    prefixes = sorted({stem_prefix(folded) for folded in targets})
 
     def covered(text: str) -> float:
-        lowered = text.lower()
-        words = _words_from(stems, lowered, targets) if pattern is None else {fold(m) for m in pattern.findall(lowered)}
+        words = _words_from(prefixes, plain(text.lower()), targets)
         found = sum(w for folded, w, t, anywhere in checks if folded in words or (anywhere and t in text))
         return found / total
 
@@ -562,31 +537,29 @@ def _is_word(char: str) -> bool:
 _WORD_REST = re.compile(r"\w*", re.UNICODE)
 
 
-def _words_from(stems: Sequence[str], lowered: str, targets: Set[str]) -> set[str]:
-    """The ``targets`` among the :func:`fold` of the words :func:`term_pattern` of the stems finds in the text.
+def _words_from(prefixes: Sequence[str], lowered: str, targets: Set[str]) -> set[str]:
+    """The ``targets`` among the stems of the text's words that start with one of the ``prefixes``.
 
-    The pattern's match at a place is the whole word from there (``\\w*``
-    runs to the word's end), and a place matches when a stem starts there
-    at a word boundary; ``str.find`` finds those places in C, where the
-    regex tried every stem at every place of the text. It stops once every
-    target is found.
+    A place matches when a prefix starts there at a word's start (``\\b``);
+    the word runs on to its end (``\\w*``) and is stemmed. It stops once
+    every target is found.
     """
     words: set[str] = set()
-    for stem in stems:
+    for prefix in prefixes:
         if len(words) == len(targets):
             break
-        at = lowered.find(stem)
+        at = lowered.find(prefix)
         while at >= 0:
             if at and _is_word(lowered[at - 1]):
-                at = lowered.find(stem, at + 1)  # inside a word: not a match of the pattern's \\b
+                at = lowered.find(prefix, at + 1)  # inside a word
                 continue
-            end = _WORD_REST.match(lowered, at + len(stem)).end()  # type: ignore[union-attr]
-            folded = fold(lowered[at:end])
+            end = _WORD_REST.match(lowered, at + len(prefix)).end()  # type: ignore[union-attr]
+            folded = fold_word(lowered[at:end])
             if folded in targets:
                 words.add(folded)
                 if len(words) == len(targets):
                     break
-            at = lowered.find(stem, end)
+            at = lowered.find(prefix, end)
     return words
 
 
@@ -711,7 +684,6 @@ __all__ = [
     "context_floor",
     "coverage",
     "feature_vector",
-    "fold",
     "idf",
     "keyword_signal",
     "marked_weak",

@@ -44,7 +44,7 @@ from .pg_connection import PgDatabase, redact
 from .postgres_bulk import HNSW_INDEX, PostgresBulk, refold_keywords
 from .postgres_extras import PostgresExtras
 from .postgres_forget import PostgresForget
-from .postgres_search import PostgresSearch, fold_words
+from .postgres_search import PostgresSearch
 from .postgres_upkeep import PostgresUpkeep
 from .sqlite import SqliteStore
 from .sqlite_cleanup import CleanupTables
@@ -58,6 +58,7 @@ from .sqlite_rows import COLUMNS, PLACEHOLDERS, row_values
 from .sqlite_sessions import SessionTables
 from .sqlite_upkeep import UpkeepTables
 from .tenancy import acting_for
+from .words import fold_words
 
 log = logging.getLogger("funes.store.postgres")
 _PORTER_MIGRATION = 13  # pg_sql/013: keyword vectors of Porter stems, backfilled in Python

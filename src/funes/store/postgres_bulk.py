@@ -34,9 +34,9 @@ from ..models import Memory, utcnow
 from .base import checked_vectors, refuse_other_tenant, vis_key
 from .pg_load import HELD as _HELD
 from .pg_load import HNSW_VALID, LOAD_QUIET, TRACK_MIN, end_load, quiet_in, record_load, worth_rebuilding
-from .postgres_search import fold_words
 from .sqlite_rows import COLUMNS, row_values, to_memory
 from .tenancy import acting_for, current_tenant
+from .words import fold_words
 
 BATCH = 1000  # records per round of statements
 # Which tenant holds each of these record ids (run acting for no tenant: ids are the store's, see base.refuse_other_tenant).

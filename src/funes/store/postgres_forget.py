@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .postgres_search import fold_words
 from .sqlite_forget import TOUCHED
+from .words import fold_words
 
 
 class PostgresForget:

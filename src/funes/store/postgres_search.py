@@ -28,11 +28,8 @@ records survive. Numbers: docs/postgres.md and bench/pg_recall.py.
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 import time
-import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -47,6 +44,7 @@ from .sqlite_cjk import cjk_runs, merge_hits, trigrams
 from .sqlite_keyword import stat_fresh, stat_fresh_sql
 from .sqlite_rows import RANK_COLUMNS, record_filters, sql_in
 from .tenancy import current_tenant
+from .words import fold_words
 
 _K1 = 1.2
 _B = 0.75
@@ -94,51 +92,6 @@ _COMMON_SHARE = (
     f"{_FTS_STATS}), t.term)] AS f"
 )
 _COUNT_EXACT_MAX = 2000  # a term PostgreSQL's statistics put in more records than this is estimated, not counted
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # as unicode61: letters and digits, "_" separates
-# FTS5's porter tokenizer leaves words shorter than 3 or longer than 64 characters as they are.
-_STEM_MIN, _STEM_MAX = 3, 64
-# A vowel (y after a consonant is one) then a consonant: Porter's measure m > 0, near enough.
-_VC = re.compile(r"(?:[aeiou]|(?<=[^aeiou])y)[^aeiou]")
-_ASCII_LETTER = re.compile(r"[a-z]")
-
-
-@functools.cache
-def _porter() -> Any:
-    import snowballstemmer  # a base dependency; lazy so importing the store stays light
-
-    return snowballstemmer.stemmer("porter")
-
-
-@functools.lru_cache(maxsize=65536)
-def fold_word(word: str) -> str:
-    """A word lowercased, without diacritics, Porter-stemmed as SQLite's FTS5 ``porter`` tokenizer stems it.
-
-    The stemmer is Snowball's ``porter`` (the original 1980 algorithm that
-    FTS5's porter implements), so "vendors", "relational" and "running" meet
-    the same words on both stores (bench/pg_keyword_bench.py, docs/postgres.md).
-    """
-    word = "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
-    if not _STEM_MIN <= len(word) <= _STEM_MAX or not _ASCII_LETTER.search(word):
-        return word  # CJK and other scripts stay as they are
-    stem = str(_porter().stemWord(word))
-    # Two departures of Porter's own C code (and so FTS5's) from the 1980 paper, which Snowball follows:
-    # step 2 also turns "logi" into "log" and "bli" into "ble" (which steps 4 and 5 then shorten).
-    if stem.endswith("logi") and _VC.search(stem[:-4]):
-        return stem[:-1]
-    if stem.endswith("bli") and not stem.endswith("abli") and _VC.search(stem[:-3]):
-        return str(_porter().stemWord(stem[:-1] + "e"))
-    return stem
-
-
-def fold_words(text: str | None) -> str:
-    """The text as the keyword index holds it: folded words (see :func:`fold_word`) joined by spaces.
-
-    FTS5's ``porter unicode61 remove_diacritics 2`` finds "cafe" in "café" and
-    "vendor" in "vendors"; PostgreSQL's 'simple' configuration does neither,
-    and the unaccent extension is not always installed, so both sides fold in
-    Python: the indexed text here, the query terms in ``_word_search``.
-    """
-    return " ".join(fold_word(w) for w in _WORD.findall(text or ""))
 
 
 class PostgresSearch:

@@ -28,6 +28,7 @@ import functools
 import itertools
 import json
 import re
+import threading
 from collections import Counter
 from typing import Any
 
@@ -358,11 +359,16 @@ def _entity_title(fields: dict[str, Any]) -> str:
     return title_of(_prose(fields))
 
 
-@functools.cache
-def _stemmer() -> Any:
-    import snowballstemmer
+_local = threading.local()  # a Snowball stemmer keeps the word it works on in the object: one per thread
 
-    return snowballstemmer.stemmer("english")
+
+def _stemmer() -> Any:
+    stemmer = getattr(_local, "english", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _local.english = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @functools.lru_cache(maxsize=65536)  # a document says the same words again and again
