@@ -139,7 +139,7 @@ def test_search_explains_only_what_it_returns_with_the_same_answers(
     assert compared["answers"] > 0 and compared["parts"] > 0
 
 
-_WORDS = ["deploy", "deploying", "deployed", "invoice", "invoices", "vendor", "Acme", "renews", "发票", "到期"]
+_WORDS = ["deploy", "deploying", "deployed", "invoice", "invoices", "vendor", "Acme", "renews", "发票", "到期", "résumé", "happy"]
 _text = st.lists(st.sampled_from([*_WORDS, "the", "a", "?", ".", "!", " ", "\n", "x"]), max_size=40).map(" ".join)
 # Texts whose words run into the terms (no spaces, underscores, digits, accents, Greek, CJK): where word boundaries are.
 _glued = st.lists(
@@ -161,7 +161,7 @@ def test_coverage_prepared_once_per_query_is_coverage(terms: list[str], text: st
 @settings(max_examples=600, deadline=None)
 @given(
     terms=st.lists(
-        st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys", "re", "x_9", "é", "σας", "i̇", "9"]),
+        st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys", "re", "x_9", "é", "σας", "i̇", "9", "resume", "happi"]),
         min_size=1,
         max_size=4,
         unique=True,
@@ -171,6 +171,7 @@ def test_coverage_prepared_once_per_query_is_coverage(terms: list[str], text: st
 @example(terms=["deploy"], text="9deploy")
 @example(terms=["deploy"], text="_deploy deployé")
 @example(terms=["deploy", "re"], text="ΣΑΣdeploy redeploy re9")
+@example(terms=["resume", "deploy"], text="Résumé redéployé déploy")
 def test_coverage_finds_the_words_the_terms_pattern_finds(terms: list[str], text: str) -> None:
     """The prepared coverage finds words by str.find; the reference runs the terms' regex over the text."""
     weights = {t: 1.0 + n for n, t in enumerate(terms)}

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -69,7 +70,7 @@ from typing import Protocol
 import numpy as np
 
 from ..models import JudgedRecord, Memory, SearchHit
-from ..store.words import fold_word, plain, stem_prefix
+from ..store.words import fold_word, stem_prefix
 from .dates import MONTHS, WEEKDAYS
 
 # FTS5's bm25() constants (fixed in SQLite).
@@ -156,7 +157,7 @@ def coverage(terms: Sequence[str], text: str, weights: Mapping[str, float]) -> f
     """
     if not terms:
         return 0.0
-    words = {fold_word(w) for w in _TERM.findall(plain(text.lower()))}
+    words = {fold_word(w) for w in _TERM.findall(text.lower())}
     total = sum(weights.get(t, 1.0) for t in terms)
     found = sum(weights.get(t, 1.0) for t in terms if fold_word(t) in words or _substring(t, text))
     return 0.0 if total <= 0 else found / total
@@ -509,7 +510,8 @@ def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Ca
     The same sums in the same order as :func:`coverage`, so the same doubles.
     Where coverage stems every word of the text, this finds only the words
     that can stem to a term's: those starting with the stem's prefix
-    (:func:`stem_prefix`) at a word's start, found by ``str.find`` in C.
+    (:func:`stem_prefix`) at a word's start, found by ``str.find`` in C, and
+    in a text with letters that decompose ("é"), its non-ASCII words.
     """
     if not terms:
         return lambda _text: 0.0
@@ -522,7 +524,11 @@ def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Ca
     prefixes = sorted({stem_prefix(folded) for folded in targets})
 
     def covered(text: str) -> float:
-        words = _words_from(prefixes, plain(text.lower()), targets)
+        lowered = text.lower()
+        words = _words_from(prefixes, lowered, targets)
+        if len(words) < len(targets) and not lowered.isascii() and not unicodedata.is_normalized("NFKD", lowered):
+            # A diacritic can sit inside a prefix ("résumé" folds to "resum"): such words are read one by one.
+            words.update(f for w in _TERM.findall(lowered) if not w.isascii() and (f := fold_word(w)) in targets)
         found = sum(w for folded, w, t, anywhere in checks if folded in words or (anywhere and t in text))
         return found / total
 
