@@ -143,7 +143,7 @@ _WORDS = ["deploy", "deploying", "deployed", "invoice", "invoices", "vendor", "A
 _text = st.lists(st.sampled_from([*_WORDS, "the", "a", "?", ".", "!", " ", "\n", "x"]), max_size=40).map(" ".join)
 # Texts whose words run into the terms (no spaces, underscores, digits, accents, Greek, CJK): where word boundaries are.
 _glued = st.lists(
-    st.sampled_from([*_WORDS, "re", "_", "9", "é", "ΣΑΣ", "İ", "x", "-", " ", "ing", "s", "\u0307", "发"]), max_size=30
+    st.sampled_from([*_WORDS, "re", "_", "9", "é", "ΣΑΣ", "İ", "x", "-", " ", "ing", "s", "\u0307", "发", "½", "⁄"]), max_size=30
 ).map("".join)
 
 
@@ -161,7 +161,7 @@ def test_coverage_prepared_once_per_query_is_coverage(terms: list[str], text: st
 @settings(max_examples=600, deadline=None)
 @given(
     terms=st.lists(
-        st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys", "re", "x_9", "é", "σας", "i̇", "9", "resume", "happi"]),
+        st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys", "re", "x_9", "é", "σας", "i̇", "9", "resume", "happi", "½", "1⁄2"]),
         min_size=1,
         max_size=4,
         unique=True,
@@ -172,6 +172,7 @@ def test_coverage_prepared_once_per_query_is_coverage(terms: list[str], text: st
 @example(terms=["deploy"], text="_deploy deployé")
 @example(terms=["deploy", "re"], text="ΣΑΣdeploy redeploy re9")
 @example(terms=["resume", "deploy"], text="Résumé redéployé déploy")
+@example(terms=["½", "1⁄2"], text="½ 1⁄2")
 def test_coverage_finds_the_words_the_terms_pattern_finds(terms: list[str], text: str) -> None:
     """The prepared coverage finds words by str.find; the reference runs the terms' regex over the text."""
     weights = {t: 1.0 + n for n, t in enumerate(terms)}

@@ -519,9 +519,10 @@ def _prepared_coverage(terms: Sequence[str], weights: Mapping[str, float]) -> Ca
     if total <= 0:
         return lambda _text: 0.0
     checks = [(fold_word(t), weights.get(t, 1.0), t, not t.isascii() and len(t) >= 2) for t in terms]
-    # A stem with a character that is not a word's (NFKD of "½" is "1⁄2") is no word of any text.
-    targets = {folded for folded, *_ in checks if folded and all(_is_word(c) for c in folded)}
-    prefixes = sorted({stem_prefix(folded) for folded in targets})
+    targets = {folded for folded, *_ in checks if folded}
+    # A stem with a character that is not a word's (NFKD of "½" is "1⁄2") starts no word: only the
+    # non-ASCII words of a text whose letters decompose can fold to it.
+    prefixes = sorted({stem_prefix(f) for f in targets if all(_is_word(c) for c in f)})
 
     def covered(text: str) -> float:
         lowered = text.lower()
