@@ -293,12 +293,10 @@ def main() -> None:
         action="store_true",
         help="Start the server without the team's vector index: its job worker builds it under the load.",
     )
-    parser.add_argument(
-        "--baseline-concurrency",
-        type=int,
-        default=1,
-        help="Threads searching in-process at once for the baseline (default 1; --concurrency compares like with like).",
+    callers = (
+        "Threads searching in-process at once for the baseline (default 1; --concurrency compares like with like)."
     )
+    parser.add_argument("--baseline-concurrency", type=int, default=1, help=callers)
     args = parser.parse_args()
 
     tmp = None
