@@ -26,7 +26,13 @@ everything but embedding model time (the hash embedder is ~free). Targets
 (issue 13): search p95 <= 50 ms at 100k on SQLite with 2 cores; zero 5xx and
 zero lost writes under sustained mixed load. The baseline printed alongside
 is the same search through the library in-process (no HTTP, access tracking
-on as in the server), which bounds what the server can reach.
+on as in the server, the same hash embedder), which bounds what the server can
+reach: one call at a time unless ``--baseline-concurrency`` says more (the
+REST load's ``--concurrency`` compares like with like: two callers of one
+process wait for each other on the GIL, over HTTP or not), with its CPU per
+search. The CPU line adds what the bench's own client threads took per
+request: they run on the same cores as the server. ``--db`` reuses a store
+filled before (only the missing records are added).
 """
 
 from __future__ import annotations
