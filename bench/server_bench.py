@@ -26,7 +26,13 @@ everything but embedding model time (the hash embedder is ~free). Targets
 (issue 13): search p95 <= 50 ms at 100k on SQLite with 2 cores; zero 5xx and
 zero lost writes under sustained mixed load. The baseline printed alongside
 is the same search through the library in-process (no HTTP, access tracking
-on as in the server), which bounds what the server can reach.
+on as in the server, the same hash embedder), which bounds what the server can
+reach: one call at a time unless ``--baseline-concurrency`` says more (the
+REST load's ``--concurrency`` compares like with like: two callers of one
+process wait for each other on the GIL, over HTTP or not), with its CPU per
+search. The CPU line adds what the bench's own client threads took per
+request: they run on the same cores as the server. ``--db`` reuses a store
+filled before (only the missing records are added).
 """
 
 from __future__ import annotations
@@ -105,8 +111,12 @@ def _pg_buffers(store: object) -> tuple[str, str]:
     return str(row[0]), str(row[1])
 
 
-def prefill(db: str, count: int, team: str, cold_index: bool = False) -> tuple[str, list[float]]:
-    """Fill the store, create a key; return it and in-process search latencies (the baseline).
+def prefill(
+    db: str, count: int, team: str, cold_index: bool = False, concurrency: int = 1
+) -> tuple[str, list[float], float]:
+    """Fill the store, create a key; return it, in-process search latencies (the baseline) and their CPU per search.
+
+    ``concurrency``: callers searching the service at once in the baseline (the REST load's clients, without HTTP).
 
     The vector index a large team's searches ask for is built here, before the
     server starts, unless ``cold_index``: then the server's job worker builds it
@@ -148,14 +158,122 @@ def prefill(db: str, count: int, team: str, cold_index: bool = False) -> tuple[s
             while service.jobs.list(kind="maintain", status="queued") and time.monotonic() < deadline:
                 time.sleep(1.0)
                 service.run_jobs(max_seconds=600, kinds=["maintain", "optimize"])
-        baseline = []
-        for _ in range(200):
-            query = " ".join(rng.sample(WORDS, 3))
-            t0 = time.perf_counter()
-            # As the server searches: access tracking on (one small write transaction per search).
-            service.search(query, tenant=team, limit=10)
-            baseline.append((time.perf_counter() - t0) * 1000)
-    return key, baseline
+        queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(200)]
+        baseline: list[float] = []
+
+        def searches(mine: list[str]) -> None:
+            for query in mine:
+                t0 = time.perf_counter()
+                # As the server searches: access tracking on (one small write transaction per search).
+                service.search(query, tenant=team, limit=10)
+                baseline.append((time.perf_counter() - t0) * 1000)
+
+        cpu = time.process_time()
+        callers = [threading.Thread(target=searches, args=(queries[i::concurrency],)) for i in range(concurrency)]
+        for t in callers:
+            t.start()
+        for t in callers:
+            t.join()
+        cpu = (time.process_time() - cpu) * 1000 / len(baseline)  # all the process's threads, as the server's figure
+    return key, baseline, cpu
+
+
+def start_server(db: str, home: str | None, src: str | None = None) -> tuple[subprocess.Popen[bytes], str, float]:
+    """``funes serve`` on ``db`` at a free loopback port, hash embedder; (process, base URL, seconds to first answer).
+
+    ``src``: the checkout's ``src`` the server runs (``PYTHONPATH``), for an A/B of two checkouts.
+    """
+    import httpx
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "FUNES_EMBEDDER": "hash:384",
+        "FUNES_HOME": home or os.environ.get("FUNES_HOME", ""),
+        **{f"FUNES_{k.upper()}": str(v) for k, v in RETENTION_OFF.items()},
+    }
+    if not env["FUNES_HOME"]:
+        env.pop("FUNES_HOME")
+    if src:
+        env["PYTHONPATH"] = src
+    code = "from funes.interfaces.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--db", db, "--port", str(port)], env=env, stderr=subprocess.PIPE
+    )
+    base = f"http://127.0.0.1:{port}"
+    launched = time.monotonic()
+    deadline = launched + 300
+    while True:
+        try:
+            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("funes serve did not start: " + (proc.stderr.read().decode() if proc.stderr else ""))
+        time.sleep(0.2)
+    return proc, base, time.monotonic() - launched  # a server busy holding the GIL (an index build) is late
+
+
+class Load:
+    """The mixed load: client threads sending searches and creates (share ``write_share``) to one server."""
+
+    def __init__(self, base: str, headers: dict[str, str], team: str, write_share: float) -> None:
+        self.base, self.headers, self.team, self.write_share = base, headers, team, write_share
+        self.lock = threading.Lock()
+        self.latencies: dict[str, list[float]] = {"search": [], "create": []}
+        self.errors = {"5xx": 0, "other": 0, "timeout": 0}
+        self.written: list[str] = []
+        self.sent = 0
+        self.runs = 0
+
+    def run(self, concurrency: int, requests: int, duration: float) -> float:
+        """``concurrency`` clients until ``requests`` more are sent or ``duration`` seconds pass; the wall time."""
+        stop_at, limit = time.monotonic() + duration, self.sent + requests
+        self.runs += 1
+        seeds = [(self.runs - 1) * 1000 + i for i in range(concurrency)]  # the first run: 0, 1, ... as before
+        started = time.perf_counter()
+        threads = [threading.Thread(target=self._client, args=(seed, stop_at, limit)) for seed in seeds]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return time.perf_counter() - started
+
+    def _client(self, seed: int, stop_at: float, limit: int) -> None:
+        import httpx
+
+        rng = random.Random(seed)
+        with httpx.Client(base_url=self.base, headers=self.headers, timeout=60) as http:
+            while True:
+                with self.lock:
+                    if self.sent >= limit or time.monotonic() > stop_at:
+                        return
+                    self.sent += 1
+                    n = self.sent
+                t0 = time.perf_counter()
+                try:
+                    if rng.random() < self.write_share:
+                        op = "create"
+                        content = f"bench-write-{seed}-{n}: " + " ".join(rng.choice(WORDS) for _ in range(8))
+                        reply = http.post(f"/v1/teams/{self.team}/memories", json={"content": content})
+                    else:
+                        op = "search"
+                        query = " ".join(rng.sample(WORDS, 3))
+                        reply = http.get(f"/v1/teams/{self.team}/memories/search", params={"q": query})
+                except httpx.TimeoutException:
+                    with self.lock:
+                        self.errors["timeout"] += 1
+                    continue
+                elapsed = (time.perf_counter() - t0) * 1000
+                with self.lock:
+                    self.latencies[op].append(elapsed)
+                    if reply.status_code >= 500:
+                        self.errors["5xx"] += 1
+                    elif reply.status_code >= 400:
+                        self.errors["other"] += 1
+                    elif op == "create":
+                        self.written.append(reply.json()["id"])
 
 
 # The bench's one team holds up to 100k memories plus what the run creates: over the default tenant cap
@@ -181,9 +299,11 @@ def main() -> None:
         action="store_true",
         help="Start the server without the team's vector index: its job worker builds it under the load.",
     )
+    callers = (
+        "Threads searching in-process at once for the baseline (default 1; --concurrency compares like with like)."
+    )
+    parser.add_argument("--baseline-concurrency", type=int, default=1, help=callers)
     args = parser.parse_args()
-
-    import httpx
 
     tmp = None
     db = args.db
@@ -191,84 +311,16 @@ def main() -> None:
         tmp = tempfile.mkdtemp(prefix="funes-server-bench-")
         db = str(Path(tmp) / "bench.db")
     team = "bench"
-    key, baseline = prefill(db, args.memories, team, args.cold_index)
-    port = _free_port()
-    env = {
-        **os.environ,
-        "FUNES_EMBEDDER": "hash:384",
-        "FUNES_HOME": tmp or os.environ.get("FUNES_HOME", ""),
-        **{f"FUNES_{k.upper()}": str(v) for k, v in RETENTION_OFF.items()},
-    }
-    if not env["FUNES_HOME"]:
-        env.pop("FUNES_HOME")
-    code = "from funes.interfaces.cli import main; main()"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--db", db, "--port", str(port)], env=env, stderr=subprocess.PIPE
-    )
-    base = f"http://127.0.0.1:{port}"
-    launched = time.monotonic()
-    deadline = launched + 300
-    while True:
-        try:
-            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("funes serve did not start: " + (proc.stderr.read().decode() if proc.stderr else ""))
-        time.sleep(0.2)
-    ready = time.monotonic() - launched  # a server busy holding the GIL (an index build, before issue 29) is late
-
+    key, baseline, baseline_cpu = prefill(db, args.memories, team, args.cold_index, args.baseline_concurrency)
+    proc, base, ready = start_server(db, tmp)
     headers = {"Authorization": f"Bearer {key}"}
-    lock = threading.Lock()
-    latencies: dict[str, list[float]] = {"search": [], "create": []}
-    errors = {"5xx": 0, "other": 0, "timeout": 0}
-    written: list[str] = []
-    sent = [0]
-    stop_at = time.monotonic() + args.duration
-
-    def worker(seed: int) -> None:
-        rng = random.Random(seed)
-        with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
-            while True:
-                with lock:
-                    if sent[0] >= args.requests or time.monotonic() > stop_at:
-                        return
-                    sent[0] += 1
-                    n = sent[0]
-                t0 = time.perf_counter()
-                try:
-                    if rng.random() < args.write_share:
-                        op = "create"
-                        content = f"bench-write-{seed}-{n}: " + " ".join(rng.choice(WORDS) for _ in range(8))
-                        reply = http.post(f"/v1/teams/{team}/memories", json={"content": content})
-                    else:
-                        op = "search"
-                        query = " ".join(rng.sample(WORDS, 3))
-                        reply = http.get(f"/v1/teams/{team}/memories/search", params={"q": query})
-                except httpx.TimeoutException:
-                    with lock:
-                        errors["timeout"] += 1
-                    continue
-                elapsed = (time.perf_counter() - t0) * 1000
-                with lock:
-                    latencies[op].append(elapsed)
-                    if reply.status_code >= 500:
-                        errors["5xx"] += 1
-                    elif reply.status_code >= 400:
-                        errors["other"] += 1
-                    elif op == "create":
-                        written.append(reply.json()["id"])
-
+    load = Load(base, headers, team, args.write_share)
+    client_cpu = time.process_time()  # the load generator's own threads: CPU taken from the server's 2 cores
     cpu_before = _cpu_seconds(proc.pid), _database_cpu_seconds(args.pgdata)
-    started = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
+    wall = load.run(args.concurrency, args.requests, args.duration)
+    latencies, errors, written = load.latencies, load.errors, load.written
     cpu_after = _cpu_seconds(proc.pid), _database_cpu_seconds(args.pgdata)
+    client_cpu = (time.process_time() - client_cpu) * 1000
     proc.terminate()
     proc.communicate(timeout=60)
 
@@ -292,8 +344,9 @@ def main() -> None:
             f"{_pct(values, 95):>8.1f} {_pct(values, 99):>8.1f} {max(values, default=float('nan')):>8.1f}"
         )
     print(
-        f"baseline: library search in-process, p50 {statistics.median(baseline):.1f} ms, "
-        f"p95 {_pct(baseline, 95):.1f} ms"
+        f"baseline: library search in-process, {args.baseline_concurrency} at a time, "
+        f"p50 {statistics.median(baseline):.1f} ms, "
+        f"p95 {_pct(baseline, 95):.1f} ms, CPU {baseline_cpu:.1f} ms per search"
     )
     cpu = [
         (a - b) * 1000 / max(total, 1) if a is not None and b is not None else None
@@ -303,6 +356,7 @@ def main() -> None:
         print(
             f"CPU per request: server process {cpu[0]:.1f} ms"
             + (f", PostgreSQL (all its processes) {cpu[1]:.1f} ms" if cpu[1] is not None else "")
+            + f", the bench's client {client_cpu / max(total, 1):.1f} ms"
         )
     print(f"writes acknowledged: {len(written)}; lost writes: {lost}")
     if buffers:  # what the database's CPU per request depends on most (docs/postgres.md, its server's settings)

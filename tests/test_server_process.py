@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -307,3 +309,51 @@ def test_the_servers_connections_send_without_waiting_for_the_clients_ack() -> N
             server.close()
 
     assert asyncio.run(accepted_nodelay()) != 0
+
+
+def _uncounted(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without its access counters (a REST search counts its own reads)."""
+    return {k: v for k, v in record.items() if k not in ("access_count", "last_accessed")}
+
+
+def test_search_and_create_answer_what_the_library_answers(tmp_path: Path) -> None:
+    """A REST search answers the library's search of the same store (same hits, order and numbers), a create its record.
+
+    ``as_of`` pins the clock both searches measure recency from; access counters, which the REST search bumps,
+    are left out. bench/server_ab_bench.py makes the same comparison between two checkouts' servers.
+    """
+    db = tmp_path / "answers.db"
+    (key,) = _keys(db, ("acme", "write"))
+    with funes.open(str(db), embedder="hash", worker="off") as service:
+        service.remember_many(
+            [f"Note {i}: the {('budget', 'roadmap', 'vendor', 'audit')[i % 4]} review of week {i}" for i in range(30)],
+            tenant="acme",
+            scope="team",
+        )
+    port = _free_port()
+    proc = _start(db, port)
+    headers = {"Authorization": f"Bearer {key}"}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1/teams/acme", headers=headers) as http:
+            created = http.post("/memories", json={"content": "The review of the budget moved to Friday"})
+            time.sleep(0.01)
+            as_of = datetime.now(UTC).isoformat()
+            found = http.get("/memories/search", params={"q": "budget review", "as_of": as_of, "limit": 8})
+            missing = http.get("/memories/search", params={"q": ""})
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert created.status_code == 201 and created.headers["content-type"] == "application/json"
+    assert found.status_code == 200 and found.headers["content-type"] == "application/json"
+    assert missing.status_code == 422 and missing.json()["error"]["code"] == "invalid_input"
+    with funes.open(str(db), embedder="hash", worker="off") as service:
+        record = service.get(created.json()["id"], tenant="acme").to_dict()
+        hits = service.search("budget review", tenant="acme", as_of=as_of, limit=8, track=False)
+    assert _uncounted(created.json()) == _uncounted(json.loads(json.dumps(record)))
+    answer = found.json()
+    assert record["id"] in [h["memory"]["id"] for h in answer["hits"]] and len(answer["hits"]) > 1
+    library = json.loads(json.dumps({"query": "budget review", "hits": [h.to_dict() for h in hits], "degraded": None}))
+    assert hits.degraded is None and answer["degraded"] is None and answer["query"] == library["query"]
+    assert [{**h, "memory": _uncounted(h["memory"])} for h in answer["hits"]] == [
+        {**h, "memory": _uncounted(h["memory"])} for h in library["hits"]
+    ]
