@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -34,20 +34,15 @@ def test_threads_stemming_at_once_get_the_stems_one_thread_gets(fast_switching: 
     words = _words()
     stem = fold_word.__wrapped__  # type: ignore[attr-defined]  # past the cache: every call stems
     alone = {w: stem(w) for w in words}
-    wrong: list[object] = []
 
-    def stem_all() -> None:
+    def stem_all(_: int) -> list[object]:
         try:
-            for _ in range(10):
-                wrong.extend(w for w in words if stem(w) != alone[w])
+            return [w for _ in range(10) for w in words if stem(w) != alone[w]]
         except Exception as exc:  # a stemmer caught mid-word can also index past its word's end
-            wrong.append(exc)
+            return [exc]
 
-    threads = [threading.Thread(target=stem_all) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(4) as pool:
+        wrong = [w for found in pool.map(stem_all, range(4)) for w in found]
     assert wrong == []
 
 
