@@ -139,11 +139,25 @@ def test_search_explains_only_what_it_returns_with_the_same_answers(
     assert compared["answers"] > 0 and compared["parts"] > 0
 
 
-_WORDS = ["deploy", "deploying", "deployed", "invoice", "invoices", "vendor", "Acme", "renews", "发票", "到期", "résumé", "happy"]
+_WORDS = [
+    "deploy",
+    "deploying",
+    "deployed",
+    "invoice",
+    "invoices",
+    "vendor",
+    "Acme",
+    "renews",
+    "发票",
+    "到期",
+    "résumé",
+    "happy",
+]
 _text = st.lists(st.sampled_from([*_WORDS, "the", "a", "?", ".", "!", " ", "\n", "x"]), max_size=40).map(" ".join)
 # Texts whose words run into the terms (no spaces, underscores, digits, accents, Greek, CJK): where word boundaries are.
 _glued = st.lists(
-    st.sampled_from([*_WORDS, "re", "_", "9", "é", "ΣΑΣ", "İ", "x", "-", " ", "ing", "s", "\u0307", "发", "½", "⁄"]), max_size=30
+    st.sampled_from([*_WORDS, "re", "_", "9", "é", "ΣΑΣ", "İ", "x", "-", " ", "ing", "s", "\u0307", "发", "½", "⁄"]),
+    max_size=30,
 ).map("".join)
 
 
@@ -161,7 +175,10 @@ def test_coverage_prepared_once_per_query_is_coverage(terms: list[str], text: st
 @settings(max_examples=600, deadline=None)
 @given(
     terms=st.lists(
-        st.sampled_from([w.lower() for w in _WORDS] + ["renew", "deploys", "re", "x_9", "é", "σας", "i̇", "9", "resume", "happi", "½", "1⁄2"]),
+        st.sampled_from(
+            [w.lower() for w in _WORDS]
+            + ["renew", "deploys", "re", "x_9", "é", "σας", "i̇", "9", "resume", "happi", "½", "1⁄2"]
+        ),
         min_size=1,
         max_size=4,
         unique=True,
