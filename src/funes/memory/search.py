@@ -81,6 +81,11 @@ class HybridSearch:
         # SQLite, torch and numpy all release the GIL, so on two cores the
         # search costs the slower leg, not the sum.
         terms, names = query_terms(query), named_terms(query)
+        ident = self.store.identity()
+        # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
+        calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
+        # Relevance reads name_excess: the setting is on, the constants fit the model and the query names someone.
+        excess = calibrated and bool(self.config.name_excess) and bool(names)
 
         # PostgreSQL answers the whole keyword leg, term presence included, in one round trip.
         one_trip = getattr(self.store, "keyword_leg", None)
@@ -151,8 +156,7 @@ class HybridSearch:
                 vector_leg = getattr(self.store, "vector_leg", None)  # PostgreSQL: rank fields in the same trip
                 if vector_leg is not None:
                     # A query naming whom the store is about reads every hit's vectors too (_names_cosines).
-                    every = bool(names) and self._names_counted()
-                    more = {} if partial is None else {"judged": judged, "vectors": several, "every_vector": every}
+                    more = {} if partial is None else {"judged": judged, "vectors": several, "every_vector": excess}
                     nearest, fields = vector_leg(vector, filters, k=candidates, now=now, **more)
                 else:
                     nearest = self.store.vector_search(vector, filters, k=candidates, now=now)
@@ -187,12 +191,9 @@ class HybridSearch:
         sims = dict(nearest)
         if vector is not None:
             sims.update(best_cosines({m: v for m, v in stored.items() if m not in sims}, vector))
-        ident = self.store.identity()
-        # Another model's cosines make relevance a rough signal, not a ranker: the fused score orders then.
-        calibrated = ident is not None and ident.model_id in CALIBRATED_MODELS
         alone = (
             self._names_cosines(query, subject_names(names, *stats), present, list(fields), stored)
-            if vector is not None and names and calibrated and self.config.name_excess
+            if vector is not None and excess
             else None
         )
         judge = signal_judge(
@@ -229,11 +230,6 @@ class HybridSearch:
         if cosines:
             hits = _with_passages(hits, cosines, layouts)
         return SearchResults(hits, degraded=degraded)
-
-    def _names_counted(self) -> bool:
-        """Whether relevance reads ``name_excess``: the setting is on and the constants fit the store's model."""
-        ident = self.store.identity()
-        return bool(self.config.name_excess) and ident is not None and ident.model_id in CALIBRATED_MODELS
 
     def _names_cosines(
         self,
