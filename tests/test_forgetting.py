@@ -13,7 +13,9 @@ from click.testing import CliRunner
 import funes
 from funes.errors import InvalidInput, NotFound
 from funes.interfaces.cli import main
+from funes.models import utcnow
 from funes.providers.embed import HashEmbedder
+from funes.store import AccessEvent
 
 SECRET = "My quokkabrandt passcode is zephyrwhistle42 and I prefer marmaladeorchid seats."
 TOKENS = (b"quokkabrandt", b"zephyrwhistle42", b"marmaladeorchid", b"vaultkeeperx9")
@@ -343,3 +345,30 @@ def test_a_file_gone_since_verify_listed_it_holds_nothing(tmp_path: Path) -> Non
     kept.write_text("the quokkabrandt passcode\n", encoding="utf-8")
     assert [h["word"] for h in scan_file(kept, tokens)] == ["quokkabrandt"]
     assert scan_file(tmp_path / "19239_fsm", tokens, ["mem_x"]) == []
+
+
+def test_access_rows_written_after_a_forget_bring_back_neither_the_record_nor_the_words(
+    project: Path, store_url: str
+) -> None:
+    """Rows of a read are written after it: held by another server process (PostgreSQL), or held back
+    while the store was locked, or from a search that ran beside the forget. None may undo the forget."""
+    with _open(store_url) as mem, _open(store_url) as other:
+        secret = mem.remember(SECRET, user="alice")
+        kept = mem.remember(OTHER)
+        assert other.search("zephyrwhistle42 passcode", user="alice")  # `other`'s rows may wait for a write
+        read_at = utcnow()
+        receipt = mem.forget_everywhere(user="alice")
+        tenant = mem.core.tenant_of(None)
+        late = [
+            AccessEvent(secret.id, tenant, "search", query="quokkabrandt zephyrwhistle42"),
+            AccessEvent(kept.id, tenant, "search", query="quokkabrandt lunch"),
+        ]
+        mem.store.record_access(late, read_at)  # a read from before the forget, written after it
+        assert [h.memory.id for h in other.search("ramen lunch")][:1] == [kept.id]  # `other` writes what it held
+        other.core.sync_access()
+        rows = mem.store.db.reader().execute("SELECT memory_id, query FROM access_log").fetchall()
+        assert secret.id not in {r[0] for r in rows}, rows
+        assert not [r for r in rows if r[1] and any(t.decode() in r[1].lower() for t in TOKENS)], rows
+        assert (kept.id, None) in {(r[0], r[1]) for r in rows}  # the read of a kept record still counts
+        assert ("ramen lunch" in {r[1] for r in rows}) and mem.get(kept.id).access_count >= 2
+        assert mem.verify_forgotten(receipt["id"])["ok"]

@@ -71,11 +71,14 @@ def _access_statement(
         "session_id, agent_id, n)), c AS (SELECT memory_id, count(*) AS reads, max(at) AS at FROM ev GROUP BY memory_id), "
         # The records' rows locked in rowid order, as every writer locks them: in the update's own order a
         # concurrent writer holding one and waiting on another deadlocked with it.
-        "locked AS MATERIALIZED (SELECT m.rowid FROM memories m JOIN c ON m.id = c.memory_id ORDER BY m.rowid "
+        "locked AS MATERIALIZED (SELECT m.rowid, m.id FROM memories m JOIN c ON m.id = c.memory_id ORDER BY m.rowid "
         f"FOR UPDATE OF m{' NOWAIT' if nowait else ''}), bump AS (UPDATE memories m SET access_count = m.access_count + c.reads, "
         "last_accessed = c.at FROM c, locked l WHERE m.id = c.memory_id AND m.rowid = l.rowid) "
-        "INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, "
-        "agent_id) SELECT at, tenant, memory_id, action, query, score, session_id, agent_id FROM ev ORDER BY n"
+        # As sqlite_forget.ACCESS_ROW: a read from before a forget logs no query text, nor a forgotten record.
+        "INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, agent_id) "
+        "SELECT at, tenant, memory_id, action, CASE WHEN forgot THEN NULL ELSE query END, score, session_id, "
+        "agent_id FROM (SELECT ev.*, EXISTS (SELECT 1 FROM forget_receipts r WHERE r.tenant = ev.tenant "
+        "AND r.at >= ev.at) AS forgot FROM ev) e WHERE NOT forgot OR memory_id IN (SELECT id FROM locked) ORDER BY n"
     )
     return sql, columns
 

@@ -58,7 +58,7 @@ from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
-from .sqlite_forget import ForgetTables
+from .sqlite_forget import ACCESS_ROW, ForgetTables
 from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_keyword import KeywordSearch
@@ -561,7 +561,11 @@ class SqliteStore(
         return out
 
     def record_access(self, events: Sequence[AccessEvent], at: datetime) -> None:
-        """Bump access counters and append access-log rows, in one transaction."""
+        """Bump access counters and append access-log rows, in one transaction.
+
+        A row written after a forget for a read made before it brings back neither the query's words
+        nor a row of a forgotten record (``ACCESS_ROW``).
+        """
         if not events:
             return
         stamp = to_epoch(at)
@@ -571,9 +575,12 @@ class SqliteStore(
                 [(stamp, e.memory_id) for e in events],
             )
             conn.executemany(
-                "INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, agent_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(stamp, e.tenant, e.memory_id, e.action, e.query, e.score, e.session_id, e.agent_id) for e in events],
+                ACCESS_ROW,
+                [
+                    (stamp, e.tenant, e.memory_id, e.action, e.query, e.score, e.session_id, e.agent_id)
+                    + (e.tenant, stamp, e.memory_id)
+                    for e in events
+                ],
             )
 
     def access_log(self, memory_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:

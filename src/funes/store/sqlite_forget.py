@@ -46,6 +46,17 @@ TOUCHED = (
     "embedding_cache",
     "memory_store_versions",
 )
+#: One access-log row (``?`` marks: at, tenant, memory_id, action, query, score, session_id, agent_id, tenant,
+#: at, memory_id). A row is written after its read: held back while the store was locked, held by another
+#: server process (PostgreSQL), or from a search that ran beside a forget. A read from before the tenant's
+#: latest forget keeps no query text, and is not logged at all when its record is gone: otherwise it would
+#: write the forgotten words, or a forgotten record's row, back after the scrub.
+ACCESS_ROW = (
+    "INSERT INTO access_log (at, tenant, memory_id, action, query, score, session_id, agent_id) "
+    "SELECT ?, ?, ?, ?, CASE WHEN forgot THEN NULL ELSE ? END, ?, ?, ? FROM (SELECT EXISTS (SELECT 1 FROM "
+    "forget_receipts r WHERE r.tenant = ? AND r.at >= ?) AS forgot) WHERE NOT forgot OR EXISTS (SELECT 1 FROM "
+    "memories WHERE id = ?)"
+)
 
 
 def _chunks(values: Sequence[str]) -> Iterator[tuple[list[str], str]]:
