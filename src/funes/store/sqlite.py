@@ -577,8 +577,10 @@ class SqliteStore(
             conn.executemany(
                 ACCESS_ROW,
                 [
-                    (stamp, e.tenant, e.memory_id, e.action, e.query, e.score, e.session_id, e.agent_id)
-                    + (e.tenant, stamp, e.memory_id)
+                    (
+                        *(stamp, e.tenant, e.memory_id, e.action, e.query, e.score, e.session_id, e.agent_id),
+                        *(e.tenant, stamp, e.memory_id),
+                    )
                     for e in events
                 ],
             )
