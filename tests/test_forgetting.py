@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.errors import InvalidInput, NotFound
+from funes.errors import EmbedderUnavailable, InvalidInput, NotFound
 from funes.interfaces.cli import main
 from funes.models import utcnow
 from funes.providers.embed import HashEmbedder
@@ -372,3 +373,74 @@ def test_access_rows_written_after_a_forget_bring_back_neither_the_record_nor_th
         assert (kept.id, None) in {(r[0], r[1]) for r in rows}  # the read of a kept record still counts
         assert ("ramen lunch" in {r[1] for r in rows}) and mem.get(kept.id).access_count >= 2
         assert mem.verify_forgotten(receipt["id"])["ok"]
+
+
+class _Beside(HashEmbedder):
+    """The hash embedder, which runs ``during`` once inside its next batch: a forget (or an outage) meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.during: Any = None
+
+    def embed_batch(self, texts: Any, *, query: bool = False) -> Any:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return super().embed_batch(texts, query=query)
+
+
+def _cached(mem: funes.Funes, *texts: str) -> set[str]:
+    rows = mem.store.db.reader().execute("SELECT text_hash FROM embedding_cache").fetchall()
+    wanted = {hashlib.sha256(t.encode("utf-8")).hexdigest(): t for t in texts}
+    return {wanted[r[0]] for r in rows if r[0] in wanted}
+
+
+def _down() -> None:
+    raise EmbedderUnavailable("the embedding server is down (test)")
+
+
+def test_a_vectors_job_embedding_a_record_while_it_is_forgotten_caches_none_of_its_text(
+    project: Path, store_url: str
+) -> None:
+    """Another process embeds a record for its vectors job; the record is forgotten before the vectors return.
+    The job skips the gone record, but its text's cache row (hash and vector) must not land after the forget."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        beside.during = _down  # stored while the embedder is down: its vectors are a job
+        secret = other.remember(SECRET, user="alice")
+        assert [j.kind for j in other.jobs.list(status="queued")] == ["vectors"]
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere([secret.id]))
+        job = other.jobs.run_one(kinds=["vectors"])
+        assert job is None or job.status != "done" or job.result == {"embedded": 0, "skipped": 1}
+        assert receipts and _cached(mem, SECRET) == set()
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+        kept = other.remember(OTHER)  # a text read after the forget is cached as ever
+        assert _cached(mem, OTHER) == {OTHER} and other.get(kept.id) is not None
+
+
+def test_a_learn_job_running_across_a_forget_learns_nothing_from_the_forgotten_message(
+    project: Path, store_url: str
+) -> None:
+    """A learn job read the chat before a forget of one message, and writes after it: its fact from that
+    message would bring the text back (its job names the session, not the message, so the forget left it)."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        mem.session("s1", user="alice")
+        # Statements inside longer messages: the learner embeds them afresh (a message's own text is cached).
+        mem.add_message("s1", "user", "Thanks for booking. I prefer marmaladeorchid seats on long flights.")
+        mem.add_message("s1", "user", "By the way, I prefer window tables at the ramen bar.")
+        tenant = mem.core.tenant_of(None)
+        other.core.enqueue_job("learn", {"session": "s1", "user": "alice"}, tenant=tenant)
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))
+        crossed = other.jobs.run_one(kinds=["learn"])
+        records = [m.content.lower() for m in mem.store.iter_records(tenant)]
+        assert receipts and not [c for c in records if "marmaladeorchid" in c], records
+        assert _cached(mem, "I prefer marmaladeorchid seats on long flights.") == set()  # the statement's
+        assert crossed is not None and crossed.status == "queued", crossed  # rolled back, to run again
+        again = other.jobs.run_one(kinds=["learn"])
+        assert again is not None and again.status == "done", again
+        learned = [s["statement"] for s in again.result["added"]]
+        assert learned and not [s for s in learned if "marmaladeorchid" in s.lower()], learned
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]

@@ -18,7 +18,9 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -34,6 +36,18 @@ PART_TOKENS = 200
 PART_OVERLAP = 40
 LAYOUTS = 4096  # texts whose parts and windows search keeps (Embedding.layout)
 UNWINDOWED = frozenset({"message"})  # record kinds that never get passage windows
+#: When the texts embedded now were read (epoch seconds), when that was before the embedding began: a job's start.
+_READ_AT: ContextVar[float | None] = ContextVar("funes_read_at", default=None)
+
+
+@contextmanager
+def read_at(stamp: float) -> Iterator[None]:
+    """Embed inside as texts read at ``stamp``: their cache rows are not written after a forget since then."""
+    reset = _READ_AT.set(stamp)
+    try:
+        yield
+    finally:
+        _READ_AT.reset(reset)
 
 
 class Embedding:
@@ -166,6 +180,9 @@ class Embedding:
 
     def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:
         model = self.embedder.model_id
+        # A forget between reading these texts and caching their vectors must not see them cached after it.
+        read = _READ_AT.get()
+        since = time.time() if read is None else read
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         # A network store's cache costs a round trip per search: query vectors stay in this process there.
         in_process = query and getattr(self.store, "remote", False)
@@ -193,7 +210,10 @@ class Embedding:
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
                 vectors = vectors / np.where(norms == 0, 1.0, norms)
                 new.update(zip(chunk, vectors, strict=True))
-            (self._query_vectors if in_process else self.store).cache_put(model, list(new.items()))
+            if in_process:
+                self._query_vectors.cache_put(model, list(new.items()))
+            else:
+                self.store.cache_put(model, list(new.items()), since=since)
             cached.update(new)
         for i, h in enumerate(hashes):
             out[i] = cached[h]

@@ -318,8 +318,8 @@ class Store(Protocol):
         """Cached embeddings by text hash."""
         ...
 
-    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Store embeddings in the cache."""
+    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]], *, since: float | None = None) -> None:
+        """Store embeddings in the cache; none when a forget ran at or after ``since`` (when the texts were read)."""
         ...
 
     def iter_records(self, tenant: str | None = None) -> Iterator[Memory]:
@@ -378,6 +378,10 @@ class Store(Protocol):
 
     def finish_job(self, job_id: str, worker: str, result: Any, *, now: datetime) -> bool:
         """Mark a job done inside the transaction applying its effect; False when the worker lost it."""
+        ...
+
+    def forgotten_since(self, tenant: str, at: float) -> bool:
+        """Whether the tenant forgot anything at or after ``at`` (epoch seconds), as the writer sees it now."""
         ...
 
     def fail_job(self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None) -> None:

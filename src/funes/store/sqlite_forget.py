@@ -58,6 +58,13 @@ ACCESS_ROW = (
     "memories WHERE id = ?)"
 )
 
+#: One embedding-cache row (``?`` marks: model_id, text_hash, vector, since, since). Its text was read at ``since``
+#: (a job's start, or the embedding's): after a forget since then it may be a forgotten text, so it is not cached.
+CACHE_ROW = (
+    "INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector) SELECT ?, ?, ? "
+    "WHERE ? IS NULL OR NOT EXISTS (SELECT 1 FROM forget_receipts WHERE at >= ?)"
+)
+
 
 def _chunks(values: Sequence[str]) -> Iterator[tuple[list[str], str]]:
     for start in range(0, len(values), _CHUNK):
@@ -288,6 +295,15 @@ class ForgetTables:
                     ),
                 )
         return counts
+
+    def forgotten_since(self, tenant: str, at: float) -> bool:
+        """Whether the tenant forgot anything at or after ``at`` (epoch seconds); asked of the writer (the primary,
+        or inside the caller's write transaction, where no forget commits before it does on SQLite)."""
+        with self.db.write() as conn:
+            found = conn.execute(
+                "SELECT 1 FROM forget_receipts WHERE tenant = ? AND at >= ? LIMIT 1", (tenant, float(at))
+            ).fetchone()
+        return found is not None
 
     def save_receipt(self, receipt: dict[str, Any]) -> None:
         """Replace a tombstone's JSON (after the scrub has added what it did)."""
