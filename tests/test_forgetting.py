@@ -444,3 +444,22 @@ def test_a_learn_job_running_across_a_forget_learns_nothing_from_the_forgotten_m
         learned = [s["statement"] for s in again.result["added"]]
         assert learned and not [s for s in learned if "marmaladeorchid" in s.lower()], learned
         assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_writing_back_a_copy_held_from_before_a_forget_writes_nothing(project: Path, store_url: str) -> None:
+    """A caller (or another process) holds a record read before the forget and writes it back to Markdown
+    after: the section would put the words back in a file, and the sync would index them as a note."""
+    with _open(store_url) as mem:
+        held = mem.remember(SECRET, user="alice")
+        kept = mem.remember(OTHER)
+        receipt = mem.forget_everywhere(user="alice")
+        refused: NotFound | None = None
+        try:
+            mem.write_back(held)
+        except NotFound as exc:
+            refused = exc
+        assert _scan(_files(Path(mem.memory_folders.folder().path))) == []
+        assert not [m for m in mem.store.iter_records(None) if "quokkabrandt" in m.content.lower()]
+        assert refused is not None and "deleted or forgotten" in refused.message
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+        assert mem.write_back(kept).read_text(encoding="utf-8").count(kept.content) == 1  # a standing one is
