@@ -32,8 +32,9 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import FunesError, InvalidInput, NotFound
 from ..knowledge.folders import WRITTEN_BACK
@@ -58,6 +59,21 @@ _MIN_MATCH = 3
 
 def _sha(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _as_of_now(method: _Method) -> _Method:
+    """Run a method with the store's reads as of now: a lagging read replica would miss what another process
+    just wrote (a record the plan must take, the tombstone verify reads)."""
+
+    @functools.wraps(method)
+    def run(self: Forgetting, *args: Any, **kwargs: Any) -> Any:
+        with self.core.store.reading_current():
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, run)
 
 
 class Forgetting:
@@ -101,6 +117,7 @@ class Forgetting:
         texts = _embedded(memory)
         return texts + _pieces(self.core.embedding, texts)
 
+    @_as_of_now
     def _plan(
         self,
         ids: list[str] | str | None,
@@ -379,6 +396,7 @@ class Forgetting:
             "uploads": files_under(self.uploads.folder),
         }
 
+    @_as_of_now
     def verify(self, receipt: str | os.PathLike[str] | dict[str, Any], *, tenant: str | None = None) -> dict[str, Any]:
         """Scan every place for the receipt's tokens (and its ids outside the database); 0 found, or where."""
         data = self.receipt(receipt, tenant=tenant)

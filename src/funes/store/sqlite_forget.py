@@ -21,6 +21,7 @@ drops them), and truncates the WAL with ``wal_checkpoint(TRUNCATE)``. The Postgr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -93,6 +94,10 @@ class ForgetTables:
         def lock_identity(self, key: str) -> None: ...
 
     # -- finding -------------------------------------------------------------------------
+    def reading_current(self) -> contextlib.AbstractContextManager[None]:
+        """Reads inside see every write committed now (on SQLite every read does; PostgreSQL overrides it)."""
+        return contextlib.nullcontext()
+
     def ids_matching(self, tenant: str, user: str | None, text: str) -> list[str]:
         """Ids of the tenant's records whose title or content holds ``text`` (case-insensitive)."""
         sql = (
