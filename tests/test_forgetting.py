@@ -419,6 +419,17 @@ def test_a_vectors_job_embedding_a_record_while_it_is_forgotten_caches_none_of_i
         assert _cached(mem, OTHER) == {OTHER} and other.get(kept.id) is not None
 
 
+def _learning(mem: funes.Funes, other: funes.Funes) -> str:
+    """Alice's chat of two statements, and a learn job of it queued for ``other``; the tenant."""
+    mem.session("s1", user="alice")
+    # Statements inside longer messages: the learner embeds them afresh (a message's own text is cached).
+    mem.add_message("s1", "user", "Thanks for booking. I prefer marmaladeorchid seats on long flights.")
+    mem.add_message("s1", "user", "By the way, I prefer window tables at the ramen bar.")
+    tenant = mem.core.tenant_of(None)
+    other.core.enqueue_job("learn", {"session": "s1", "user": "alice"}, tenant=tenant)
+    return tenant
+
+
 def test_a_learn_job_running_across_a_forget_learns_nothing_from_the_forgotten_message(
     project: Path, store_url: str
 ) -> None:
@@ -426,12 +437,7 @@ def test_a_learn_job_running_across_a_forget_learns_nothing_from_the_forgotten_m
     message would bring the text back (its job names the session, not the message, so the forget left it)."""
     beside = _Beside()
     with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
-        mem.session("s1", user="alice")
-        # Statements inside longer messages: the learner embeds them afresh (a message's own text is cached).
-        mem.add_message("s1", "user", "Thanks for booking. I prefer marmaladeorchid seats on long flights.")
-        mem.add_message("s1", "user", "By the way, I prefer window tables at the ramen bar.")
-        tenant = mem.core.tenant_of(None)
-        other.core.enqueue_job("learn", {"session": "s1", "user": "alice"}, tenant=tenant)
+        tenant = _learning(mem, other)
         receipts: list[dict[str, Any]] = []
         beside.during = lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))
         crossed = other.jobs.run_one(kinds=["learn"])
@@ -463,3 +469,24 @@ def test_writing_back_a_copy_held_from_before_a_forget_writes_nothing(project: P
         assert refused is not None and "deleted or forgotten" in refused.message
         assert mem.verify_forgotten(receipt["id"])["ok"]
         assert mem.write_back(kept).read_text(encoding="utf-8").count(kept.content) == 1  # a standing one is
+
+
+def test_a_job_running_across_a_forget_logs_no_read_of_a_forgotten_record(project: Path, store_url: str) -> None:
+    """A learn job finds a statement already known and logs the read (``restated``, the statement as its query).
+    A forget of both meanwhile rolls the job back, but PostgreSQL holds access rows outside the transaction:
+    stamped with the job's start, they bring back neither the gone record's row nor the words."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        known = mem.remember("I prefer marmaladeorchid seats on long flights", user="alice", type="preference")
+        _learning(mem, other)
+        receipts: list[dict[str, Any]] = []
+        # The first statement is found known (a read of `known`); the forget runs while the second is embedded.
+        forget = lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))  # noqa: E731
+        beside.during = lambda: setattr(beside, "during", forget)  # the first batch passes, the second forgets
+        other.jobs.run_one(kinds=["learn"])
+        other.core.sync_access()  # the rows `other` held go now
+        assert receipts and known.id in {r["id"] for r in receipts[0]["records"]}
+        rows = mem.store.db.reader().execute("SELECT memory_id, query FROM access_log").fetchall()
+        assert known.id not in {r[0] for r in rows}, rows
+        assert not [r for r in rows if r[1] and "marmaladeorchid" in r[1].lower()], rows
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]

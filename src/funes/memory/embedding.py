@@ -18,9 +18,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -29,6 +27,7 @@ from ..models import EmbedderIdentity, Memory
 from ..models import config as config_mod
 from ..providers.embed import Embedder, check_output, configured_identity
 from ..store import Store
+from ..store.consistency import read_since
 from .chunking import split_text
 from .windows import Window, sentence_windows
 
@@ -36,18 +35,6 @@ PART_TOKENS = 200
 PART_OVERLAP = 40
 LAYOUTS = 4096  # texts whose parts and windows search keeps (Embedding.layout)
 UNWINDOWED = frozenset({"message"})  # record kinds that never get passage windows
-#: When the texts embedded now were read (epoch seconds), when that was before the embedding began: a job's start.
-_READ_AT: ContextVar[float | None] = ContextVar("funes_read_at", default=None)
-
-
-@contextmanager
-def read_at(stamp: float) -> Iterator[None]:
-    """Embed inside as texts read at ``stamp``: their cache rows are not written after a forget since then."""
-    reset = _READ_AT.set(stamp)
-    try:
-        yield
-    finally:
-        _READ_AT.reset(reset)
 
 
 class Embedding:
@@ -180,8 +167,8 @@ class Embedding:
 
     def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:
         model = self.embedder.model_id
-        # A forget between reading these texts and caching their vectors must not see them cached after it.
-        read = _READ_AT.get()
+        # A forget between reading these texts (a job's start, or now) and caching their vectors: none cached.
+        read = read_since()
         since = time.time() if read is None else read
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         # A network store's cache costs a round trip per search: query vectors stay in this process there.

@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable, InvalidInput, NotFound
 from ..models import JOB_STATUSES, Job, to_epoch, utcnow
+from ..store.consistency import read_at
 from ..store.tenancy import acting_for
-from .embedding import read_at
 
 if TYPE_CHECKING:
     from .core import Core
