@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.errors import EmbedderUnavailable, InvalidInput, NotFound
+from funes.errors import Conflict, EmbedderUnavailable, InvalidInput, NotFound
 from funes.interfaces.cli import main
 from funes.models import utcnow
 from funes.providers.embed import HashEmbedder
@@ -489,4 +490,47 @@ def test_a_job_running_across_a_forget_logs_no_read_of_a_forgotten_record(projec
         rows = mem.store.db.reader().execute("SELECT memory_id, query FROM access_log").fetchall()
         assert known.id not in {r[0] for r in rows}, rows
         assert not [r for r in rows if r[1] and "marmaladeorchid" in r[1].lower()], rows
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_learning_from_a_chat_while_it_is_forgotten_writes_nothing(project: Path, store_url: str) -> None:
+    """`learn(session)` called directly (a request in another process) reads the chat, then writes: a forget
+    between the two is refused with what to do, not turned into a fact of the forgotten message."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        tenant = _learning(mem, other)
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))
+        refused: Conflict | None = None
+        try:
+            other.learn("s1", user="alice")
+        except Conflict as exc:
+            refused = exc
+        records = [m.content.lower() for m in mem.store.iter_records(tenant)]
+        assert receipts and not [c for c in records if "marmaladeorchid" in c], records
+        assert _cached(mem, "I prefer marmaladeorchid seats on long flights.") == set()
+        assert refused is not None and "run it again" in (refused.hint or "").lower(), refused
+        learned = [s["statement"] for s in other.learn("s1", user="alice")["added"]]  # again: from what remains
+        assert learned == ["I prefer window tables at the ramen bar."], learned
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_an_insight_of_a_chat_forgotten_meanwhile_is_not_written(project: Path, store_url: str) -> None:
+    """`process_chat` (another process) reads the chat, then writes its insight: a forget of the chat's question
+    between the two is refused, not turned into an insight of the forgotten words."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        question = "How should we size the PostgreSQL quokkabrandt pool for the API servers under peak load?"
+        answer = (
+            "Size the pool from the database side: PostgreSQL handles about two connections per core "
+            "well, so with 8 cores keep the pool near 16 and let PgBouncer multiplex the API servers onto it."
+        )
+        mem.session("pool")
+        mem.add_messages("pool", [{"role": "user", "content": question}, {"role": "assistant", "content": answer}])
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere(matching="quokkabrandt", confirm=True))
+        with contextlib.suppress(Conflict):
+            other.process_chat("pool")
+        records = [m.content.lower() for m in mem.store.iter_records(mem.core.tenant_of(None))]
+        assert receipts and not [c for c in records if "quokkabrandt" in c], records
         assert mem.verify_forgotten(receipts[0]["id"])["ok"]
