@@ -534,3 +534,25 @@ def test_an_insight_of_a_chat_forgotten_meanwhile_is_not_written(project: Path, 
         records = [m.content.lower() for m in mem.store.iter_records(mem.core.tenant_of(None))]
         assert receipts and not [c for c in records if "quokkabrandt" in c], records
         assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_a_fact_learned_while_the_forget_plans_is_forgotten_too(
+    project: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process learns from the chat and commits while the forget is still planning (after it looked for
+    derived records): the fact cites a message being forgotten, so the forget takes it too."""
+    with _open(store_url) as mem, _open(store_url) as other:
+        _learning(mem, other)
+        plan_files = mem.forgetting._mirrors
+
+        def meanwhile(*args: Any) -> Any:
+            other.learn("s1", user="alice")  # reads the chat as it still is, writes before the purge
+            return plan_files(*args)
+
+        monkeypatch.setattr(mem.forgetting, "_mirrors", meanwhile)
+        receipt = mem.forget_everywhere(matching="marmaladeorchid", confirm=True)
+        records = [m.content.lower() for m in mem.store.iter_records(mem.core.tenant_of(None))]
+        assert not [c for c in records if "marmaladeorchid" in c], records
+        assert [r for r in receipt["records"] if r["derived"]], receipt["records"]
+        assert "i prefer window tables at the ramen bar." in records  # what the rest of the chat taught stays
+        assert mem.verify_forgotten(receipt["id"])["ok"]
