@@ -556,3 +556,22 @@ def test_a_fact_learned_while_the_forget_plans_is_forgotten_too(
         assert [r for r in receipt["records"] if r["derived"]], receipt["records"]
         assert "i prefer window tables at the ramen bar." in records  # what the rest of the chat taught stays
         assert mem.verify_forgotten(receipt["id"])["ok"]
+
+
+def test_a_held_back_search_of_forgotten_words_leaves_no_cached_query_vector(project: Path, tmp_path: Path) -> None:
+    """SQLite caches a search's query vector in the store when it embeds it; the forget finds queries through
+    the access log. Rows held back by a locked store reach it only after the forget: the query's cache row
+    must go when they do (PostgreSQL keeps query vectors in the process)."""
+    with _open(str(tmp_path / "q.db")) as mem:
+        secret, kept = mem.remember(SECRET, user="alice"), mem.remember(OTHER)
+        query = "quokkabrandt zephyrwhistle42 passcode"
+        mem.embed_query(query)  # the search's embedding, cached in the store
+        read_at = utcnow()
+        receipt = mem.forget_everywhere(user="alice")
+        tenant = mem.core.tenant_of(None)
+        mem.store.record_access([AccessEvent(secret.id, tenant, "search", query=query)], read_at)  # held back
+        assert _cached(mem, query) == set()
+        mem.embed_query("ramen lunch")
+        mem.store.record_access([AccessEvent(kept.id, tenant, "search", query="ramen lunch")], utcnow())
+        assert _cached(mem, "ramen lunch") == {"ramen lunch"}  # a read after the forget keeps its cache row
+        assert mem.verify_forgotten(receipt["id"])["ok"]

@@ -58,7 +58,7 @@ from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
-from .sqlite_forget import ACCESS_ROW, CACHE_ROW, ForgetTables
+from .sqlite_forget import ACCESS_ROW, CACHE_ROW, ForgetTables, drop_cached_queries
 from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_keyword import KeywordSearch
@@ -584,6 +584,7 @@ class SqliteStore(
                     for e in events
                 ],
             )
+            drop_cached_queries(conn, events, stamp)
 
     def access_log(self, memory_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Newest access-log rows, optionally of one record."""

@@ -67,6 +67,24 @@ CACHE_ROW = (
 )
 
 
+def drop_cached_queries(conn: Any, events: Sequence[Any], stamp: float) -> None:
+    """Access rows of a read from before a forget, written after it (held back): their query text is not logged
+    (``ACCESS_ROW``), and the cache row of the query's vector, written when the search embedded it, goes too.
+    The forget found queries in the access log only, so it could not take it (SQLite caches query vectors)."""
+    queries = sorted({e.query for e in events if e.query})
+    tenants = sorted({e.tenant for e in events})
+    marks = ", ".join("?" for _ in tenants)
+    if (
+        not queries
+        or not conn.execute(
+            f"SELECT 1 FROM forget_receipts WHERE at >= ? AND tenant IN ({marks}) LIMIT 1", [stamp, *tenants]
+        ).fetchone()
+    ):
+        return
+    for chunk, marks in _chunks([hashlib.sha256(q.encode("utf-8")).hexdigest() for q in queries]):
+        conn.execute(f"DELETE FROM embedding_cache WHERE text_hash IN ({marks})", chunk)
+
+
 def _chunks(values: Sequence[str]) -> Iterator[tuple[list[str], str]]:
     for start in range(0, len(values), _CHUNK):
         chunk = list(values[start : start + _CHUNK])
