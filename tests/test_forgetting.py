@@ -445,7 +445,7 @@ def test_a_learn_job_running_across_a_forget_learns_nothing_from_the_forgotten_m
         records = [m.content.lower() for m in mem.store.iter_records(tenant)]
         assert receipts and not [c for c in records if "marmaladeorchid" in c], records
         assert _cached(mem, "I prefer marmaladeorchid seats on long flights.") == set()  # the statement's
-        assert crossed is not None and crossed.status == "queued", crossed  # rolled back, to run again
+        assert crossed is not None and (crossed.status, crossed.attempts) == ("queued", 0), crossed  # to run again
         again = other.jobs.run_one(kinds=["learn"])
         assert again is not None and again.status == "done", again
         learned = [s["statement"] for s in again.result["added"]]

@@ -226,7 +226,9 @@ class Jobs:
         except ForgetCrossed:
             log.info("job %s (%s) ran across a forget; its writes were rolled back, it runs again", job.id, job.kind)
             now = utcnow()
-            self.store.fail_job(job.id, self.worker_id, "a forget ran meanwhile; run again", now=now, retry_at=now)
+            self.store.fail_job(
+                job.id, self.worker_id, "a forget ran meanwhile; run again", now=now, retry_at=now, counted=False
+            )
         except Exception as exc:
             self._failed(job, exc)
         finally:

@@ -384,8 +384,10 @@ class Store(Protocol):
         """Whether the tenant forgot anything at or after ``at`` (epoch seconds), as the writer sees it now."""
         ...
 
-    def fail_job(self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None) -> None:
-        """Record a failed attempt: retried at ``retry_at``, or failed for good."""
+    def fail_job(
+        self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None, counted: bool = True
+    ) -> None:
+        """Record a failed attempt: retried at ``retry_at``, or failed for good (``counted=False``: given back)."""
         ...
 
     def retry_job(self, job_id: str, *, now: datetime) -> Job | None:
