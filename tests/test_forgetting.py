@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import funes
-from funes.errors import InvalidInput, NotFound
+from funes.errors import Conflict, EmbedderUnavailable, InvalidInput, NotFound
 from funes.interfaces.cli import main
 from funes.models import utcnow
 from funes.providers.embed import HashEmbedder
@@ -371,4 +373,205 @@ def test_access_rows_written_after_a_forget_bring_back_neither_the_record_nor_th
         assert not [r for r in rows if r[1] and any(t.decode() in r[1].lower() for t in TOKENS)], rows
         assert (kept.id, None) in {(r[0], r[1]) for r in rows}  # the read of a kept record still counts
         assert ("ramen lunch" in {r[1] for r in rows}) and mem.get(kept.id).access_count >= 2
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+
+
+class _Beside(HashEmbedder):
+    """The hash embedder, which runs ``during`` once inside its next batch: a forget (or an outage) meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.during: Any = None
+
+    def embed_batch(self, texts: Any, *, query: bool = False) -> Any:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return super().embed_batch(texts, query=query)
+
+
+def _cached(mem: funes.Funes, *texts: str) -> set[str]:
+    rows = mem.store.db.reader().execute("SELECT text_hash FROM embedding_cache").fetchall()
+    wanted = {hashlib.sha256(t.encode("utf-8")).hexdigest(): t for t in texts}
+    return {wanted[r[0]] for r in rows if r[0] in wanted}
+
+
+def _down() -> None:
+    raise EmbedderUnavailable("the embedding server is down (test)")
+
+
+def test_a_vectors_job_embedding_a_record_while_it_is_forgotten_caches_none_of_its_text(
+    project: Path, store_url: str
+) -> None:
+    """Another process embeds a record for its vectors job; the record is forgotten before the vectors return.
+    The job skips the gone record, but its text's cache row (hash and vector) must not land after the forget."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        beside.during = _down  # stored while the embedder is down: its vectors are a job
+        secret = other.remember(SECRET, user="alice")
+        assert [j.kind for j in other.jobs.list(status="queued")] == ["vectors"]
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere([secret.id]))
+        job = other.jobs.run_one(kinds=["vectors"])
+        assert job is None or job.status != "done" or job.result == {"embedded": 0, "skipped": 1}
+        assert receipts and _cached(mem, SECRET) == set()
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+        kept = other.remember(OTHER)  # a text read after the forget is cached as ever
+        assert _cached(mem, OTHER) == {OTHER} and other.get(kept.id) is not None
+
+
+def _learning(mem: funes.Funes, other: funes.Funes) -> str:
+    """Alice's chat of two statements, and a learn job of it queued for ``other``; the tenant."""
+    mem.session("s1", user="alice")
+    # Statements inside longer messages: the learner embeds them afresh (a message's own text is cached).
+    mem.add_message("s1", "user", "Thanks for booking. I prefer marmaladeorchid seats on long flights.")
+    mem.add_message("s1", "user", "By the way, I prefer window tables at the ramen bar.")
+    tenant = mem.core.tenant_of(None)
+    other.core.enqueue_job("learn", {"session": "s1", "user": "alice"}, tenant=tenant)
+    return tenant
+
+
+def test_a_learn_job_running_across_a_forget_learns_nothing_from_the_forgotten_message(
+    project: Path, store_url: str
+) -> None:
+    """A learn job read the chat before a forget of one message, and writes after it: its fact from that
+    message would bring the text back (its job names the session, not the message, so the forget left it)."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        tenant = _learning(mem, other)
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))
+        crossed = other.jobs.run_one(kinds=["learn"])
+        records = [m.content.lower() for m in mem.store.iter_records(tenant)]
+        assert receipts and not [c for c in records if "marmaladeorchid" in c], records
+        assert _cached(mem, "I prefer marmaladeorchid seats on long flights.") == set()  # the statement's
+        assert crossed is not None and (crossed.status, crossed.attempts) == ("queued", 0), crossed  # to run again
+        again = other.jobs.run_one(kinds=["learn"])
+        assert again is not None and again.status == "done", again
+        learned = [s["statement"] for s in again.result["added"]]
+        assert learned and not [s for s in learned if "marmaladeorchid" in s.lower()], learned
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_writing_back_a_copy_held_from_before_a_forget_writes_nothing(project: Path, store_url: str) -> None:
+    """A caller (or another process) holds a record read before the forget and writes it back to Markdown
+    after: the section would put the words back in a file, and the sync would index them as a note."""
+    with _open(store_url) as mem:
+        held = mem.remember(SECRET, user="alice")
+        kept = mem.remember(OTHER)
+        receipt = mem.forget_everywhere(user="alice")
+        refused: NotFound | None = None
+        try:
+            mem.write_back(held)
+        except NotFound as exc:
+            refused = exc
+        assert _scan(_files(Path(mem.memory_folders.folder().path))) == []
+        assert not [m for m in mem.store.iter_records(None) if "quokkabrandt" in m.content.lower()]
+        assert refused is not None and "deleted or forgotten" in refused.message
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+        assert mem.write_back(kept).read_text(encoding="utf-8").count(kept.content) == 1  # a standing one is
+
+
+def test_a_job_running_across_a_forget_logs_no_read_of_a_forgotten_record(project: Path, store_url: str) -> None:
+    """A learn job finds a statement already known and logs the read (``restated``, the statement as its query).
+    A forget of both meanwhile rolls the job back, but PostgreSQL holds access rows outside the transaction:
+    stamped with the job's start, they bring back neither the gone record's row nor the words."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        known = mem.remember("I prefer marmaladeorchid seats on long flights", user="alice", type="preference")
+        _learning(mem, other)
+        receipts: list[dict[str, Any]] = []
+        # The first statement is found known (a read of `known`); the forget runs while the second is embedded.
+        forget = lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))  # noqa: E731
+        beside.during = lambda: setattr(beside, "during", forget)  # the first batch passes, the second forgets
+        other.jobs.run_one(kinds=["learn"])
+        other.core.sync_access()  # the rows `other` held go now
+        assert receipts and known.id in {r["id"] for r in receipts[0]["records"]}
+        rows = mem.store.db.reader().execute("SELECT memory_id, query FROM access_log").fetchall()
+        assert known.id not in {r[0] for r in rows}, rows
+        assert not [r for r in rows if r[1] and "marmaladeorchid" in r[1].lower()], rows
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_learning_from_a_chat_while_it_is_forgotten_writes_nothing(project: Path, store_url: str) -> None:
+    """`learn(session)` called directly (a request in another process) reads the chat, then writes: a forget
+    between the two is refused with what to do, not turned into a fact of the forgotten message."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        tenant = _learning(mem, other)
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))
+        refused: Conflict | None = None
+        try:
+            other.learn("s1", user="alice")
+        except Conflict as exc:
+            refused = exc
+        records = [m.content.lower() for m in mem.store.iter_records(tenant)]
+        assert receipts and not [c for c in records if "marmaladeorchid" in c], records
+        assert _cached(mem, "I prefer marmaladeorchid seats on long flights.") == set()
+        assert refused is not None and "run it again" in (refused.hint or "").lower(), refused
+        learned = [s["statement"] for s in other.learn("s1", user="alice")["added"]]  # again: from what remains
+        assert learned == ["I prefer window tables at the ramen bar."], learned
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_an_insight_of_a_chat_forgotten_meanwhile_is_not_written(project: Path, store_url: str) -> None:
+    """`process_chat` (another process) reads the chat, then writes its insight: a forget of the chat's question
+    between the two is refused, not turned into an insight of the forgotten words."""
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        question = "How should we size the PostgreSQL quokkabrandt pool for the API servers under peak load?"
+        answer = (
+            "Size the pool from the database side: PostgreSQL handles about two connections per core "
+            "well, so with 8 cores keep the pool near 16 and let PgBouncer multiplex the API servers onto it."
+        )
+        mem.session("pool")
+        mem.add_messages("pool", [{"role": "user", "content": question}, {"role": "assistant", "content": answer}])
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere(matching="quokkabrandt", confirm=True))
+        with contextlib.suppress(Conflict):
+            other.process_chat("pool")
+        records = [m.content.lower() for m in mem.store.iter_records(mem.core.tenant_of(None))]
+        assert receipts and not [c for c in records if "quokkabrandt" in c], records
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+def test_a_fact_learned_while_the_forget_plans_is_forgotten_too(
+    project: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process learns from the chat and commits while the forget is still planning (after it looked for
+    derived records): the fact cites a message being forgotten, so the forget takes it too."""
+    with _open(store_url) as mem, _open(store_url) as other:
+        _learning(mem, other)
+        plan_files = mem.forgetting._mirrors
+
+        def meanwhile(*args: Any) -> Any:
+            other.learn("s1", user="alice")  # reads the chat as it still is, writes before the purge
+            return plan_files(*args)
+
+        monkeypatch.setattr(mem.forgetting, "_mirrors", meanwhile)
+        receipt = mem.forget_everywhere(matching="marmaladeorchid", confirm=True)
+        records = [m.content.lower() for m in mem.store.iter_records(mem.core.tenant_of(None))]
+        assert not [c for c in records if "marmaladeorchid" in c], records
+        assert [r for r in receipt["records"] if r["derived"]], receipt["records"]
+        assert "i prefer window tables at the ramen bar." in records  # what the rest of the chat taught stays
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+
+
+def test_a_held_back_search_of_forgotten_words_leaves_no_cached_query_vector(project: Path, tmp_path: Path) -> None:
+    """SQLite caches a search's query vector in the store when it embeds it; the forget finds queries through
+    the access log. Rows held back by a locked store reach it only after the forget: the query's cache row
+    must go when they do (PostgreSQL keeps query vectors in the process)."""
+    with _open(str(tmp_path / "q.db")) as mem:
+        secret, kept = mem.remember(SECRET, user="alice"), mem.remember(OTHER)
+        query = "quokkabrandt zephyrwhistle42 passcode"
+        mem.embed_query(query)  # the search's embedding, cached in the store
+        read_at = utcnow()
+        receipt = mem.forget_everywhere(user="alice")
+        tenant = mem.core.tenant_of(None)
+        mem.store.record_access([AccessEvent(secret.id, tenant, "search", query=query)], read_at)  # held back
+        assert _cached(mem, query) == set()
+        mem.embed_query("ramen lunch")
+        mem.store.record_access([AccessEvent(kept.id, tenant, "search", query="ramen lunch")], utcnow())
+        assert _cached(mem, "ramen lunch") == {"ramen lunch"}  # a read after the forget keeps its cache row
         assert mem.verify_forgotten(receipt["id"])["ok"]

@@ -176,6 +176,31 @@ def test_the_rest_server_hands_the_token_out_and_honours_it(cluster: Cluster, me
     other.close()
 
 
+def test_a_forget_finds_what_another_process_wrote_while_the_replica_lags(cluster: Cluster, mem: funes.Funes) -> None:
+    """The forget's plan must read the primary: a lagging replica does not hold a record another process wrote
+    a moment before, and a forget planned from it would leave that record behind (and write it off as gone)."""
+    writer = funes.open(cluster.url(cluster.primary_port, ROLE, "funes"), embedder=HashEmbedder(64), worker="off")
+    with acting_for("initech"):
+        first = writer.remember("alice's initech badge is quokkabrandt", tenant="initech", user="alice")
+    cluster.wait_for_replay()
+    cluster.replay(False)
+    try:
+        with acting_for("initech"):
+            late = writer.remember("alice's initech vault code is zephyrwhistle42", tenant="initech", user="alice")
+            with pytest.raises(funes.NotFound):  # this process reads the stale replica
+                mem.get(late.id, tenant="initech")
+            receipt = mem.forget_everywhere(user="alice", tenant="initech")
+            assert {r["id"] for r in receipt["records"]} == {first.id, late.id}
+            with pytest.raises(funes.NotFound):  # the writer reads the primary: gone there too
+                writer.get(late.id, tenant="initech")
+            report = mem.verify_forgotten(receipt["id"], tenant="initech")
+            assert report["ok"], report["hits"]
+    finally:
+        cluster.replay(True)
+    cluster.wait_for_replay()
+    writer.close()
+
+
 def test_an_unreachable_replica_leaves_reads_on_the_primary_with_one_warning(
     cluster: Cluster, pg_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:

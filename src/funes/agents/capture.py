@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from ..memory.record_input import RecordFields
 from ..models import Memory, RememberResult, SourceRef
 
@@ -67,7 +67,18 @@ class Capture:
         return memory
 
     def write_back(self, memory: Memory, *, folder: str | os.PathLike[str] | None = None) -> Path:
-        """Append a stored memory to today's ``YYYY-MM-DD.md`` in the folder (once) and sync the folder."""
+        """Append a stored memory to today's ``YYYY-MM-DD.md`` in the folder (once) and sync the folder.
+
+        The record is read again first: a copy held from before a forget (or a delete, or an edit) must not
+        write words that are gone back into a file, where the sync would index them as a note.
+        """
+        current = self.core.store.get(memory.id)
+        if current is None:
+            raise NotFound(
+                f"No memory {memory.id}: it was deleted or forgotten; nothing was written to Markdown.",
+                hint="Remember the text again if it should be kept.",
+            )
+        memory = current
         registered = self.folders.folder(folder, tenant=memory.tenant)
         root = Path(registered.path)
         root.mkdir(parents=True, exist_ok=True)

@@ -32,13 +32,15 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import FunesError, InvalidInput, NotFound
 from ..knowledge.folders import WRITTEN_BACK
 from ..memory.windows import MIN_CHARS
-from ..models import Memory, format_time, new_id, to_epoch, utcnow
+from ..models import KINDS, Memory, format_time, new_id, to_epoch, utcnow
 from .forget_scan import candidate_tokens, files_under, scan_file, seal, unspelled
 from .provenance import cites
 
@@ -58,6 +60,21 @@ _MIN_MATCH = 3
 
 def _sha(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _as_of_now(method: _Method) -> _Method:
+    """Run a method with the store's reads as of now: a lagging read replica would miss what another process
+    just wrote (a record the plan must take, the tombstone verify reads)."""
+
+    @functools.wraps(method)
+    def run(self: Forgetting, *args: Any, **kwargs: Any) -> Any:
+        with self.core.store.reading_current():
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, run)
 
 
 class Forgetting:
@@ -101,6 +118,7 @@ class Forgetting:
         texts = _embedded(memory)
         return texts + _pieces(self.core.embedding, texts)
 
+    @_as_of_now
     def _plan(
         self,
         ids: list[str] | str | None,
@@ -199,6 +217,7 @@ class Forgetting:
             "mirrors": mirrors,
             "jobs": jobs,
             "rebuild": rebuild,
+            "cited": (gone_messages, touched_sessions, sessions, sources, entities),  # what derived records cite
             "text": text,
         }
 
@@ -272,6 +291,7 @@ class Forgetting:
                 hint="Look at the preview (`funes forget --matching TEXT` without --yes, or Funes.preview_forget), "
                 "then confirm with --yes (confirm=True).",
             )
+        started = utcnow()
         plan = self._plan(ids, user, matching, tenant, caller)
         store = self.core.store
         records: dict[str, Memory] = plan["records"]
@@ -305,20 +325,24 @@ class Forgetting:
             _shred(Path(mirror))
         for folder in plan["uploads"].values():
             _shred(Path(folder))
-        counts = store.purge(
+        counts = self._purge(
             plan["tenant"],
-            record_ids=sorted(records),
+            records,
             message_ids=sorted(receipt["messages"]),
             session_ids=sorted(plan["sessions"]),
             document_ids=sorted(plan["documents"]),
             job_ids=sorted(plan["jobs"]),
-            text_hashes=sorted(
-                {hashlib.sha256(t.encode("utf-8")).hexdigest() for m in records.values() for t in self._cached(m)}
-            ),
-            texts=sorted({t for m in records.values() for t in _embedded(m)}),
             matching=plan["text"],
             receipt=receipt,
         )
+        # Derived records another process wrote while this forget planned (a learn committed then) go too.
+        late = self._written_meanwhile(plan, started)
+        if late:
+            more = self._purge(plan["tenant"], late)
+            counts = {k: n + more.get(k, 0) for k, n in counts.items()}
+            receipt["records"] += [
+                {"id": m.id, "kind": m.kind, "content_hash": m.content_hash, "derived": True} for m in late.values()
+            ]
         for session, owner, tenant_id in sorted(plan["rebuild"]):
             self.core.enqueue_job(
                 "insights",
@@ -334,7 +358,7 @@ class Forgetting:
         tokens = candidates - store.words_in_use(sorted(candidates)) - _own_words()
         receipt["counts"] = {
             **counts,
-            "derived_removed": len(plan["derived"]),
+            "derived_removed": len(plan["derived"]) + len(late),
             "derived_rebuilding": len(plan["rebuild"]),
             "markdown_files": len(plan["markdown"]),
             "uploads": len(plan["uploads"]),
@@ -346,6 +370,27 @@ class Forgetting:
         receipt["mirror_files"] = unspelled(plan["mirrors"], tokens, receipt["tokens"]["salt"])
         store.save_receipt(receipt)
         return receipt
+
+    def _purge(self, tenant: str, records: dict[str, Memory], **places: Any) -> dict[str, int]:
+        """``store.purge`` of these records (with their texts and the cache keys of their vectors) and ``places``."""
+        return self.core.store.purge(
+            tenant,
+            record_ids=sorted(records),
+            text_hashes=sorted(
+                {hashlib.sha256(t.encode("utf-8")).hexdigest() for m in records.values() for t in self._cached(m)}
+            ),
+            texts=sorted({t for m in records.values() for t in _embedded(m)}),
+            **places,
+        )
+
+    def _written_meanwhile(self, plan: dict[str, Any], since: datetime) -> dict[str, Memory]:
+        """Records written since ``since`` (the plan's start) that are derived from what the plan forgets."""
+        store = self.core.store
+        fresh = [
+            i for i in store.tenant_ids(plan["tenant"], KINDS, limit=1_000_000, since=since) if i not in plan["records"]
+        ]
+        found = store.get_many(fresh)
+        return {i: m for i, m in found.items() if cites(m, *plan["cited"]) is not None}
 
     # -- proof -----------------------------------------------------------------------------
     def receipt(self, receipt: str | os.PathLike[str] | dict[str, Any], *, tenant: str | None = None) -> dict[str, Any]:
@@ -379,6 +424,7 @@ class Forgetting:
             "uploads": files_under(self.uploads.folder),
         }
 
+    @_as_of_now
     def verify(self, receipt: str | os.PathLike[str] | dict[str, Any], *, tenant: str | None = None) -> dict[str, Any]:
         """Scan every place for the receipt's tokens (and its ids outside the database); 0 found, or where."""
         data = self.receipt(receipt, tenant=tenant)

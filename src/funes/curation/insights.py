@@ -35,6 +35,7 @@ import numpy as np
 from ..errors import EmbedderUnavailable
 from ..models import MEMORY_TYPES, Job, Memory, SearchQuery, SourceRef
 from .proposals import Proposals
+from .provenance import derived_from_reads
 
 if TYPE_CHECKING:
     from ..conversations.sessions import Conversations, Session
@@ -144,9 +145,12 @@ class Insights:
                 dedupe_key=f"insights:{sess.tenant}:{sess.id}",
             )
             return {"job_id": job_id}
-        plan = self._plan(sess.id, sess.tenant, sess.user_id)
-        with self.core.store.transaction():
-            return self._apply(plan)
+        with derived_from_reads(self.core, sess.tenant, f"learning the insight of session {sess.id}") as unforgotten:
+            plan = self._plan(sess.id, sess.tenant, sess.user_id)
+            with self.core.store.transaction():
+                done = self._apply(plan)
+                unforgotten()
+                return done
 
     def _plan(self, session_id: str, tenant: str, user: str | None) -> dict[str, Any]:
         sess = self.conversations.resolve(session_id, tenant, user)

@@ -36,6 +36,7 @@ from ..errors import InvalidInput
 from ..models import Job, Memory, SearchQuery, SourceRef, format_time
 from ..store import AccessEvent
 from .proposals import Proposals
+from .provenance import derived_from_reads
 from .upkeep import same_words
 
 if TYPE_CHECKING:
@@ -198,21 +199,24 @@ class Learning:
         statement of a record a person wrote or pinned: kept as its proposal) lists; each item
         names the memory, the statement and why (see the module docstring).
         """
-        session_id = None
         if isinstance(source, str) or hasattr(source, "history"):
             sess = self.conversations.resolve(source, tenant, user)  # type: ignore[arg-type]
-            messages = self.conversations.history(sess)
-            tenant_id, user_id, project_id, session_id = sess.tenant, sess.user_id, sess.project_id, sess.id
-        else:
-            if isinstance(source, Mapping) or not isinstance(source, Sequence):
-                raise InvalidInput(
-                    "learn() takes a session or a list of messages.",
-                    hint='Pass funes.learn("SESSION_ID") or funes.learn([{"role": "user", "content": "..."}]).',
-                )
-            messages = [_as_message(m, i) for i, m in enumerate(source)]
-            tenant_id, user_id = self.core.tenant_of(tenant), self.core.user_of(user)
-            project_id = self.core.project_of(project)
-        plan = self._plan(messages, tenant_id, user_id, project_id, session_id)
+            with derived_from_reads(self.core, sess.tenant, f"learning from session {sess.id}") as unforgotten:
+                messages = self.conversations.history(sess)
+                plan = self._plan(messages, sess.tenant, sess.user_id, sess.project_id, sess.id)
+                with self.core.store.transaction():
+                    done = self._apply(plan)
+                    unforgotten()
+                    return self._report(done)
+        if isinstance(source, Mapping) or not isinstance(source, Sequence):
+            raise InvalidInput(
+                "learn() takes a session or a list of messages.",
+                hint='Pass funes.learn("SESSION_ID") or funes.learn([{"role": "user", "content": "..."}]).',
+            )
+        # Messages passed in are the caller's text, not the store's: a forget meanwhile takes nothing they hold.
+        messages = [_as_message(m, i) for i, m in enumerate(source)]
+        tenant_id, user_id = self.core.tenant_of(tenant), self.core.user_of(user)
+        plan = self._plan(messages, tenant_id, user_id, self.core.project_of(project), None)
         with self.core.store.transaction():
             return self._report(self._apply(plan))
 

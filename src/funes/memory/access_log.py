@@ -19,8 +19,9 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from ..errors import FunesError
-from ..models import utcnow
+from ..models import from_epoch, utcnow
 from ..store import AccessEvent, Store
+from ..store.consistency import read_since
 
 log = logging.getLogger("funes")
 
@@ -40,7 +41,10 @@ class AccessLog:
         """Write access rows and counters now, with any rows held back before."""
         if getattr(self.store, "read_only", False):
             return  # a read-only store keeps no access log; reads must still work (issue 9)
+        # Inside a job the read happened at the job's start: a forget since then keeps its query text out, and
+        # its gone records' rows (sqlite_forget.ACCESS_ROW), even when the rows outlive the job's rollback.
         now = utcnow()
+        now = min(now, from_epoch(read_since()) or now)
         defer = getattr(self.store, "defer_accesses", None)
         if defer is not None:
             # PostgreSQL holds them to go with the tenant's next fetch of records (no round trip of

@@ -27,6 +27,7 @@ from ..models import EmbedderIdentity, Memory
 from ..models import config as config_mod
 from ..providers.embed import Embedder, check_output, configured_identity
 from ..store import Store
+from ..store.consistency import read_since
 from .chunking import split_text
 from .windows import Window, sentence_windows
 
@@ -166,6 +167,9 @@ class Embedding:
 
     def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:
         model = self.embedder.model_id
+        # A forget between reading these texts (a job's start, or now) and caching their vectors: none cached.
+        read = read_since()
+        since = time.time() if read is None else read
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         # A network store's cache costs a round trip per search: query vectors stay in this process there.
         in_process = query and getattr(self.store, "remote", False)
@@ -193,7 +197,10 @@ class Embedding:
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
                 vectors = vectors / np.where(norms == 0, 1.0, norms)
                 new.update(zip(chunk, vectors, strict=True))
-            (self._query_vectors if in_process else self.store).cache_put(model, list(new.items()))
+            if in_process:
+                self._query_vectors.cache_put(model, list(new.items()))
+            else:
+                self.store.cache_put(model, list(new.items()), since=since)
             cached.update(new)
         for i, h in enumerate(hashes):
             out[i] = cached[h]

@@ -13,7 +13,9 @@ work never holds the write lock and a job's effect is never applied twice:
 2. the runner calls ``apply()`` and marks the job done in ONE transaction.
    If this worker lost its lease meanwhile (it stalled and another worker
    took the job over), the transaction rolls back: the other worker's run is
-   the one that counts.
+   the one that counts. If the job's tenant forgot anything since the job
+   started, it rolls back too and the job is queued again: what it read may
+   be forgotten text (docs/forgetting.md).
 
 A process killed mid-job leaves the job ``running`` under its lease: it is
 claimed again once the lease expires, or at once by the next worker on the
@@ -47,7 +49,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable, InvalidInput, NotFound
-from ..models import JOB_STATUSES, Job, utcnow
+from ..models import JOB_STATUSES, Job, to_epoch, utcnow
+from ..store.consistency import read_at
 from ..store.tenancy import acting_for
 
 if TYPE_CHECKING:
@@ -63,6 +66,11 @@ SCHEDULED_TENANT = "*"  # the tenant of store-wide scheduled jobs
 
 class LeaseLost(Exception):
     """This worker no longer holds the job (another worker took it over); its writes are rolled back."""
+
+
+class ForgetCrossed(Exception):
+    """The job's tenant forgot something while the job ran: what it read may be gone, so its writes are rolled
+    back and it runs again from what remains (docs/forgetting.md)."""
 
 
 def _process_alive(pid: int) -> bool:
@@ -193,6 +201,7 @@ class Jobs:
         )
         if job is None:
             return None
+        started = to_epoch(utcnow())  # what the job reads is read from now on
         stop_heartbeat = threading.Event()
         heartbeat = threading.Thread(
             target=self._heartbeat, args=(job.id, lease, stop_heartbeat), name="funes-job-lease", daemon=True
@@ -200,15 +209,25 @@ class Jobs:
         heartbeat.start()
         try:
             # Row-level security (Postgres) sees the job's tenant for every read and write of the run.
-            with acting_for(job.tenant):
+            # A forget of the tenant since the job started: its reads may hold what was forgotten (a learned fact
+            # of a forgotten message, a cache row of a forgotten text), so nothing it made is written.
+            with acting_for(job.tenant), read_at(started):
                 apply = self._handlers[job.kind](job)
                 with self.store.transaction():
                     result = apply()
+                    if self.store.forgotten_since(job.tenant, started):
+                        raise ForgetCrossed(job.id)
                     if not self.store.finish_job(job.id, self.worker_id, result, now=utcnow()):
                         raise LeaseLost(job.id)
         except LeaseLost:
             log.warning(
                 "job %s (%s) was taken over by another worker; this run's writes were rolled back", job.id, job.kind
+            )
+        except ForgetCrossed:
+            log.info("job %s (%s) ran across a forget; its writes were rolled back, it runs again", job.id, job.kind)
+            now = utcnow()
+            self.store.fail_job(
+                job.id, self.worker_id, "a forget ran meanwhile; run again", now=now, retry_at=now, counted=False
             )
         except Exception as exc:
             self._failed(job, exc)

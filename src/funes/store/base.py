@@ -318,8 +318,8 @@ class Store(Protocol):
         """Cached embeddings by text hash."""
         ...
 
-    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Store embeddings in the cache."""
+    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]], *, since: float | None = None) -> None:
+        """Store embeddings in the cache; none when a forget ran at or after ``since`` (when the texts were read)."""
         ...
 
     def iter_records(self, tenant: str | None = None) -> Iterator[Memory]:
@@ -380,8 +380,14 @@ class Store(Protocol):
         """Mark a job done inside the transaction applying its effect; False when the worker lost it."""
         ...
 
-    def fail_job(self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None) -> None:
-        """Record a failed attempt: retried at ``retry_at``, or failed for good."""
+    def forgotten_since(self, tenant: str, at: float) -> bool:
+        """Whether the tenant forgot anything at or after ``at`` (epoch seconds), as the writer sees it now."""
+        ...
+
+    def fail_job(
+        self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None, counted: bool = True
+    ) -> None:
+        """Record a failed attempt: retried at ``retry_at``, or failed for good (``counted=False``: given back)."""
         ...
 
     def retry_job(self, job_id: str, *, now: datetime) -> Job | None:

@@ -114,3 +114,22 @@ def wrote(position: int) -> None:
 def required() -> int:
     """The position the current unit of work's reads must see (0: none presented)."""
     return _after.get()
+
+
+_read_at: ContextVar[float | None] = ContextVar("funes_read_at", default=None)
+
+
+@contextmanager
+def read_at(stamp: float) -> Iterator[None]:
+    """Treat what is done inside as resting on reads made at ``stamp`` (epoch seconds; a job's start): an
+    embedding cached or an access logged after a forget since then must not bring forgotten text back."""
+    reset = _read_at.set(stamp)
+    try:
+        yield
+    finally:
+        _read_at.reset(reset)
+
+
+def read_since() -> float | None:
+    """The ``stamp`` of the innermost :func:`read_at` block (None outside any)."""
+    return _read_at.get()

@@ -153,11 +153,12 @@ class PostgresExtras:
     claim_lock = " FOR UPDATE SKIP LOCKED"
 
     # -- embedding cache -------------------------------------------------------------
-    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+    def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]], *, since: float | None = None) -> None:
         """Store embeddings in the cache: one statement, sent with the COMMIT (one round trip in all).
 
         Outside a caller's transaction the commit does not wait for the disk (``synchronous_commit = off``):
-        a cache row lost in a crash costs an embedding again, never data.
+        a cache row lost in a crash costs an embedding again, never data. After a forget of the acting tenant
+        since ``since`` (when the texts were read) nothing is cached, as ``sqlite_forget.CACHE_ROW``.
         """
         if not items or self.db.read_only:
             return
@@ -168,8 +169,9 @@ class PostgresExtras:
                 conn.defer(_ASYNC_COMMIT)
             conn.defer(
                 "INSERT INTO embedding_cache (model_id, text_hash, vector) SELECT %s, h, v "
-                "FROM unnest(%s::text[], %s::bytea[]) AS u(h, v) ON CONFLICT DO NOTHING",
-                [model_id, [h for h, _ in ordered], [serialize(v) for _, v in ordered]],
+                "FROM unnest(%s::text[], %s::bytea[]) AS u(h, v) WHERE %s::float8 IS NULL OR NOT EXISTS "
+                "(SELECT 1 FROM forget_receipts WHERE at >= %s) ON CONFLICT DO NOTHING",
+                [model_id, [h for h, _ in ordered], [serialize(v) for _, v in ordered], since, since],
             )
 
     # -- jobs ----------------------------------------------------------------------

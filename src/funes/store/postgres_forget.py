@@ -9,10 +9,12 @@ still hold the text until they are recycled; docs/forgetting.md says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .consistency import reading_after, wal_position
 from .sqlite_forget import TOUCHED
 from .words import fold_words
 
@@ -21,6 +23,17 @@ class PostgresForget:
     """Mixed in before :class:`~funes.store.sqlite_forget.ForgetTables` in the PostgreSQL store."""
 
     db: Any
+
+    @contextlib.contextmanager
+    def reading_current(self) -> Iterator[None]:
+        """Reads inside see every write committed now: a read replica (``db_read_url``) serves them only once it
+        has replayed the primary's position of now, else the primary does (what a forget plans from)."""
+        if self.db.replica is None:
+            yield
+            return
+        position = self.db.reader().native("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+        with reading_after(wal_position(position)):
+            yield
 
     def words_in_use(self, words: Sequence[str]) -> set[str]:
         """The words some stored record still holds (the tsvector index, any tenant)."""

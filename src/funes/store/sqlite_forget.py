@@ -21,6 +21,7 @@ drops them), and truncates the WAL with ``wal_checkpoint(TRUNCATE)``. The Postgr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -58,6 +59,31 @@ ACCESS_ROW = (
     "memories WHERE id = ?)"
 )
 
+#: One embedding-cache row (``?`` marks: model_id, text_hash, vector, since, since). Its text was read at ``since``
+#: (a job's start, or the embedding's): after a forget since then it may be a forgotten text, so it is not cached.
+CACHE_ROW = (
+    "INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector) SELECT ?, ?, ? "
+    "WHERE ? IS NULL OR NOT EXISTS (SELECT 1 FROM forget_receipts WHERE at >= ?)"
+)
+
+
+def drop_cached_queries(conn: Any, events: Sequence[Any], stamp: float) -> None:
+    """Access rows of a read from before a forget, written after it (held back): their query text is not logged
+    (``ACCESS_ROW``), and the cache row of the query's vector, written when the search embedded it, goes too.
+    The forget found queries in the access log only, so it could not take it (SQLite caches query vectors)."""
+    queries = sorted({e.query for e in events if e.query})
+    tenants = sorted({e.tenant for e in events})
+    marks = ", ".join("?" for _ in tenants)
+    if (
+        not queries
+        or not conn.execute(
+            f"SELECT 1 FROM forget_receipts WHERE at >= ? AND tenant IN ({marks}) LIMIT 1", [stamp, *tenants]
+        ).fetchone()
+    ):
+        return
+    for chunk, marks in _chunks([hashlib.sha256(q.encode("utf-8")).hexdigest() for q in queries]):
+        conn.execute(f"DELETE FROM embedding_cache WHERE text_hash IN ({marks})", chunk)
+
 
 def _chunks(values: Sequence[str]) -> Iterator[tuple[list[str], str]]:
     for start in range(0, len(values), _CHUNK):
@@ -86,6 +112,10 @@ class ForgetTables:
         def lock_identity(self, key: str) -> None: ...
 
     # -- finding -------------------------------------------------------------------------
+    def reading_current(self) -> contextlib.AbstractContextManager[None]:
+        """Reads inside see every write committed now (on SQLite every read does; PostgreSQL overrides it)."""
+        return contextlib.nullcontext()
+
     def ids_matching(self, tenant: str, user: str | None, text: str) -> list[str]:
         """Ids of the tenant's records whose title or content holds ``text`` (case-insensitive)."""
         sql = (
@@ -288,6 +318,15 @@ class ForgetTables:
                     ),
                 )
         return counts
+
+    def forgotten_since(self, tenant: str, at: float) -> bool:
+        """Whether the tenant forgot anything at or after ``at`` (epoch seconds); asked of the writer (the primary,
+        or inside the caller's write transaction, where no forget commits before it does on SQLite)."""
+        with self.db.write() as conn:
+            found = conn.execute(
+                "SELECT 1 FROM forget_receipts WHERE tenant = ? AND at >= ? LIMIT 1", (tenant, float(at))
+            ).fetchone()
+        return found is not None
 
     def save_receipt(self, receipt: dict[str, Any]) -> None:
         """Replace a tombstone's JSON (after the scrub has added what it did)."""

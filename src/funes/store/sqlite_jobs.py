@@ -180,8 +180,13 @@ class JobTables:
             )
             return bool(cur.rowcount)
 
-    def fail_job(self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None) -> None:
-        """Record a failed attempt: queued again at ``retry_at``, or failed for good when it is None."""
+    def fail_job(
+        self, job_id: str, worker: str, error: str, *, now: datetime, retry_at: datetime | None, counted: bool = True
+    ) -> None:
+        """Record a failed attempt: queued again at ``retry_at``, or failed for good when it is None.
+
+        ``counted=False``: the attempt is given back (a run undone by a forget, not a failure of the job).
+        """
         stamp = to_epoch(now)
         with self.db.write() as conn:
             if retry_at is None:
@@ -193,9 +198,9 @@ class JobTables:
             else:
                 conn.execute(
                     "UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?, "
-                    f"lease_until = NULL, locked_by = NULL, {_KEY_UNLESS_HELD} "
+                    f"attempts = attempts - ?, lease_until = NULL, locked_by = NULL, {_KEY_UNLESS_HELD} "
                     "WHERE id = ? AND status = 'running' AND locked_by = ?",
-                    (error, to_epoch(retry_at), stamp, job_id, worker),
+                    (error, to_epoch(retry_at), stamp, 0 if counted else 1, job_id, worker),
                 )
 
     def retry_job(self, job_id: str, *, now: datetime) -> Job | None:
