@@ -575,3 +575,31 @@ def test_a_held_back_search_of_forgotten_words_leaves_no_cached_query_vector(pro
         mem.store.record_access([AccessEvent(kept.id, tenant, "search", query="ramen lunch")], utcnow())
         assert _cached(mem, "ramen lunch") == {"ramen lunch"}  # a read after the forget keeps its cache row
         assert mem.verify_forgotten(receipt["id"])["ok"]
+
+
+def test_a_mirror_file_written_from_a_copy_held_across_a_forget_does_not_come_back(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory-store write mirrors its memory to a file after its transaction (``mirror_all`` a page at a time):
+    one that read the memory before the forget and writes the file after the shredding must not put it back."""
+    with _open(str(tmp_path / "s.db")) as mem:
+        ms, store, made, mirror = _mirrored(mem, tmp_path / "notes", "vault.md")
+        held = mem.store.get(made["id"])
+        assert held is not None and mirror.is_file()
+        purge = mem.store.purge
+
+        def written_meanwhile(*args: Any, **kwargs: Any) -> dict[str, int]:
+            ms._mirror(held, held.content)  # another process's write lands between the shredding and the purge
+            assert mirror.is_file()
+            return purge(*args, **kwargs)
+
+        monkeypatch.setattr(mem.store, "purge", written_meanwhile)
+        receipt = mem.forget_everywhere([made["id"]])
+        monkeypatch.undo()
+        assert not mirror.exists()
+        ms._mirror(held, held.content)  # and one that lands after the purge
+        assert not mirror.exists() and mem.verify_forgotten(receipt["id"])["ok"]
+        kept = ms.create_memory(store, "/team/kept.md", "Lunch is on Fridays.\n")
+        assert (mirror.parent / "kept.md").read_text(encoding="utf-8") == "Lunch is on Fridays.\n"
+        assert kept["id"]
+    assert _scan(_files(tmp_path / "s.db", tmp_path / "notes")) == []

@@ -703,9 +703,20 @@ class MemoryStores:
         return Path(folders[0].path) / MIRROR_DIR / store_id if folders else None
 
     def _mirror(self, memory: Memory, content: str) -> None:
-        """Write the memory's file under the tenant's first memory folder, if any (best effort)."""
+        """Write the memory's file under the tenant's first memory folder, if any (best effort).
+
+        The file is written after the memory's transaction (or a page of them, in :meth:`mirror_all`), so the
+        memory is read again first: one forgotten or deleted since, or changed again (its own write mirrors
+        it), writes nothing; a forget shreds the file, and a copy held from before must not write it back.
+        """
         root = self._mirror_root(str(memory.project_id), memory.tenant)
-        if root is None:
+        current = self._rows.get_many([memory.id]).get(memory.id) if root is not None else None
+        if (
+            root is None
+            or current is None
+            or self._content(current) != content
+            or current.entity_id != memory.entity_id
+        ):
             return
         target = root / str(memory.entity_id).lstrip("/")
         try:

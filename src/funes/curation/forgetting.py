@@ -335,6 +335,11 @@ class Forgetting:
             matching=plan["text"],
             receipt=receipt,
         )
+        # A mirror file written again between its shredding and the purge (a memory-store write that read its
+        # memory before the purge: agents/memory_stores.py reads it again before writing, so none after) goes too.
+        for mirror in plan["mirrors"]:
+            if Path(mirror).exists():
+                _shred(Path(mirror))
         # Derived records another process wrote while this forget planned (a learn committed then) go too.
         late = self._written_meanwhile(plan, started)
         if late:
