@@ -536,26 +536,41 @@ def test_an_insight_of_a_chat_forgotten_meanwhile_is_not_written(project: Path, 
         assert mem.verify_forgotten(receipts[0]["id"])["ok"]
 
 
-def test_a_fact_learned_while_the_forget_plans_is_forgotten_too(
+def test_a_learn_that_reads_while_the_forget_plans_waits_and_writes_nothing(
     project: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Another process learns from the chat and commits while the forget is still planning (after it looked for
-    derived records): the fact cites a message being forgotten, so the forget takes it too."""
+    """Another process learns from the chat while the forget is still planning: it reads the chat as it still is,
+    and its write waits for the forget (store.forgets_held), then finds the receipt and writes nothing (Conflict:
+    run it again), so the fact of the forgotten message never lands; run again, it learns what remains."""
+    import threading
+
     with _open(store_url) as mem, _open(store_url) as other:
         _learning(mem, other)
         plan_files = mem.forgetting._mirrors
+        outcome: list[Any] = []
+
+        def learn() -> None:
+            try:
+                outcome.append(other.learn("s1", user="alice"))
+            except Conflict as exc:
+                outcome.append(exc)
+
+        learner = threading.Thread(target=learn)
 
         def meanwhile(*args: Any) -> Any:
-            other.learn("s1", user="alice")  # reads the chat as it still is, writes before the purge
+            learner.start()  # reads the chat as it still is, then waits to write
+            learner.join(timeout=2)
             return plan_files(*args)
 
         monkeypatch.setattr(mem.forgetting, "_mirrors", meanwhile)
         receipt = mem.forget_everywhere(matching="marmaladeorchid", confirm=True)
+        learner.join()
+        assert len(outcome) == 1 and isinstance(outcome[0], Conflict), outcome
         records = [m.content.lower() for m in mem.store.iter_records(mem.core.tenant_of(None))]
         assert not [c for c in records if "marmaladeorchid" in c], records
-        assert [r for r in receipt["records"] if r["derived"]], receipt["records"]
-        assert "i prefer window tables at the ramen bar." in records  # what the rest of the chat taught stays
         assert mem.verify_forgotten(receipt["id"])["ok"]
+        again = other.learn("s1", user="alice")
+        assert [a["statement"] for a in again["added"]] == ["I prefer window tables at the ramen bar."], again
 
 
 def test_a_held_back_search_of_forgotten_words_leaves_no_cached_query_vector(project: Path, tmp_path: Path) -> None:
@@ -603,3 +618,34 @@ def test_a_mirror_file_written_from_a_copy_held_across_a_forget_does_not_come_ba
         assert (mirror.parent / "kept.md").read_text(encoding="utf-8") == "Lunch is on Fridays.\n"
         assert kept["id"]
     assert _scan(_files(tmp_path / "s.db", tmp_path / "notes")) == []
+
+
+def test_a_forget_committing_between_a_jobs_check_and_its_commit_waits_for_it(
+    project: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forget that planned while a learn job's completion was writing (its check done, its COMMIT not yet)
+    missed the job's fact of the forgotten message, and the job, checked before the forget committed, kept it.
+    The job holds the tenant's forget lock (shared on PostgreSQL; SQLite's write lock) from its transaction's
+    start, and the forget holds it alone around its plan and purge: it plans after the job's commit."""
+    import threading
+
+    with _open(store_url) as mem, _open(store_url) as other:
+        tenant = _learning(mem, other)
+        finish = other.store.finish_job
+        receipts: list[dict[str, Any]] = []
+        forget = threading.Thread(
+            target=lambda: receipts.append(mem.forget_everywhere(matching="marmaladeorchid", confirm=True))
+        )
+
+        def checked_then_finished(*args: Any, **kwargs: Any) -> bool:
+            forget.start()  # after the job's check, before its commit
+            forget.join(timeout=3)  # it waits for the lock the job holds (before, it committed meanwhile)
+            return finish(*args, **kwargs)
+
+        monkeypatch.setattr(other.store, "finish_job", checked_then_finished)
+        job = other.jobs.run_one(kinds=["learn"])
+        forget.join()
+        assert job is not None and job.status == "done" and receipts, job
+        records = [m.content.lower() for m in mem.store.iter_records(tenant)]
+        assert not [c for c in records if "marmaladeorchid" in c], records
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]

@@ -291,63 +291,66 @@ class Forgetting:
                 hint="Look at the preview (`funes forget --matching TEXT` without --yes, or Funes.preview_forget), "
                 "then confirm with --yes (confirm=True).",
             )
-        started = utcnow()
-        plan = self._plan(ids, user, matching, tenant, caller)
-        store = self.core.store
-        records: dict[str, Memory] = plan["records"]
-        texts = [t for m in records.values() for t in _embedded(m)] + [m.title or "" for m in records.values()]
-        texts += [plan["text"] or ""]
-        candidates = candidate_tokens(texts)
-        now = utcnow()
-        receipt: dict[str, Any] = {
-            "id": new_id("fgt"),
-            "format": 1,
-            "tenant": plan["tenant"],
-            "at": format_time(now),
-            "at_epoch": to_epoch(now),
-            "actor": actor or caller or self.core.config.user or "",
-            "selector": plan["selector"],
-            "records": [
-                {"id": m.id, "kind": m.kind, "content_hash": m.content_hash, "derived": m.id in plan["derived"]}
-                for m in records.values()
-            ],
-            "messages": [m["id"] for m in plan["messages"]],
-            "sessions": sorted(plan["sessions"]),
-            "documents": sorted(plan["documents"]),
-            "uploads": sorted(plan["uploads"]),
-            # Named below, once the forgotten words are known: a file's path may spell them.
-            "markdown_files": [],
-            "mirror_files": [],
-        }
-        for path, text in plan["markdown"].items():
-            _rewrite(Path(path), text)
-        for mirror in plan["mirrors"]:
-            _shred(Path(mirror))
-        for folder in plan["uploads"].values():
-            _shred(Path(folder))
-        counts = self._purge(
-            plan["tenant"],
-            records,
-            message_ids=sorted(receipt["messages"]),
-            session_ids=sorted(plan["sessions"]),
-            document_ids=sorted(plan["documents"]),
-            job_ids=sorted(plan["jobs"]),
-            matching=plan["text"],
-            receipt=receipt,
-        )
-        # A mirror file written again between its shredding and the purge (a memory-store write that read its
-        # memory before the purge: agents/memory_stores.py reads it again before writing, so none after) goes too.
-        for mirror in plan["mirrors"]:
-            if Path(mirror).exists():
+        # Writes that read before this forget (a job's completion, a learn in another process) commit before the
+        # plan reads, or find its receipt after the purge and write nothing: never in between (store.forgets_held).
+        with self.core.store.forgets_held(self.core.tenant_of(tenant)):
+            started = utcnow()
+            plan = self._plan(ids, user, matching, tenant, caller)
+            store = self.core.store
+            records: dict[str, Memory] = plan["records"]
+            texts = [t for m in records.values() for t in _embedded(m)] + [m.title or "" for m in records.values()]
+            texts += [plan["text"] or ""]
+            candidates = candidate_tokens(texts)
+            now = utcnow()
+            receipt: dict[str, Any] = {
+                "id": new_id("fgt"),
+                "format": 1,
+                "tenant": plan["tenant"],
+                "at": format_time(now),
+                "at_epoch": to_epoch(now),
+                "actor": actor or caller or self.core.config.user or "",
+                "selector": plan["selector"],
+                "records": [
+                    {"id": m.id, "kind": m.kind, "content_hash": m.content_hash, "derived": m.id in plan["derived"]}
+                    for m in records.values()
+                ],
+                "messages": [m["id"] for m in plan["messages"]],
+                "sessions": sorted(plan["sessions"]),
+                "documents": sorted(plan["documents"]),
+                "uploads": sorted(plan["uploads"]),
+                # Named below, once the forgotten words are known: a file's path may spell them.
+                "markdown_files": [],
+                "mirror_files": [],
+            }
+            for path, text in plan["markdown"].items():
+                _rewrite(Path(path), text)
+            for mirror in plan["mirrors"]:
                 _shred(Path(mirror))
-        # Derived records another process wrote while this forget planned (a learn committed then) go too.
-        late = self._written_meanwhile(plan, started)
-        if late:
-            more = self._purge(plan["tenant"], late)
-            counts = {k: n + more.get(k, 0) for k, n in counts.items()}
-            receipt["records"] += [
-                {"id": m.id, "kind": m.kind, "content_hash": m.content_hash, "derived": True} for m in late.values()
-            ]
+            for folder in plan["uploads"].values():
+                _shred(Path(folder))
+            counts = self._purge(
+                plan["tenant"],
+                records,
+                message_ids=sorted(receipt["messages"]),
+                session_ids=sorted(plan["sessions"]),
+                document_ids=sorted(plan["documents"]),
+                job_ids=sorted(plan["jobs"]),
+                matching=plan["text"],
+                receipt=receipt,
+            )
+            # A mirror file written again between its shredding and the purge (a memory-store write that read its
+            # memory before the purge: agents/memory_stores.py reads it again before writing, so none after) goes too.
+            for mirror in plan["mirrors"]:
+                if Path(mirror).exists():
+                    _shred(Path(mirror))
+            # Derived records another process wrote while this forget planned (a learn committed then) go too.
+            late = self._written_meanwhile(plan, started)
+            if late:
+                more = self._purge(plan["tenant"], late)
+                counts = {k: n + more.get(k, 0) for k, n in counts.items()}
+                receipt["records"] += [
+                    {"id": m.id, "kind": m.kind, "content_hash": m.content_hash, "derived": True} for m in late.values()
+                ]
         for session, owner, tenant_id in sorted(plan["rebuild"]):
             self.core.enqueue_job(
                 "insights",

@@ -148,6 +148,7 @@ class Insights:
         with derived_from_reads(self.core, sess.tenant, f"learning the insight of session {sess.id}") as unforgotten:
             plan = self._plan(sess.id, sess.tenant, sess.user_id)
             with self.core.store.transaction():
+                self.core.store.hold_forgets(sess.tenant)  # first: no forget commits between check and commit
                 done = self._apply(plan)
                 unforgotten()
                 return done

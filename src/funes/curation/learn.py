@@ -205,6 +205,7 @@ class Learning:
                 messages = self.conversations.history(sess)
                 plan = self._plan(messages, sess.tenant, sess.user_id, sess.project_id, sess.id)
                 with self.core.store.transaction():
+                    self.core.store.hold_forgets(sess.tenant)  # first: no forget commits between check and commit
                     done = self._apply(plan)
                     unforgotten()
                     return self._report(done)

@@ -116,8 +116,9 @@ class Provenance:
 @contextmanager
 def derived_from_reads(core: Core, tenant: str, what: str) -> Iterator[Callable[[], None]]:
     """Derive records from the store's reads inside the block; call the check it yields inside the transaction
-    that writes them: a forget of the tenant since the block began may have taken what was read (a learned fact of
-    a forgotten message), so it raises Conflict and nothing is written (as the job runner rolls jobs back)."""
+    that writes them (which takes ``store.hold_forgets`` first): a forget of the tenant since the block began may
+    have taken what was read (a learned fact of a forgotten message), so it raises Conflict and nothing is written
+    (as the job runner rolls jobs back)."""
     started = to_epoch(utcnow())
 
     def unforgotten() -> None:

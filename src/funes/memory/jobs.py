@@ -214,6 +214,7 @@ class Jobs:
             with acting_for(job.tenant), read_at(started):
                 apply = self._handlers[job.kind](job)
                 with self.store.transaction():
+                    self.store.hold_forgets(job.tenant)  # first: no forget commits between the check and the commit
                     result = apply()
                     if self.store.forgotten_since(job.tenant, started):
                         raise ForgetCrossed(job.id)

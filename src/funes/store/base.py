@@ -217,8 +217,9 @@ class Store(Protocol):
         """The record of this entity in this tenant, owner and project (None: none yet)."""
         ...
 
-    def lock_identity(self, key: str) -> None:
-        """Inside a write transaction: hold ``key`` until it ends, so writers of one identity take turns."""
+    def lock_identity(self, key: str, *, shared: bool = False) -> None:
+        """Inside a write transaction: hold ``key`` until it ends, so writers of one identity take turns
+        (``shared``: with each other, not with an exclusive holder)."""
         ...
 
     def with_proposals(self, tenant: str, user_id: str | None, limit: int) -> list[Memory]:
@@ -378,6 +379,16 @@ class Store(Protocol):
 
     def finish_job(self, job_id: str, worker: str, result: Any, *, now: datetime) -> bool:
         """Mark a job done inside the transaction applying its effect; False when the worker lost it."""
+        ...
+
+    def forgets_held(self, tenant: str) -> AbstractContextManager[None]:
+        """Around a forget's plan and purge: writes that read before it commit before the plan, or find its
+        receipt (:meth:`hold_forgets`)."""
+        ...
+
+    def hold_forgets(self, tenant: str) -> None:
+        """Inside a write transaction, first: no forget of the tenant commits until it ends (what it writes,
+        read before, is checked with :meth:`forgotten_since` before it commits)."""
         ...
 
     def forgotten_since(self, tenant: str, at: float) -> bool:

@@ -64,6 +64,7 @@ log = logging.getLogger("funes.store.postgres")
 _PORTER_MIGRATION = 13  # pg_sql/013: keyword vectors of Porter stems, backfilled in Python
 _IDENTITY_TTL = 5.0  # seconds the recorded embedder identity is trusted without a read
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"  # a transaction-scoped lock on a key
+_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))"
 
 
 class PostgresStore(
@@ -230,13 +231,13 @@ class PostgresStore(
         self._identity_read = None
 
     # -- writes ------------------------------------------------------------
-    def lock_identity(self, key: str) -> None:
+    def lock_identity(self, key: str, *, shared: bool = False) -> None:
         """Inside a write transaction: a transaction-scoped advisory lock on ``key`` (threads and processes alike).
 
         On the transaction's own connection, without a savepoint: a lock statement has nothing to roll back.
         """
         with contextlib.nullcontext(self.db.reader()) if self.db.in_transaction() else self.db.write() as conn:
-            conn.native(_LOCK, (key,))
+            conn.native(_LOCK_SHARED if shared else _LOCK, (key,))
 
     def find_entity(
         self, tenant: str, user_id: str | None, project_id: str | None, entity_type: str, entity_id: str

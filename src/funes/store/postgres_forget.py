@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .consistency import reading_after, wal_position
-from .sqlite_forget import TOUCHED
+from .sqlite_forget import TOUCHED, forget_key
 from .words import fold_words
 
 
@@ -34,6 +34,19 @@ class PostgresForget:
         position = self.db.reader().native("SELECT pg_current_wal_lsn()::text").fetchone()[0]
         with reading_after(wal_position(position)):
             yield
+
+    @contextlib.contextmanager
+    def forgets_held(self, tenant: str) -> Iterator[None]:
+        """Around a forget's plan and purge: the tenant's forget lock, alone, on a connection of its own (a
+        session lock: the plan reads and the purge writes on others); a write that read before it holds the
+        lock shared from its transaction's start (``hold_forgets``), so it commits before the plan reads, or
+        after the purge, when it finds the receipt."""
+        with self.db.borrow() as conn:
+            conn.native("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (forget_key(tenant),))
+            try:
+                yield
+            finally:
+                conn.native("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (forget_key(tenant),))
 
     def words_in_use(self, words: Sequence[str]) -> set[str]:
         """The words some stored record still holds (the tsvector index, any tenant)."""

@@ -33,9 +33,9 @@ class EntityTables:
         )
         return None if row is None else to_memory(row)
 
-    def lock_identity(self, key: str) -> None:
+    def lock_identity(self, key: str, *, shared: bool = False) -> None:
         """Nothing to take on SQLite: its one writer already holds the whole store (PostgreSQL overrides this)."""
-        del key
+        del key, shared
 
     def with_proposals(self, tenant: str, user_id: str | None, limit: int) -> list[Memory]:
         """Records holding a machine's proposal, newest record change first (``memories_proposals`` index)."""

@@ -85,6 +85,11 @@ def drop_cached_queries(conn: Any, events: Sequence[Any], stamp: float) -> None:
         conn.execute(f"DELETE FROM embedding_cache WHERE text_hash IN ({marks})", chunk)
 
 
+def forget_key(tenant: str) -> str:
+    """The tenant's forget lock: a forget holds it alone, a write derived from reads holds it shared."""
+    return f"forget\x1f{tenant}"
+
+
 def _chunks(values: Sequence[str]) -> Iterator[tuple[list[str], str]]:
     for start in range(0, len(values), _CHUNK):
         chunk = list(values[start : start + _CHUNK])
@@ -109,7 +114,7 @@ class ForgetTables:
 
     if TYPE_CHECKING:  # provided by the store this class is mixed into
 
-        def lock_identity(self, key: str) -> None: ...
+        def lock_identity(self, key: str, *, shared: bool = False) -> None: ...
 
     # -- finding -------------------------------------------------------------------------
     def reading_current(self) -> contextlib.AbstractContextManager[None]:
@@ -318,6 +323,20 @@ class ForgetTables:
                     ),
                 )
         return counts
+
+    def hold_forgets(self, tenant: str) -> None:
+        """Inside a write transaction, first: no forget of the tenant commits until it ends. PostgreSQL: the
+        tenant's forget lock, shared (:meth:`forgets_held` holds it alone), so a forget cannot commit between
+        this writer's :meth:`forgotten_since` and its COMMIT; on SQLite the one writer already excludes it."""
+        self.lock_identity(forget_key(tenant), shared=True)
+
+    @contextlib.contextmanager
+    def forgets_held(self, tenant: str) -> Iterator[None]:
+        """Around a forget's plan and purge: a write that read before it (a job's completion, a learn) commits
+        before the plan reads, or after the purge, when it finds the receipt (:meth:`forgotten_since`), never
+        in between. SQLite: the write transaction, taken first (the purge nests in it)."""
+        with self.db.write():
+            yield
 
     def forgotten_since(self, tenant: str, at: float) -> bool:
         """Whether the tenant forgot anything at or after ``at`` (epoch seconds); asked of the writer (the primary,
