@@ -649,3 +649,15 @@ def test_a_forget_committing_between_a_jobs_check_and_its_commit_waits_for_it(
         records = [m.content.lower() for m in mem.store.iter_records(tenant)]
         assert not [c for c in records if "marmaladeorchid" in c], records
         assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+
+
+@pytest.mark.postgres
+def test_a_forget_on_a_pool_of_one_connection_does_not_wait_on_itself(project: Path, pg_url: str) -> None:
+    """The forget's lock lives on a connection of its own: with ``pg_pool_max = 1`` the plan's reads and the
+    purge still find the pool's one connection free."""
+    with _open(pg_url, pg_pool_max=1, pg_pool_min=1) as mem:
+        mem.remember(SECRET, user="alice")
+        kept = mem.remember(OTHER)
+        receipt = mem.forget_everywhere(user="alice")
+        assert [m.id for m in mem.list().items] == [kept.id]
+        assert mem.verify_forgotten(receipt["id"])["ok"]

@@ -37,16 +37,22 @@ class PostgresForget:
 
     @contextlib.contextmanager
     def forgets_held(self, tenant: str) -> Iterator[None]:
-        """Around a forget's plan and purge: the tenant's forget lock, alone, on a connection of its own (a
-        session lock: the plan reads and the purge writes on others); a write that read before it holds the
-        lock shared from its transaction's start (``hold_forgets``), so it commits before the plan reads, or
-        after the purge, when it finds the receipt."""
-        with self.db.borrow() as conn:
-            conn.native("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (forget_key(tenant),))
+        """Around a forget's plan and purge: the tenant's forget lock, alone, as a session lock on a connection of
+        its own, outside the pool (the plan reads and the purge writes on pooled ones, and a pool of one must not
+        wait on itself); a write that read before it holds the lock shared from its transaction's start
+        (``hold_forgets``), so it commits before the plan reads, or after the purge, when it finds the receipt."""
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self.db.url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise self.db.translate_error(exc) from exc
+        with conn:
+            conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (forget_key(tenant),))
             try:
                 yield
             finally:
-                conn.native("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (forget_key(tenant),))
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (forget_key(tenant),))
 
     def words_in_use(self, words: Sequence[str]) -> set[str]:
         """The words some stored record still holds (the tsvector index, any tenant)."""
