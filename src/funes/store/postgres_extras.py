@@ -158,7 +158,8 @@ class PostgresExtras:
 
         Outside a caller's transaction the commit does not wait for the disk (``synchronous_commit = off``):
         a cache row lost in a crash costs an embedding again, never data. After a forget of the acting tenant
-        since ``since`` (when the texts were read) nothing is cached, as ``sqlite_forget.CACHE_ROW``.
+        since ``since`` (when the texts were read) nothing is cached, as on SQLite (``SqliteStore.cache_put``); the
+        condition does not depend on the row, so PostgreSQL evaluates it once per statement.
         """
         if not items or self.db.read_only:
             return

@@ -58,7 +58,7 @@ from .sqlite_cleanup import CleanupTables
 from .sqlite_documents import DocumentTables
 from .sqlite_entities import EntityTables
 from .sqlite_folders import FolderTables
-from .sqlite_forget import ACCESS_ROW, CACHE_ROW, ForgetTables, drop_cached_queries
+from .sqlite_forget import ACCESS_ROW, FORGOT_SINCE, ForgetTables, drop_cached_queries
 from .sqlite_health import _AWAITED, _NO_VECTOR, HealthChecks
 from .sqlite_jobs import JobTables
 from .sqlite_keyword import KeywordSearch
@@ -621,11 +621,17 @@ class SqliteStore(
 
     def cache_put(self, model_id: str, items: Sequence[tuple[str, np.ndarray]], *, since: float | None = None) -> None:
         """Store embeddings in the cache (a read-only store skips it: the cache only saves time); none after a
-        forget since ``since``, when the texts were read (``CACHE_ROW``)."""
+        forget since ``since``, when the texts were read: they may be forgotten text. Checked once per call, in
+        the write transaction (no forget commits inside it), not once per row."""
         if not items or self.db.read_only:
             return
         with self.db.write() as conn:
-            conn.executemany(CACHE_ROW, [(model_id, h, serialize(v), since, since) for h, v in items])
+            if since is not None and conn.execute(FORGOT_SINCE, (since,)).fetchone():
+                return
+            conn.executemany(
+                "INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector) VALUES (?, ?, ?)",
+                [(model_id, h, serialize(v)) for h, v in items],
+            )
 
     # -- bulk, stats, integrity ---------------------------------------------
     def iter_records(self, tenant: str | None = None) -> Iterator[Memory]:

@@ -59,12 +59,8 @@ ACCESS_ROW = (
     "memories WHERE id = ?)"
 )
 
-#: One embedding-cache row (``?`` marks: model_id, text_hash, vector, since, since). Its text was read at ``since``
-#: (a job's start, or the embedding's): after a forget since then it may be a forgotten text, so it is not cached.
-CACHE_ROW = (
-    "INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector) SELECT ?, ?, ? "
-    "WHERE ? IS NULL OR NOT EXISTS (SELECT 1 FROM forget_receipts WHERE at >= ?)"
-)
+#: Whether a forget came at or after a time (epoch seconds), in any tenant: the embedding cache is shared.
+FORGOT_SINCE = "SELECT 1 FROM forget_receipts WHERE at >= ? LIMIT 1"
 
 
 def drop_cached_queries(conn: Any, events: Sequence[Any], stamp: float) -> None:
