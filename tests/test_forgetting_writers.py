@@ -3,7 +3,8 @@
 A direct ``ingest`` of a changed file and a direct ``reconcile`` read stored records (an edited section, a changed
 entity becomes the next version of its stored record, the old text kept as a version), then write. A forget that
 commits in between must not be undone by a version that holds its words: the write goes through the store's one
-guard (``store.unforgotten_write``) and raises ForgetCrossed (a Conflict: run it again) instead.
+guard (``store.unforgotten_write``) and raises ForgetCrossed (a Conflict: run it again) instead. A write-back to
+Markdown (a file, which the folder sync indexes) holds the same guard around its read and its append.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_forgetting import _Beside, _open
+from test_forgetting import OTHER, _Beside, _files, _open, _scan
 
 import funes
-from funes.errors import Conflict, ForgetCrossed
+from funes.errors import Conflict, ForgetCrossed, NotFound
 
 NOTE = "# Notes\n\n## Passcode\n\n{passcode}\n\n## Lunch\n\nTeam lunch is on Fridays at the ramen bar.\n"
 SECRET = "My quokkabrandt passcode is zephyrwhistle42."
@@ -101,3 +102,39 @@ def test_a_reconcile_that_read_a_summary_before_its_forget_writes_no_version_of_
         assert refused is None or "run it again" in (refused.hint or "").lower()
         other.reconcile("book.xlsx", [changed])  # again: from what remains
         assert _leaks(mem) == []
+
+
+def test_a_write_back_that_reads_its_record_while_the_forget_runs_writes_nothing(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process writes a record back to Markdown while a forget of it runs. It reads the record again
+    first; read between the forget's plan (which found no section to cut) and its purge, the section would stay
+    in the file and the sync would index it as a note. The read and the append wait for the forget instead."""
+    monkeypatch.chdir(tmp_path)  # the default memory folder lives under the working directory
+    with _open(store_url) as mem, _open(store_url) as other:
+        held = mem.remember(SECRET, user="alice")
+        kept = mem.remember(OTHER)
+        purge = mem.store.purge
+        outcome: list[Any] = []
+
+        def write_back() -> None:
+            try:
+                outcome.append(other.write_back(held))
+            except NotFound as exc:
+                outcome.append(exc)
+
+        writer = threading.Thread(target=write_back)
+
+        def meanwhile(*args: Any, **kwargs: Any) -> Any:
+            writer.start()  # after the plan, before the purge
+            writer.join(timeout=2)
+            return purge(*args, **kwargs)
+
+        monkeypatch.setattr(mem.store, "purge", meanwhile)
+        receipt = mem.forget_everywhere([held.id])
+        writer.join()
+        assert _scan(_files(Path(mem.memory_folders.folder().path))) == []
+        assert _leaks(mem) == [], _leaks(mem)
+        assert len(outcome) == 1 and isinstance(outcome[0], NotFound), outcome
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+        assert OTHER in mem.write_back(kept).read_text(encoding="utf-8")  # a standing record is written back
