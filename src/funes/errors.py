@@ -52,6 +52,13 @@ class PreconditionFailed(Conflict):
     code = "precondition_failed"
 
 
+class ForgetCrossed(Conflict):
+    """A forget of the tenant committed after the reads a write was derived from: what was read may be gone, so
+    nothing of the write was kept (the transaction rolled back). Run it again: it reads what remains."""
+
+    code = "forget_crossed"
+
+
 class PathConflict(Conflict):
     """Another memory of the store already has that path."""
 
@@ -122,6 +129,7 @@ __all__ = [
     "Conflict",
     "DependencyMissing",
     "EmbedderMismatch",
+    "ForgetCrossed",
     "FunesError",
     "InvalidInput",
     "NotFound",

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import InvalidInput, NotFound
 from ..memory.record_input import RecordFields
-from ..models import Memory, RememberResult, SourceRef
+from ..models import Memory, RememberResult, SourceRef, to_epoch, utcnow
 
 if TYPE_CHECKING:
-    from ..knowledge.folders import Folders
+    from ..knowledge.folders import Folder, Folders
     from ..memory.core import Core
 
 _TAG = re.compile(r"<save[_ ]memory\b([^>]*)>(.*?)</save[_ ]memory\s*>", re.IGNORECASE | re.DOTALL)
@@ -70,8 +70,16 @@ class Capture:
         """Append a stored memory to today's ``YYYY-MM-DD.md`` in the folder (once) and sync the folder.
 
         The record is read again first: a copy held from before a forget (or a delete, or an edit) must not
-        write words that are gone back into a file, where the sync would index them as a note.
+        write words that are gone back into a file, where the sync would index them as a note. The read and the
+        append hold the tenant's forget lock (``store.unforgotten_write``): a forget plans after the section is in
+        the file (and cuts it), or purges before the read (and nothing is written), never in between.
         """
+        with self.core.store.unforgotten_write(memory.tenant, to_epoch(utcnow()), f"writing back {memory.id}"):
+            path, registered = self._append(memory, folder)
+        self.folders.sync(registered.path, tenant=registered.tenant)
+        return path
+
+    def _append(self, memory: Memory, folder: str | os.PathLike[str] | None) -> tuple[Path, Folder]:
         current = self.core.store.get(memory.id)
         if current is None:
             raise NotFound(
@@ -86,7 +94,7 @@ class Capture:
         path = root / f"{now:%Y-%m-%d}.md"
         marker = f"<!-- funes:{memory.id} -->"
         if path.exists() and marker in path.read_text(encoding="utf-8", errors="replace"):
-            return path  # the same memory remembered twice is one record and one section
+            return path, registered  # the same memory remembered twice is one record and one section
         tags = [str(t) for t in (memory.metadata or {}).get("tags") or []]
         lines = [
             f"## {now:%H:%M} {memory.memory_type} (importance {memory.importance:.2f})",
@@ -101,8 +109,7 @@ class Capture:
         # Append mode only: another writer's sections (a task summary, a hand edit) are never overwritten.
         with path.open("a", encoding="utf-8") as out:
             out.write(head + "\n".join(lines) + "\n")
-        self.folders.sync(registered.path, tenant=registered.tenant)
-        return path
+        return path, registered
 
     def capture(
         self, text: str, *, to_markdown: bool = False, folder: str | None = None, **defaults: Unpack[RecordFields]

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..errors import EmbedderUnavailable, InvalidInput
 from ..memory.versioning import superseded
-from ..models import ENTITY_SCOPES, Job, Memory, SourceRef, format_time
+from ..models import ENTITY_SCOPES, Job, Memory, SourceRef, format_time, to_epoch, utcnow
 from ..providers.llm import LLM, create_llm
 from .proposals import Proposals
 
@@ -205,8 +205,11 @@ class Entities:
                 "entities": [{"type": e.type, "id": e.id, "title": e.title, "fields": e.fields} for e in parsed],
             }
             return {"job_id": self.core.enqueue_job("reconcile", payload, tenant=tenant_id)}
+        # The plan reads the file's stored summaries, and the write makes a changed one the next version of its
+        # summary: a forget of the tenant meanwhile (another process) writes nothing (ForgetCrossed: run it again).
+        since = to_epoch(utcnow())
         plan = self._plan(tenant_id, user_id, scope.strip(), parsed)
-        with self.core.store.transaction():
+        with self.core.store.unforgotten_write(tenant_id, since, f"reconciling the entities of {scope.strip()}"):
             return self._apply(plan)
 
     # -- the two phases ---------------------------------------------------------------

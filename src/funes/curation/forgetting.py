@@ -33,14 +33,13 @@ import os
 import re
 import shutil
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import FunesError, InvalidInput, NotFound
 from ..knowledge.folders import WRITTEN_BACK
 from ..memory.windows import MIN_CHARS
-from ..models import KINDS, Memory, format_time, new_id, to_epoch, utcnow
+from ..models import Memory, format_time, new_id, to_epoch, utcnow
 from .forget_scan import candidate_tokens, files_under, scan_file, seal, unspelled
 from .provenance import cites
 
@@ -217,7 +216,6 @@ class Forgetting:
             "mirrors": mirrors,
             "jobs": jobs,
             "rebuild": rebuild,
-            "cited": (gone_messages, touched_sessions, sessions, sources, entities),  # what derived records cite
             "text": text,
         }
 
@@ -291,10 +289,10 @@ class Forgetting:
                 hint="Look at the preview (`funes forget --matching TEXT` without --yes, or Funes.preview_forget), "
                 "then confirm with --yes (confirm=True).",
             )
-        # Writes that read before this forget (a job's completion, a learn in another process) commit before the
-        # plan reads, or find its receipt after the purge and write nothing: never in between (store.forgets_held).
+        # Writes derived from stored text (a job's completion, a learn, an ingest in another process) commit before
+        # the plan reads, or find its receipt after the purge and write nothing: never in between (store.forgets_held
+        # and store.unforgotten_write), so the plan is all there is to remove.
         with self.core.store.forgets_held(self.core.tenant_of(tenant)):
-            started = utcnow()
             plan = self._plan(ids, user, matching, tenant, caller)
             store = self.core.store
             records: dict[str, Memory] = plan["records"]
@@ -343,14 +341,6 @@ class Forgetting:
             for mirror in plan["mirrors"]:
                 if Path(mirror).exists():
                     _shred(Path(mirror))
-            # Derived records another process wrote while this forget planned (a learn committed then) go too.
-            late = self._written_meanwhile(plan, started)
-            if late:
-                more = self._purge(plan["tenant"], late)
-                counts = {k: n + more.get(k, 0) for k, n in counts.items()}
-                receipt["records"] += [
-                    {"id": m.id, "kind": m.kind, "content_hash": m.content_hash, "derived": True} for m in late.values()
-                ]
         for session, owner, tenant_id in sorted(plan["rebuild"]):
             self.core.enqueue_job(
                 "insights",
@@ -366,7 +356,7 @@ class Forgetting:
         tokens = candidates - store.words_in_use(sorted(candidates)) - _own_words()
         receipt["counts"] = {
             **counts,
-            "derived_removed": len(plan["derived"]) + len(late),
+            "derived_removed": len(plan["derived"]),
             "derived_rebuilding": len(plan["rebuild"]),
             "markdown_files": len(plan["markdown"]),
             "uploads": len(plan["uploads"]),
@@ -390,15 +380,6 @@ class Forgetting:
             texts=sorted({t for m in records.values() for t in _embedded(m)}),
             **places,
         )
-
-    def _written_meanwhile(self, plan: dict[str, Any], since: datetime) -> dict[str, Memory]:
-        """Records written since ``since`` (the plan's start) that are derived from what the plan forgets."""
-        store = self.core.store
-        fresh = [
-            i for i in store.tenant_ids(plan["tenant"], KINDS, limit=1_000_000, since=since) if i not in plan["records"]
-        ]
-        found = store.get_many(fresh)
-        return {i: m for i, m in found.items() if cites(m, *plan["cited"]) is not None}
 
     # -- proof -----------------------------------------------------------------------------
     def receipt(self, receipt: str | os.PathLike[str] | dict[str, Any], *, tenant: str | None = None) -> dict[str, Any]:

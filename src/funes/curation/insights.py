@@ -145,13 +145,10 @@ class Insights:
                 dedupe_key=f"insights:{sess.tenant}:{sess.id}",
             )
             return {"job_id": job_id}
-        with derived_from_reads(self.core, sess.tenant, f"learning the insight of session {sess.id}") as unforgotten:
+        with derived_from_reads(self.core, sess.tenant, f"learning the insight of session {sess.id}") as writing:
             plan = self._plan(sess.id, sess.tenant, sess.user_id)
-            with self.core.store.transaction():
-                self.core.store.hold_forgets(sess.tenant)  # first: no forget commits between check and commit
-                done = self._apply(plan)
-                unforgotten()
-                return done
+            with writing():
+                return self._apply(plan)
 
     def _plan(self, session_id: str, tenant: str, user: str | None) -> dict[str, Any]:
         sess = self.conversations.resolve(session_id, tenant, user)

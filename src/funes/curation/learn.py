@@ -201,14 +201,12 @@ class Learning:
         """
         if isinstance(source, str) or hasattr(source, "history"):
             sess = self.conversations.resolve(source, tenant, user)  # type: ignore[arg-type]
-            with derived_from_reads(self.core, sess.tenant, f"learning from session {sess.id}") as unforgotten:
+            with derived_from_reads(self.core, sess.tenant, f"learning from session {sess.id}") as writing:
                 messages = self.conversations.history(sess)
                 plan = self._plan(messages, sess.tenant, sess.user_id, sess.project_id, sess.id)
-                with self.core.store.transaction():
-                    self.core.store.hold_forgets(sess.tenant)  # first: no forget commits between check and commit
+                with writing():
                     done = self._apply(plan)
-                    unforgotten()
-                    return self._report(done)
+                return self._report(done)
         if isinstance(source, Mapping) or not isinstance(source, Sequence):
             raise InvalidInput(
                 "learn() takes a session or a list of messages.",

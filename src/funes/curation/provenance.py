@@ -18,10 +18,9 @@ derived records of what it removes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Conflict
 from ..models import Memory, to_epoch, utcnow
 from ..store.consistency import read_at
 from .entities import KIND
@@ -114,18 +113,11 @@ class Provenance:
 
 
 @contextmanager
-def derived_from_reads(core: Core, tenant: str, what: str) -> Iterator[Callable[[], None]]:
-    """Derive records from the store's reads inside the block; call the check it yields inside the transaction
-    that writes them (which takes ``store.hold_forgets`` first): a forget of the tenant since the block began may
-    have taken what was read (a learned fact of a forgotten message), so it raises Conflict and nothing is written
-    (as the job runner rolls jobs back)."""
+def derived_from_reads(core: Core, tenant: str, what: str) -> Iterator[Callable[[], AbstractContextManager[None]]]:
+    """Derive records from the store's reads inside the block, and write them inside the transaction it yields
+    (``with writing(): ...``, the store's :meth:`~funes.store.Store.unforgotten_write`): a forget of the tenant
+    since the block began may have taken what was read (a learned fact of a forgotten message), so it raises
+    ForgetCrossed (a Conflict: run it again) and nothing is written (as the job runner rolls jobs back)."""
     started = to_epoch(utcnow())
-
-    def unforgotten() -> None:
-        if core.store.forgotten_since(tenant, started):
-            raise Conflict(
-                f"A forget ran while {what}; nothing was written.", hint="Run it again: it reads what remains."
-            )
-
     with read_at(started):  # nor are their embeddings cached after such a forget
-        yield unforgotten
+        yield lambda: core.store.unforgotten_write(tenant, started, what)

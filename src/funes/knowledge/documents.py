@@ -25,19 +25,18 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, cast
 
 import numpy as np
 
-from ..errors import EmbedderUnavailable, FunesError, InvalidInput, NotFound
+from ..errors import EmbedderUnavailable, ForgetCrossed, FunesError, InvalidInput, NotFound
 from ..memory.chunking import Chunker, chunk_size_for
 from ..memory.record_input import check_scope
 from ..memory.topics import document_topics
 from ..models import Memory, SourceRef, new_id, to_epoch, utcnow
 from ..store import vis_key
-from .paths import InputFile, expand_paths, read_regular
+from .paths import InputFile, document_uri, expand_paths, file_date, read_regular
 from .readers import EXTENSIONS, READER_VERSION, Parsed, ReadOptions, normalize_kind, read
 from .results import Document, IngestProgress, IngestReport, IngestResult, ProgressCallback
 from .revisions import revised
@@ -282,7 +281,7 @@ class Documents:
         writes: list[Callable[[], None]] | None = None,
         keep: Callable[[Memory], bool] | None = None,
     ) -> tuple[IngestResult, FunesError | None]:
-        started = time.monotonic()
+        started, since = time.monotonic(), to_epoch(utcnow())  # what is written rests on the reads from now on
         if item.skipped is not None:
             # Devices and FIFOs are left out before anything reads or records them (issue 9).
             return (
@@ -317,7 +316,10 @@ class Documents:
 
         def fail(error: FunesError) -> tuple[IngestResult, FunesError]:
             doc = None
-            if existing is not None or (item.path is not None and item.path.exists()) or item.data is not None:
+            # A forget crossed the swap (ForgetCrossed): `existing` may be a forgotten row, so nothing is written.
+            if not isinstance(error, ForgetCrossed) and (
+                existing is not None or (item.path is not None and item.path.exists()) or item.data is not None
+            ):
                 doc = self._record_failure(
                     existing, item, error, tenant_id, user_id, scope_name, project_id, session, vis, data
                 )
@@ -437,7 +439,7 @@ class Documents:
                 "updated_at": to_epoch(now),
                 "indexed_at": to_epoch(now),
             }
-            swap = self._swap(row, list(zip(records, vectors, strict=True)), pending, tenant_id)
+            swap = self._swap(row, list(zip(records, vectors, strict=True)), pending, tenant_id, since)
             if writes is not None:
                 writes.append(swap)  # the caller swaps it in later, in its own transaction (a folder batch)
             else:
@@ -472,9 +474,13 @@ class Documents:
         items: list[tuple[Memory, list[np.ndarray] | None]],
         pending: list[str],
         tenant: str,
+        since: float,
     ) -> Callable[[], None]:
+        """The write of a file read at ``since`` with its stored chunks (an edited section is the next version of
+        one): a forget of the tenant since then writes nothing (ForgetCrossed: run it again)."""
+
         def swap() -> None:
-            with self.store.transaction():
+            with self.store.unforgotten_write(tenant, since, f"indexing {row['name']}"):
                 self._doc_store().replace_document(row, items)
                 if pending:
                     self.core.defer_vectors(pending, tenant)
@@ -498,12 +504,7 @@ class Documents:
         started = time.monotonic()
         writes: list[Callable[[], None]] = []
         results = [self._ingest_one(item, writes=writes, keep=keep, **options)[0] for item in expand_paths(paths)]
-
-        def apply() -> None:
-            for write in writes:
-                write()
-
-        return IngestReport(results=tuple(results), seconds=time.monotonic() - started), apply
+        return IngestReport(results=tuple(results), seconds=time.monotonic() - started), _all(writes)
 
     def prepare_bytes(
         self, data: bytes, name: str, **options: Unpack[IngestOptions]
@@ -520,12 +521,7 @@ class Documents:
         result, error = self._ingest_one(item, writes=writes, **options)
         if error is not None:
             raise error
-
-        def apply() -> None:
-            for write in writes:
-                write()
-
-        return result, apply
+        return result, _all(writes)
 
     def _load_bytes(self, item: InputFile) -> bytes:
         limit = int(self.config.max_file_mb) * 1024 * 1024
@@ -564,7 +560,7 @@ class Documents:
         metadata: dict[str, Any] | None,
     ) -> list[Memory]:
         records: list[Memory] = []
-        dated = _file_date(item) if parsed.source_type == "chat" else None
+        dated = file_date(item) if parsed.source_type == "chat" else None
         for index, chunk in enumerate(chunks):
             # The short name keeps attributions readable (the uri is an absolute path).
             locator = {**chunk.locator, "display_name": item.name}
@@ -660,7 +656,7 @@ class Documents:
         row = store.get_document(ref)
         candidates = [row] if row is not None else []
         if not candidates:
-            uri = _as_uri(ref)
+            uri = document_uri(ref)
             candidates = store.find_documents_by_uri(tenant_id, uri) or store.find_documents_by_uri(tenant_id, ref)
         visible = [
             r
@@ -776,25 +772,11 @@ __all__ = [
 ]
 
 
-def _as_uri(ref: str) -> str:
-    """The absolute path a document reference may name; as given when it names none.
+def _all(writes: list[Callable[[], None]]) -> Callable[[], None]:
+    """One callable that makes the prepared writes in turn (call it inside a store transaction)."""
 
-    ``~x`` with no home directory (a server's service account) or a name the OS
-    refuses must read as "no such document", never as a 500 (issue 31).
-    """
-    if ref.startswith("stdin"):
-        return ref
-    try:
-        return str(Path(ref).expanduser().resolve())
-    except (RuntimeError, OSError, ValueError):
-        return ref
+    def apply() -> None:
+        for write in writes:
+            write()
 
-
-def _file_date(item: InputFile) -> str | None:
-    """The file's modification day (ISO), which dates chat messages that carry no timestamp of their own."""
-    if item.path is None:
-        return None
-    try:
-        return datetime.fromtimestamp(item.path.stat().st_mtime, UTC).date().isoformat()
-    except OSError:
-        return None
+    return apply

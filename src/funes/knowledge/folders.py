@@ -457,10 +457,12 @@ class Folders:
             started = time.monotonic()
             for attempt in range(1, _SYNC_ATTEMPTS + 1):
                 whole = attempt == _SYNC_ATTEMPTS
+                since = to_epoch(utcnow())  # the scan reads stored chunks (an edited section: the next version)
                 if not whole:
                     drift, report, apply = self._prepare(folder)
                 try:
-                    with self.store.transaction():
+                    # A forget of the tenant since the scan writes nothing (ForgetCrossed, a Conflict: scan again).
+                    with self.store.unforgotten_write(folder.tenant, since, f"syncing {folder.path}"):
                         if whole:
                             # Overtaken on every scan so far (a folder under heavy churn): this last one
                             # takes the folder's lock before it scans, so no other sync writes meanwhile.

@@ -7,6 +7,7 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import FunesError, InvalidInput
@@ -235,3 +236,27 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def document_uri(ref: str) -> str:
+    """The absolute path a document reference may name; as given when it names none.
+
+    ``~x`` with no home directory (a server's service account) or a name the OS
+    refuses must read as "no such document", never as a 500 (issue 31).
+    """
+    if ref.startswith("stdin"):
+        return ref
+    try:
+        return str(Path(ref).expanduser().resolve())
+    except (RuntimeError, OSError, ValueError):
+        return ref
+
+
+def file_date(item: InputFile) -> str | None:
+    """The file's modification day (ISO), which dates chat messages that carry no timestamp of their own."""
+    if item.path is None:
+        return None
+    try:
+        return datetime.fromtimestamp(item.path.stat().st_mtime, UTC).date().isoformat()
+    except OSError:
+        return None

@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendUnavailable, InvalidInput, NotFound
+from ..errors import BackendUnavailable, ForgetCrossed, InvalidInput, NotFound
 from ..models import JOB_STATUSES, Job, to_epoch, utcnow
 from ..store.consistency import read_at
 from ..store.tenancy import acting_for
@@ -66,11 +66,6 @@ SCHEDULED_TENANT = "*"  # the tenant of store-wide scheduled jobs
 
 class LeaseLost(Exception):
     """This worker no longer holds the job (another worker took it over); its writes are rolled back."""
-
-
-class ForgetCrossed(Exception):
-    """The job's tenant forgot something while the job ran: what it read may be gone, so its writes are rolled
-    back and it runs again from what remains (docs/forgetting.md)."""
 
 
 def _process_alive(pid: int) -> bool:
@@ -210,14 +205,12 @@ class Jobs:
         try:
             # Row-level security (Postgres) sees the job's tenant for every read and write of the run.
             # A forget of the tenant since the job started: its reads may hold what was forgotten (a learned fact
-            # of a forgotten message, a cache row of a forgotten text), so nothing it made is written.
+            # of a forgotten message, a cache row of a forgotten text), so nothing it made is written
+            # (ForgetCrossed: the job is given back and runs again from what remains).
             with acting_for(job.tenant), read_at(started):
                 apply = self._handlers[job.kind](job)
-                with self.store.transaction():
-                    self.store.hold_forgets(job.tenant)  # first: no forget commits between the check and the commit
+                with self.store.unforgotten_write(job.tenant, started, f"job {job.id} ({job.kind}) ran"):
                     result = apply()
-                    if self.store.forgotten_since(job.tenant, started):
-                        raise ForgetCrossed(job.id)
                     if not self.store.finish_job(job.id, self.worker_id, result, now=utcnow()):
                         raise LeaseLost(job.id)
         except LeaseLost:

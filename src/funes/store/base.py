@@ -382,17 +382,14 @@ class Store(Protocol):
         ...
 
     def forgets_held(self, tenant: str) -> AbstractContextManager[None]:
-        """Around a forget's plan and purge: writes that read before it commit before the plan, or find its
-        receipt (:meth:`hold_forgets`)."""
+        """Around a forget's plan and purge: writes derived from earlier reads commit before the plan, or find its
+        receipt (:meth:`unforgotten_write`)."""
         ...
 
-    def hold_forgets(self, tenant: str) -> None:
-        """Inside a write transaction, first: no forget of the tenant commits until it ends (what it writes,
-        read before, is checked with :meth:`forgotten_since` before it commits)."""
-        ...
-
-    def forgotten_since(self, tenant: str, at: float) -> bool:
-        """Whether the tenant forgot anything at or after ``at`` (epoch seconds), as the writer sees it now."""
+    def unforgotten_write(self, tenant: str, since: float, what: str) -> AbstractContextManager[None]:
+        """One write transaction of what was derived from reads made since ``since`` (epoch seconds): no forget of
+        the tenant commits while it is open (the tenant's forget lock, taken first), and when one committed since
+        ``since`` it raises :class:`~funes.errors.ForgetCrossed` (naming ``what``) and nothing of it is written."""
         ...
 
     def fail_job(

@@ -39,8 +39,8 @@ class PostgresForget:
     def forgets_held(self, tenant: str) -> Iterator[None]:
         """Around a forget's plan and purge: the tenant's forget lock, alone, as a session lock on a connection of
         its own, outside the pool (the plan reads and the purge writes on pooled ones, and a pool of one must not
-        wait on itself); a write that read before it holds the lock shared from its transaction's start
-        (``hold_forgets``), so it commits before the plan reads, or after the purge, when it finds the receipt."""
+        wait on itself); a write derived from earlier reads holds the lock shared from its transaction's start
+        (``unforgotten_write``), so it commits before the plan reads, or after the purge, when it finds the receipt."""
         import psycopg
 
         try:

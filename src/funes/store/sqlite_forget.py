@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendUnavailable
+from ..errors import BackendUnavailable, ForgetCrossed
 from .base import own_transaction
 from .sqlite_documents import document_key
 
@@ -320,28 +320,32 @@ class ForgetTables:
                 )
         return counts
 
-    def hold_forgets(self, tenant: str) -> None:
-        """Inside a write transaction, first: no forget of the tenant commits until it ends. PostgreSQL: the
-        tenant's forget lock, shared (:meth:`forgets_held` holds it alone), so a forget cannot commit between
-        this writer's :meth:`forgotten_since` and its COMMIT; on SQLite the one writer already excludes it."""
-        self.lock_identity(forget_key(tenant), shared=True)
-
     @contextlib.contextmanager
     def forgets_held(self, tenant: str) -> Iterator[None]:
-        """Around a forget's plan and purge: a write that read before it (a job's completion, a learn) commits
-        before the plan reads, or after the purge, when it finds the receipt (:meth:`forgotten_since`), never
+        """Around a forget's plan and purge: a write derived from earlier reads (a job's completion, a learn) commits
+        before the plan reads, or after the purge, when it finds the receipt (:meth:`unforgotten_write`), never
         in between. SQLite: the write transaction, taken first (the purge nests in it)."""
         with self.db.write():
             yield
 
-    def forgotten_since(self, tenant: str, at: float) -> bool:
-        """Whether the tenant forgot anything at or after ``at`` (epoch seconds); asked of the writer (the primary,
-        or inside the caller's write transaction, where no forget commits before it does on SQLite)."""
+    @contextlib.contextmanager
+    def unforgotten_write(self, tenant: str, since: float, what: str) -> Iterator[None]:
+        """One write transaction of what was derived from reads made since ``since`` (epoch seconds; the block
+        writes, this commits it). It takes the tenant's forget lock first, shared (PostgreSQL: an advisory lock that
+        :meth:`forgets_held` holds alone; SQLite: the one writer already excludes a forget), so no forget commits
+        between the check below and the COMMIT. Before it commits, a forget of the tenant at or after ``since``
+        (what was read may be gone: a learned fact of a forgotten message) raises :class:`ForgetCrossed` naming
+        ``what``, and the transaction rolls back: nothing of it is written."""
         with self.db.write() as conn:
-            found = conn.execute(
-                "SELECT 1 FROM forget_receipts WHERE tenant = ? AND at >= ? LIMIT 1", (tenant, float(at))
+            self.lock_identity(forget_key(tenant), shared=True)
+            yield
+            crossed = conn.execute(
+                "SELECT 1 FROM forget_receipts WHERE tenant = ? AND at >= ? LIMIT 1", (tenant, float(since))
             ).fetchone()
-        return found is not None
+            if crossed is not None:
+                raise ForgetCrossed(
+                    f"A forget ran while {what}; nothing was written.", hint="Run it again: it reads what remains."
+                )
 
     def save_receipt(self, receipt: dict[str, Any]) -> None:
         """Replace a tombstone's JSON (after the scrub has added what it did)."""

@@ -1,0 +1,140 @@
+"""Writes derived from stored text, made outside the job runner, do not cross a forget (issue 25).
+
+A direct ``ingest`` of a changed file and a direct ``reconcile`` read stored records (an edited section, a changed
+entity becomes the next version of its stored record, the old text kept as a version), then write. A forget that
+commits in between must not be undone by a version that holds its words: the write goes through the store's one
+guard (``store.unforgotten_write``) and raises ForgetCrossed (a Conflict: run it again) instead. A write-back to
+Markdown (a file, which the folder sync indexes) holds the same guard around its read and its append.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_forgetting import OTHER, _Beside, _files, _open, _scan
+
+import funes
+from funes.errors import Conflict, ForgetCrossed, NotFound
+
+NOTE = "# Notes\n\n## Passcode\n\n{passcode}\n\n## Lunch\n\nTeam lunch is on Fridays at the ramen bar.\n"
+SECRET = "My quokkabrandt passcode is zephyrwhistle42."
+
+
+def _texts(mem: funes.Funes) -> list[str]:
+    """Every text the store's records hold: their content, kept versions and entity-summary history."""
+    out = []
+    for m in mem.store.iter_records(None):
+        out += [m.content, *(v.content for v in m.previous_versions)]
+        out += [str(s.get("summary")) for s in m.metadata.get("previous_summaries") or ()]
+    return out
+
+
+def _leaks(mem: funes.Funes) -> list[str]:
+    return [t for t in _texts(mem) if "quokkabrandt" in t.lower()]
+
+
+def test_reindexing_a_file_while_one_of_its_chunks_is_forgotten_brings_none_of_it_back(
+    tmp_path: Path, store_url: str
+) -> None:
+    """`ingest` of a changed file (a request in another process) reads the document's stored chunks, embeds the
+    new ones, then swaps them in: the edited section becomes the next version of its stored chunk. The chunk is
+    forgotten while the new text is embedded: the swap writes nothing (no version holding the forgotten words),
+    and records no failure over the forgotten document row either."""
+    note = tmp_path / "notes.md"
+    note.write_text(NOTE.format(passcode=SECRET), encoding="utf-8")
+    beside = _Beside()
+    with _open(store_url) as mem, funes.open(store_url, embedder=beside, worker="off") as other:
+        mem.ingest(str(note))
+        secret = next(c for c in mem.document_chunks(str(note)) if "quokkabrandt" in c.content)
+        note.write_text(NOTE.format(passcode="The passcode moved to the team vault."), encoding="utf-8")
+        receipts: list[dict[str, Any]] = []
+        beside.during = lambda: receipts.append(mem.forget_everywhere([secret.id]))
+        refused: Conflict | None = None
+        try:
+            other.ingest(str(note))
+        except ForgetCrossed as exc:
+            refused = exc
+        assert receipts and _leaks(mem) == [], _leaks(mem)
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+        assert refused is not None and "run it again" in (refused.hint or "").lower(), refused
+        assert [d.uri for d in mem.documents()] == []  # its one chunk went with its row: no failure brings it back
+        again = other.ingest(str(note))  # run again: it reads what remains
+        assert again.status == "indexed", again
+        assert [c.content for c in mem.document_chunks(str(note)) if "vault" in c.content]
+        assert _leaks(mem) == []
+
+
+def test_a_reconcile_that_read_a_summary_before_its_forget_writes_no_version_of_it(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A direct `reconcile` (another process) reads a file's entity summaries inside its transaction and writes
+    a changed entity as the next version of its summary. A forget of that summary that plans and purges after
+    the read and before the write (PostgreSQL: nothing held the forget back) must not get it back as a version."""
+    with _open(store_url) as mem, _open(store_url) as other:
+        cell = {"type": "CODE_CELL", "id": "Sheet1:A1", "fields": {"code": "SELECT 1 -- quokkabrandt vault"}}
+        mem.reconcile("book.xlsx", [cell])
+        summary = next(m for m in mem.store.iter_records(None) if m.kind == "entity_summary")
+        assert "quokkabrandt" in summary.content.lower(), summary.content
+        put = other.store.put
+        receipts: list[dict[str, Any]] = []
+        forget = threading.Thread(target=lambda: receipts.append(mem.forget_everywhere([summary.id])))
+
+        def after_the_read(*args: Any, **kwargs: Any) -> Any:
+            if not forget.is_alive() and not receipts:
+                forget.start()  # the summary was read; the forget plans and purges now (or waits for this write)
+                forget.join(timeout=3)
+            return put(*args, **kwargs)
+
+        monkeypatch.setattr(other.store, "put", after_the_read)
+        changed = {**cell, "fields": {"code": "SELECT 2"}}
+        refused: Conflict | None = None
+        try:
+            other.reconcile("book.xlsx", [changed])
+        except ForgetCrossed as exc:
+            refused = exc
+        forget.join()
+        monkeypatch.undo()
+        assert receipts and _leaks(mem) == [], _leaks(mem)
+        assert mem.verify_forgotten(receipts[0]["id"])["ok"]
+        assert refused is None or "run it again" in (refused.hint or "").lower()
+        other.reconcile("book.xlsx", [changed])  # again: from what remains
+        assert _leaks(mem) == []
+
+
+def test_a_write_back_that_reads_its_record_while_the_forget_runs_writes_nothing(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process writes a record back to Markdown while a forget of it runs. It reads the record again
+    first; read between the forget's plan (which found no section to cut) and its purge, the section would stay
+    in the file and the sync would index it as a note. The read and the append wait for the forget instead."""
+    monkeypatch.chdir(tmp_path)  # the default memory folder lives under the working directory
+    with _open(store_url) as mem, _open(store_url) as other:
+        held = mem.remember(SECRET, user="alice")
+        kept = mem.remember(OTHER)
+        purge = mem.store.purge
+        outcome: list[Any] = []
+
+        def write_back() -> None:
+            try:
+                outcome.append(other.write_back(held))
+            except NotFound as exc:
+                outcome.append(exc)
+
+        writer = threading.Thread(target=write_back)
+
+        def meanwhile(*args: Any, **kwargs: Any) -> Any:
+            writer.start()  # after the plan, before the purge
+            writer.join(timeout=2)
+            return purge(*args, **kwargs)
+
+        monkeypatch.setattr(mem.store, "purge", meanwhile)
+        receipt = mem.forget_everywhere([held.id])
+        writer.join()
+        assert _scan(_files(Path(mem.memory_folders.folder().path))) == []
+        assert _leaks(mem) == [], _leaks(mem)
+        assert len(outcome) == 1 and isinstance(outcome[0], NotFound), outcome
+        assert mem.verify_forgotten(receipt["id"])["ok"]
+        assert OTHER in mem.write_back(kept).read_text(encoding="utf-8")  # a standing record is written back
