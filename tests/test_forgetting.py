@@ -623,8 +623,8 @@ def test_a_mirror_file_written_from_a_copy_held_across_a_forget_does_not_come_ba
 def test_a_forget_committing_between_a_jobs_check_and_its_commit_waits_for_it(
     project: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A forget that planned while a learn job's completion was writing (its check done, its COMMIT not yet)
-    missed the job's fact of the forgotten message, and the job, checked before the forget committed, kept it.
+    """A forget that planned while a learn job's completion was writing (its COMMIT not yet made) missed the job's
+    fact of the forgotten message, and the job, checked before the forget committed, kept it.
     The job holds the tenant's forget lock (shared on PostgreSQL; SQLite's write lock) from its transaction's
     start, and the forget holds it alone around its plan and purge: it plans after the job's commit."""
     import threading
@@ -638,7 +638,7 @@ def test_a_forget_committing_between_a_jobs_check_and_its_commit_waits_for_it(
         )
 
         def checked_then_finished(*args: Any, **kwargs: Any) -> bool:
-            forget.start()  # after the job's check, before its commit
+            forget.start()  # inside the job's write, before its check and its commit
             forget.join(timeout=3)  # it waits for the lock the job holds (before, it committed meanwhile)
             return finish(*args, **kwargs)
 
