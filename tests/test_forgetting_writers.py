@@ -138,3 +138,39 @@ def test_a_write_back_that_reads_its_record_while_the_forget_runs_writes_nothing
         assert len(outcome) == 1 and isinstance(outcome[0], NotFound), outcome
         assert mem.verify_forgotten(receipt["id"])["ok"]
         assert OTHER in mem.write_back(kept).read_text(encoding="utf-8")  # a standing record is written back
+
+
+def test_a_message_added_while_its_users_forget_plans_is_refused_and_leaves_nothing(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process adds a message to Alice's chat while ``forget --user alice`` is planning. On PostgreSQL the
+    message and its record used to commit during the plan, and the purge then deleted the session around them:
+    Alice's words stayed behind in a session that no longer exists, and the receipt did not know them. The append
+    now waits for the forget (the tenant's forget lock, as on SQLite's one writer) and finds its session gone."""
+    with _open(store_url) as mem, _open(store_url) as other:
+        mem.session("s1", user="alice")
+        mem.add_message("s1", "user", "I prefer window seats on long flights.")
+        plan_files = mem.forgetting._mirrors
+        outcome: list[Any] = []
+
+        def add() -> None:
+            try:
+                outcome.append(other.add_message("s1", "user", SECRET, user="alice"))
+            except NotFound as exc:
+                outcome.append(exc)
+
+        adder = threading.Thread(target=add)
+
+        def meanwhile(*args: Any) -> Any:
+            adder.start()  # finds the session, then writes while the forget still plans
+            adder.join(timeout=2)
+            return plan_files(*args)
+
+        monkeypatch.setattr(mem.forgetting, "_mirrors", meanwhile)
+        receipt = mem.forget_everywhere(user="alice", confirm=True)
+        adder.join()
+        assert len(outcome) == 1 and isinstance(outcome[0], NotFound), outcome
+        assert "deleted" in str(outcome[0])
+        assert not [m.id for m in mem.store.iter_records(None) if m.session_id == "s1"]
+        assert not mem.store.messages(mem.core.tenant_of(None), "s1")
+        assert mem.verify_forgotten(receipt["id"])["ok"]

@@ -54,6 +54,19 @@ class PostgresForget:
             finally:
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (forget_key(tenant),))
 
+    def append_messages(self, tenant: str, session_id: str, rows: Sequence[Any]) -> list[int]:
+        """SQLite's append, after the tenant's forget lock, shared (sent with the session's update: no round trip
+        of its own). A forget deletes the sessions it forgets under that lock (:meth:`forgets_held`), so an append
+        that began while it planned waits for its purge and then finds its session gone (NotFound), as on SQLite,
+        instead of leaving its message and its record behind in a deleted session."""
+        if not rows:
+            return []
+        with self.db.write() as conn:
+            conn.defer(
+                "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (forget_key(tenant),), tenant=False
+            )
+            return super().append_messages(tenant, session_id, rows)  # type: ignore[misc]
+
     def words_in_use(self, words: Sequence[str]) -> set[str]:
         """The words some stored record still holds (the tsvector index, any tenant)."""
         conn = self.db.reader()
