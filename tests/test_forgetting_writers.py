@@ -18,6 +18,7 @@ from test_forgetting import OTHER, _Beside, _files, _open, _scan
 
 import funes
 from funes.errors import Conflict, ForgetCrossed, NotFound
+from funes.models import to_epoch, utcnow
 
 NOTE = "# Notes\n\n## Passcode\n\n{passcode}\n\n## Lunch\n\nTeam lunch is on Fridays at the ramen bar.\n"
 SECRET = "My quokkabrandt passcode is zephyrwhistle42."
@@ -174,3 +175,43 @@ def test_a_message_added_while_its_users_forget_plans_is_refused_and_leaves_noth
         assert not [m.id for m in mem.store.iter_records(None) if m.session_id == "s1"]
         assert not mem.store.messages(mem.core.tenant_of(None), "s1")
         assert mem.verify_forgotten(receipt["id"])["ok"]
+
+
+def test_a_guard_inside_a_guard_checks_from_the_earlier_reads(store_url: str) -> None:
+    """A write derived from reads that began before its enclosing guard's (a file read, then a sync's transaction
+    opened) still finds a forget that came in between; one inside a guard whose reads began first leaves the check
+    to it, and the forget is found there."""
+    with _open(store_url) as mem:
+        tenant = mem.core.tenant_of(None)
+        store = mem.store
+        doomed = mem.remember(SECRET)
+        read_at = to_epoch(utcnow())
+        receipt = mem.forget_everywhere([doomed.id])
+        later = float(receipt["at_epoch"]) + 1e-3
+        with pytest.raises(ForgetCrossed, match="the inner write"):
+            with store.unforgotten_write(tenant, later, "the outer write"):
+                with store.unforgotten_write(tenant, read_at, "the inner write"):
+                    mem.remember(OTHER)
+        with pytest.raises(ForgetCrossed, match="the outer write"):
+            with store.unforgotten_write(tenant, read_at, "the outer write"):
+                with store.unforgotten_write(tenant, later, "the inner write"):
+                    mem.remember(OTHER)
+        assert not [m for m in store.iter_records(None) if m.content == OTHER]
+
+
+@pytest.mark.postgres
+def test_a_guard_inside_a_guard_takes_the_lock_and_checks_once(pg_url: str) -> None:
+    """A folder sync's or a job's guard around each file's swap: the inner guards send neither the lock nor the
+    receipts check again (two round trips a file on PostgreSQL)."""
+    with _open(pg_url) as mem:
+        tenant = mem.core.tenant_of(None)
+        counter = mem.store.db.counter
+        counter.log = []
+        started = to_epoch(utcnow())
+        with mem.store.unforgotten_write(tenant, started, "a sync"):
+            for n in range(3):
+                with mem.store.unforgotten_write(tenant, started + n, f"file {n}"):
+                    mem.remember(f"note {n}")
+        sent, counter.log = [q for _, q in counter.log], None
+        assert sum("advisory_xact_lock_shared" in q for q in sent) == 1, sent
+        assert sum(q.startswith("SELECT 1 FROM forget_receipts WHERE tenant") for q in sent) == 1, sent

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,8 @@ from .base import own_transaction
 from .sqlite_documents import document_key
 
 _CHUNK = 500
+# The store guards (unforgotten_write) each thread has open: (store database, tenant) -> the guard's ``since``.
+_GUARDS = threading.local()
 _ID = re.compile(r"[a-z]{3}_[0-9a-z]{26}")
 #: The tables a forget can touch (PostgreSQL vacuums these).
 TOUCHED = (
@@ -335,10 +338,27 @@ class ForgetTables:
         :meth:`forgets_held` holds alone; SQLite: the one writer already excludes a forget), so no forget commits
         between the check below and the COMMIT. Before it commits, a forget of the tenant at or after ``since``
         (what was read may be gone: a learned fact of a forgotten message) raises :class:`ForgetCrossed` naming
-        ``what``, and the transaction rolls back: nothing of it is written."""
+        ``what``, and the transaction rolls back: nothing of it is written.
+
+        Inside an open guard of the same tenant whose reads began no later (a file's swap in a folder sync's or a
+        job's guard), it is a savepoint only: the outer guard holds the lock and its check covers this one."""
+        held: dict[tuple[int, str], float] = _GUARDS.__dict__.setdefault("open", {})
+        key = (id(self.db), tenant)
+        outer = held.get(key)
+        if outer is not None and outer <= since:
+            with self.db.write():
+                yield
+            return
         with self.db.write() as conn:
             self.lock_identity(forget_key(tenant), shared=True)
-            yield
+            held[key] = since
+            try:
+                yield
+            finally:
+                if outer is None:
+                    del held[key]
+                else:
+                    held[key] = outer
             crossed = conn.execute(
                 "SELECT 1 FROM forget_receipts WHERE tenant = ? AND at >= ? LIMIT 1", (tenant, float(since))
             ).fetchone()
