@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -420,6 +422,34 @@ def test_a_vectors_job_embedding_a_record_while_it_is_forgotten_caches_none_of_i
         assert _cached(mem, OTHER) == {OTHER} and other.get(kept.id) is not None
 
 
+@contextlib.contextmanager
+def _meanwhile(
+    monkeypatch: pytest.MonkeyPatch, owner: Any, step: str, write: Callable[[], Any], refused: type[Exception]
+) -> Iterator[list[Any]]:
+    """Inside the block, when the forget reaches ``owner.step``, ``write`` runs in another thread (another process's
+    write) and is given 2 s before the forget goes on; the list yielded holds its result, or the ``refused`` error
+    it raised, once the block ends."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(write())
+        except refused as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    reached = getattr(owner, step)
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        thread.start()
+        thread.join(timeout=2)
+        return reached(*args, **kwargs)
+
+    monkeypatch.setattr(owner, step, meanwhile)
+    yield outcome
+    thread.join()
+
+
 def _learning(mem: funes.Funes, other: funes.Funes) -> str:
     """Alice's chat of two statements, and a learn job of it queued for ``other``; the tenant."""
     mem.session("s1", user="alice")
@@ -542,29 +572,13 @@ def test_a_learn_that_reads_while_the_forget_plans_waits_and_writes_nothing(
     """Another process learns from the chat while the forget is still planning: it reads the chat as it still is,
     and its write waits for the forget (store.forgets_held), then finds the receipt and writes nothing (Conflict:
     run it again), so the fact of the forgotten message never lands; run again, it learns what remains."""
-    import threading
-
     with _open(store_url) as mem, _open(store_url) as other:
         _learning(mem, other)
-        plan_files = mem.forgetting._mirrors
-        outcome: list[Any] = []
-
-        def learn() -> None:
-            try:
-                outcome.append(other.learn("s1", user="alice"))
-            except Conflict as exc:
-                outcome.append(exc)
-
-        learner = threading.Thread(target=learn)
-
-        def meanwhile(*args: Any) -> Any:
-            learner.start()  # reads the chat as it still is, then waits to write
-            learner.join(timeout=2)
-            return plan_files(*args)
-
-        monkeypatch.setattr(mem.forgetting, "_mirrors", meanwhile)
-        receipt = mem.forget_everywhere(matching="marmaladeorchid", confirm=True)
-        learner.join()
+        # The learn reads the chat as it still is while the forget plans, then waits to write.
+        with _meanwhile(
+            monkeypatch, mem.forgetting, "_mirrors", lambda: other.learn("s1", user="alice"), Conflict
+        ) as outcome:
+            receipt = mem.forget_everywhere(matching="marmaladeorchid", confirm=True)
         assert len(outcome) == 1 and isinstance(outcome[0], Conflict), outcome
         records = [m.content.lower() for m in mem.store.iter_records(mem.core.tenant_of(None))]
         assert not [c for c in records if "marmaladeorchid" in c], records

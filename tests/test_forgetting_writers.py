@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_forgetting import OTHER, _Beside, _files, _open, _scan
+from test_forgetting import OTHER, _Beside, _files, _meanwhile, _open, _scan
 
 import funes
 from funes.errors import Conflict, ForgetCrossed, NotFound
@@ -115,25 +115,9 @@ def test_a_write_back_that_reads_its_record_while_the_forget_runs_writes_nothing
     with _open(store_url) as mem, _open(store_url) as other:
         held = mem.remember(SECRET, user="alice")
         kept = mem.remember(OTHER)
-        purge = mem.store.purge
-        outcome: list[Any] = []
-
-        def write_back() -> None:
-            try:
-                outcome.append(other.write_back(held))
-            except NotFound as exc:
-                outcome.append(exc)
-
-        writer = threading.Thread(target=write_back)
-
-        def meanwhile(*args: Any, **kwargs: Any) -> Any:
-            writer.start()  # after the plan, before the purge
-            writer.join(timeout=2)
-            return purge(*args, **kwargs)
-
-        monkeypatch.setattr(mem.store, "purge", meanwhile)
-        receipt = mem.forget_everywhere([held.id])
-        writer.join()
+        # After the plan, before the purge:
+        with _meanwhile(monkeypatch, mem.store, "purge", lambda: other.write_back(held), NotFound) as outcome:
+            receipt = mem.forget_everywhere([held.id])
         assert _scan(_files(Path(mem.memory_folders.folder().path))) == []
         assert _leaks(mem) == [], _leaks(mem)
         assert len(outcome) == 1 and isinstance(outcome[0], NotFound), outcome
@@ -151,25 +135,15 @@ def test_a_message_added_while_its_users_forget_plans_is_refused_and_leaves_noth
     with _open(store_url) as mem, _open(store_url) as other:
         mem.session("s1", user="alice")
         mem.add_message("s1", "user", "I prefer window seats on long flights.")
-        plan_files = mem.forgetting._mirrors
-        outcome: list[Any] = []
-
-        def add() -> None:
-            try:
-                outcome.append(other.add_message("s1", "user", SECRET, user="alice"))
-            except NotFound as exc:
-                outcome.append(exc)
-
-        adder = threading.Thread(target=add)
-
-        def meanwhile(*args: Any) -> Any:
-            adder.start()  # finds the session, then writes while the forget still plans
-            adder.join(timeout=2)
-            return plan_files(*args)
-
-        monkeypatch.setattr(mem.forgetting, "_mirrors", meanwhile)
-        receipt = mem.forget_everywhere(user="alice", confirm=True)
-        adder.join()
+        # The add finds the session, then writes while the forget still plans.
+        with _meanwhile(
+            monkeypatch,
+            mem.forgetting,
+            "_mirrors",
+            lambda: other.add_message("s1", "user", SECRET, user="alice"),
+            NotFound,
+        ) as outcome:
+            receipt = mem.forget_everywhere(user="alice", confirm=True)
         assert len(outcome) == 1 and isinstance(outcome[0], NotFound), outcome
         assert "deleted" in str(outcome[0])
         assert not [m.id for m in mem.store.iter_records(None) if m.session_id == "s1"]
