@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +129,27 @@ def test_a_file_replaced_by_a_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="not a regular file") as caught:
         read_regular(tmp_path / "note.md", "note.md", 1000, hint="-", within=tmp_path)
     assert caught.value.hint
+
+
+def test_a_link_removed_while_it_is_resolved_is_left_out_of_the_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: os.path.realpath saw the link (lstat), then it was gone (readlink raised FileNotFoundError), and
+    # the folder-sync job failed whole; the watcher printed "a sync ... failed" under churn.
+    from funes.errors import InvalidInput
+    from funes.knowledge.paths import read_regular
+
+    (tmp_path / "target.md").write_text("# Target\n")
+    (tmp_path / "link.md").symlink_to("target.md")
+
+    def vanished(path: Any, *args: Any, **kwargs: Any) -> str:
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+    monkeypatch.setattr(os, "readlink", vanished)
+    with pytest.raises(InvalidInput, match=r"No such file: link\.md") as caught:
+        read_regular(tmp_path / "link.md", "link.md", 1000, hint="-", within=tmp_path)
+    assert caught.value.hint
+    with funes.open(str(tmp_path / "store.db"), embedder="hash", worker="off") as mem:
+        mem.add_folder(tmp_path)
+        (report,) = mem.sync(str(tmp_path))
+    assert report.drift.new == (str(tmp_path / "target.md"),), report.drift

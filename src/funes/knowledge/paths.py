@@ -71,7 +71,11 @@ def read_regular(
     ``within``, a path that resolves outside that folder (``notes.md ->
     ~/.aws/credentials`` was indexed by folder sync, issue 31).
     """
-    resolved = Path(os.path.realpath(path))
+    try:
+        resolved = Path(os.path.realpath(path))
+    except OSError as exc:
+        # A link removed between realpath's lstat and its readlink (a folder under churn): gone, like below.
+        raise InvalidInput(f"No such file: {name}.", hint="Check the path.") from exc
     if within is not None and not resolved.is_relative_to(os.path.realpath(within)):
         raise InvalidInput(
             f"{name} is a link to a file outside its folder; it is not read.",
